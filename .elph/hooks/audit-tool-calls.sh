@@ -1,0 +1,7 @@
+#!/bin/sh
+# Appends the sessionStart payload Elph sends on stdin to .elph/hook-audit.log, one JSON line per
+# session. Prints nothing, so Elph sees "no change".
+set -u
+log="${ELPH_PROJECT_DIR:-.}/.elph/hook-audit.log"
+cat >> "$log"
+exit 0

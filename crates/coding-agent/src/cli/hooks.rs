@@ -1,0 +1,181 @@
+//! `elph hooks list` and `elph hooks validate`.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use clap::Subcommand;
+
+use super::exit;
+use crate::hooks::config::read_file;
+use crate::hooks::discovery::{FileLoad, HookScope, merge};
+use crate::hooks::{HookSet, discover};
+use crate::paths::Paths;
+use crate::trust::TrustStore;
+
+#[derive(Debug, Subcommand)]
+pub enum HooksCommand {
+    /// List the hooks in the order they run (disabled ones too), then every diagnostic.
+    List {
+        /// Print one JSON document instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check hook files against the schema (no FILE: the home and project files).
+    ///
+    /// Exits 0 when every file is valid, 1 with one line per problem otherwise.
+    Validate {
+        /// Files to check.
+        files: Vec<PathBuf>,
+    },
+}
+
+pub fn run(cwd: Option<&Path>, command: HooksCommand) -> anyhow::Result<u8> {
+    match command {
+        HooksCommand::List { json } => {
+            let paths = Paths::from_env(cwd)?;
+            let set = load(&paths);
+            let mut out = std::io::stdout().lock();
+            if json {
+                serde_json::to_writer_pretty(&mut out, &set)?;
+                writeln!(out)?;
+            } else {
+                print_list(&mut out, &set)?;
+            }
+            Ok(exit::SUCCESS)
+        }
+        HooksCommand::Validate { files } => validate(cwd, files),
+    }
+}
+
+/// The hook set for `paths`, honouring the project's trust.
+pub fn load(paths: &Paths) -> HookSet {
+    let decision = TrustStore::new(&paths.config_dir).decide(&paths.project_dir);
+    discover(paths, decision.trusted)
+}
+
+fn print_list(out: &mut impl Write, set: &HookSet) -> std::io::Result<()> {
+    let active = set.active().count();
+    let disabled = set.hooks.len() - active;
+    writeln!(out, "{active} active hook(s), {disabled} disabled")?;
+    if !set.hooks.is_empty() {
+        let rows: Vec<[String; 7]> = set
+            .hooks
+            .iter()
+            .map(|hook| {
+                let mut command = hook.command.path.display().to_string();
+                if !hook.args.is_empty() {
+                    command = format!("{command} {}", hook.args.join(" "));
+                }
+                if !hook.command.executable {
+                    command.push_str("  (not found or not executable)");
+                }
+                [
+                    hook.id.clone(),
+                    hook.event.to_string(),
+                    if hook.event.is_tool_event() {
+                        hook.matcher.to_string()
+                    } else {
+                        "-".into()
+                    },
+                    format!("{}ms", hook.timeout.as_millis()),
+                    if hook.enabled { "yes".into() } else { "no".into() },
+                    hook.source.display().to_string(),
+                    command,
+                ]
+            })
+            .collect();
+        let header = [
+            "ID", "EVENT", "MATCHER", "TIMEOUT", "ENABLED", "SOURCE", "COMMAND",
+        ];
+        let mut widths = header.map(str::len);
+        for row in &rows {
+            for (width, cell) in widths.iter_mut().zip(row) {
+                *width = (*width).max(cell.len());
+            }
+        }
+        let line = |cells: &[String]| {
+            let last = cells.len() - 1;
+            cells
+                .iter()
+                .enumerate()
+                .map(|(i, cell)| {
+                    if i == last {
+                        cell.clone()
+                    } else {
+                        format!("{cell:<w$}", w = widths[i])
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join("  ")
+        };
+        writeln!(out, "{}", line(&header.map(String::from)))?;
+        for row in &rows {
+            writeln!(out, "{}", line(row))?;
+        }
+    }
+    for file in &set.files {
+        let scope = match file.scope {
+            HookScope::Home => "home",
+            HookScope::Project => "project",
+        };
+        let state = match &file.state {
+            crate::hooks::FileState::Loaded { hooks } => format!("loaded, {hooks} hook(s)"),
+            crate::hooks::FileState::Missing => "not present".into(),
+            crate::hooks::FileState::SkippedUntrusted => "skipped: project not trusted".into(),
+            crate::hooks::FileState::Malformed { .. } => "malformed, ignored".into(),
+        };
+        writeln!(out, "{scope} file {}: {state}", file.path.display())?;
+    }
+    if !set.diagnostics.is_empty() {
+        writeln!(out, "diagnostics:")?;
+        for diagnostic in &set.diagnostics {
+            writeln!(out, "  {diagnostic}")?;
+        }
+    }
+    Ok(())
+}
+
+fn validate(cwd: Option<&Path>, files: Vec<PathBuf>) -> anyhow::Result<u8> {
+    let explicit = !files.is_empty();
+    let files = if explicit {
+        files
+    } else {
+        let paths = Paths::from_env(cwd).context("cannot find the hook files to validate")?;
+        vec![paths.home_hooks_file(), paths.project_hooks_file()]
+    };
+    let mut problems = Vec::new();
+    let mut loads = Vec::new();
+    let mut out = std::io::stdout().lock();
+    for (index, path) in files.iter().enumerate() {
+        let scope = if index == 0 && !explicit {
+            HookScope::Home
+        } else {
+            HookScope::Project
+        };
+        match read_file(path) {
+            Ok(None) if explicit => problems.push(format!("{}: no such file", path.display())),
+            Ok(None) => writeln!(out, "{}: not present (nothing to check)", path.display())?,
+            Ok(Some(file)) => {
+                writeln!(out, "{}: ok, {} hook(s)", path.display(), file.hooks.len())?;
+                loads.push(FileLoad {
+                    path: path.clone(),
+                    scope,
+                    result: Ok(Some(file)),
+                });
+            }
+            Err(error) => problems.push(error.into_diagnostic(path).to_string()),
+        }
+    }
+    // Ids must be unique across the files checked together.
+    problems.extend(merge(loads, None).diagnostics.iter().map(ToString::to_string));
+    drop(out);
+    for problem in &problems {
+        eprintln!("{problem}");
+    }
+    Ok(if problems.is_empty() {
+        exit::SUCCESS
+    } else {
+        exit::ERROR
+    })
+}

@@ -1,0 +1,80 @@
+//! The command line: argument parsing and dispatch to one module per command.
+
+mod hooks;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Exit codes (SPEC.md §7).
+pub mod exit {
+    pub const SUCCESS: u8 = 0;
+    pub const ERROR: u8 = 1;
+    pub const USAGE: u8 = 2;
+    pub const TRUST_DECLINED: u8 = 4;
+    pub const INTERRUPTED: u8 = 130;
+}
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "elph",
+    version,
+    about = "A coding agent whose lifecycle hooks you can trust",
+    long_about = "Elph is a coding agent with lifecycle hooks: commands you configure in hooks.json that \
+                  observe, block or rewrite what the agent does.\n\n\
+                  Hooks are read from CONFIG_DIR/hooks.json and, once the project is trusted, from \
+                  PROJECT_DIR/.elph/hooks.json. See docs/hooks.md.",
+    after_help = "Environment:\n  ELPH_HOME         CONFIG_DIR (default $XDG_CONFIG_HOME/elph or ~/.config/elph)\n  \
+                  ELPH_DATA_DIR     DATA_DIR (default $XDG_DATA_HOME/elph or ~/.local/share/elph)\n  \
+                  ELPH_PROJECT_DIR  PROJECT_DIR when --cwd is not given (default: the current directory)"
+)]
+pub struct Cli {
+    /// Use DIR as the project folder instead of the current directory.
+    #[arg(long, global = true, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Inspect, validate and test the configured hooks.
+    #[command(subcommand)]
+    Hooks(hooks::HooksCommand),
+}
+
+/// Parses the arguments, runs the command, and maps the result to an exit code.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            let code = if err.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::SUCCESS
+            };
+            let _ = err.print();
+            return ExitCode::from(code);
+        }
+    };
+    match run(cli) {
+        Ok(code) => ExitCode::from(code),
+        Err(err) => {
+            eprintln!("elph: {err:#}");
+            ExitCode::from(exit::ERROR)
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<u8> {
+    match cli.command {
+        Some(Command::Hooks(command)) => hooks::run(cli.cwd.as_deref(), command),
+        None => {
+            use clap::CommandFactory;
+            Cli::command().print_help()?;
+            Ok(exit::SUCCESS)
+        }
+    }
+}

@@ -1,0 +1,79 @@
+//! Diagnostics as data: what went wrong, in which file, for which hook.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Diagnostic {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<PathBuf>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hook_id: Option<String>,
+    /// The JSON pointer of the offending value, when the problem is in a file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pointer: Option<String>,
+    pub message: String,
+}
+
+impl Diagnostic {
+    pub fn new(message: impl Into<String>) -> Self {
+        Diagnostic {
+            file: None,
+            hook_id: None,
+            pointer: None,
+            message: message.into(),
+        }
+    }
+
+    pub fn in_file(mut self, file: impl Into<PathBuf>) -> Self {
+        self.file = Some(file.into());
+        self
+    }
+
+    pub fn for_hook(mut self, hook_id: impl Into<String>) -> Self {
+        self.hook_id = Some(hook_id.into());
+        self
+    }
+
+    pub fn at(mut self, pointer: impl Into<String>) -> Self {
+        self.pointer = Some(pointer.into());
+        self
+    }
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(file) = &self.file {
+            write!(f, "{}", file.display())?;
+            if let Some(pointer) = &self.pointer {
+                let pointer = if pointer.is_empty() { "(root)" } else { pointer };
+                write!(f, " at {pointer}")?;
+            }
+            f.write_str(": ")?;
+        }
+        if let Some(hook_id) = &self.hook_id {
+            write!(f, "hook '{hook_id}': ")?;
+        }
+        f.write_str(&self.message)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn display_names_file_pointer_and_hook() {
+        let d = Diagnostic::new("bad")
+            .in_file("/c/hooks.json")
+            .at("/hooks/0/event");
+        assert_eq!(d.to_string(), "/c/hooks.json at /hooks/0/event: bad");
+        let d = Diagnostic::new("timed out").for_hook("audit");
+        assert_eq!(d.to_string(), "hook 'audit': timed out");
+        let d = Diagnostic::new("not JSON").in_file("/h.json").at("");
+        assert_eq!(d.to_string(), "/h.json at (root): not JSON");
+    }
+}

@@ -1,0 +1,296 @@
+//! The hooks.json model, its published JSON Schema, and loading one file with validation.
+//!
+//! The committed `schemas/hooks-schema.json` is generated from these types (a test keeps them equal),
+//! and every file is checked against that schema before serde reads it, so the schema is the one
+//! place where the rules live.
+
+use std::path::Path;
+use std::sync::OnceLock;
+
+use elph_agent::hooks::HookEvent;
+use elph_agent::hooks::limits::{DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS, MIN_TIMEOUT_MS};
+use jsonschema::error::ValidationErrorKind;
+use schemars::{JsonSchema, Schema};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::diagnostics::Diagnostic;
+
+pub const SCHEMA_ID: &str = "https://elph.space/hooks-schema.json";
+
+/// A whole hooks.json file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(
+    title = "Elph lifecycle hooks",
+    description = "Hook commands that Elph runs at lifecycle events. See docs/hooks.md.",
+    extend("$id" = SCHEMA_ID)
+)]
+pub struct HooksFile {
+    /// The schema this file follows; editors use it for completion.
+    // `null` is not a way to leave a field out: `with` keeps it out of the schema.
+    #[serde(rename = "$schema", default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub schema: Option<String>,
+    /// Hooks, run in this order for each event.
+    pub hooks: Vec<HookConfig>,
+}
+
+/// One hook as written in hooks.json.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(transform = matcher_only_on_tool_events)]
+pub struct HookConfig {
+    /// Unique across the home and project files.
+    #[schemars(regex(pattern = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"))]
+    pub id: String,
+    /// The lifecycle event that runs this hook.
+    pub event: HookEvent,
+    /// Which tools a tool event applies to; only on preToolUse, postToolUse and postToolUseFailure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "MatcherConfig")]
+    pub matcher: Option<MatcherConfig>,
+    /// The executable, run directly (never through a shell). A relative path with a separator resolves
+    /// against the folder of this file; a bare name is looked up on PATH.
+    #[schemars(length(min = 1))]
+    pub command: String,
+    /// Arguments, passed literally.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    /// How long the hook may run, in milliseconds.
+    #[serde(default = "default_timeout_ms")]
+    #[schemars(range(min = MIN_TIMEOUT_MS, max = MAX_TIMEOUT_MS))]
+    pub timeout_ms: u64,
+    /// A disabled hook is listed but never run.
+    #[serde(default = "default_enabled")]
+    pub enabled: bool,
+}
+
+/// Tool names a tool hook applies to. Absent, or `{}`, means every tool.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MatcherConfig {
+    /// Exact names, `prefix*`, `*suffix`, or `*`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Vec<String>", length(min = 1), inner(regex(pattern = r"^(\*|\*[^*]+|[^*]+\*?)$")))]
+    pub tool_names: Option<Vec<String>>,
+}
+
+fn default_timeout_ms() -> u64 {
+    DEFAULT_TIMEOUT_MS
+}
+
+fn default_enabled() -> bool {
+    true
+}
+
+fn matcher_only_on_tool_events(schema: &mut Schema) {
+    let non_tool: Vec<&str> = HookEvent::ALL
+        .into_iter()
+        .filter(|event| !event.is_tool_event())
+        .map(HookEvent::as_str)
+        .collect();
+    schema.insert(
+        "if".into(),
+        json!({ "properties": { "event": { "enum": non_tool } }, "required": ["event"] }),
+    );
+    schema.insert("then".into(), json!({ "properties": { "matcher": false } }));
+}
+
+/// The schema as published, generated from the types.
+pub fn generated_schema() -> Value {
+    serde_json::to_value(schemars::schema_for!(HooksFile)).expect("the schema serializes")
+}
+
+/// The published schema as pretty JSON with a trailing newline: the exact bytes of
+/// `schemas/hooks-schema.json`.
+pub fn generated_schema_text() -> String {
+    let mut text = serde_json::to_string_pretty(&generated_schema()).expect("the schema serializes");
+    text.push('\n');
+    text
+}
+
+fn validator() -> &'static jsonschema::Validator {
+    static VALIDATOR: OnceLock<jsonschema::Validator> = OnceLock::new();
+    VALIDATOR
+        .get_or_init(|| jsonschema::validator_for(&generated_schema()).expect("the hooks schema compiles"))
+}
+
+/// Why a file could not be loaded: enough for one diagnostic.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LoadError {
+    /// The JSON pointer of the first error, when the file parsed as JSON.
+    pub pointer: Option<String>,
+    pub message: String,
+}
+
+impl LoadError {
+    fn new(pointer: Option<String>, message: impl Into<String>) -> Self {
+        LoadError {
+            pointer,
+            message: message.into(),
+        }
+    }
+
+    pub fn into_diagnostic(self, path: &Path) -> Diagnostic {
+        let diagnostic = Diagnostic::new(self.message).in_file(path);
+        match self.pointer {
+            Some(pointer) => diagnostic.at(pointer),
+            None => diagnostic,
+        }
+    }
+}
+
+/// Reads one hooks.json. `Ok(None)` when the file does not exist (not an error).
+pub fn read_file(path: &Path) -> Result<Option<HooksFile>, LoadError> {
+    let bytes = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(err) if err.kind() == std::io::ErrorKind::IsADirectory || path.is_dir() => {
+            return Err(LoadError::new(None, "is a directory, not a file; ignored"));
+        }
+        Err(err) => return Err(LoadError::new(None, format!("cannot be read: {err}; ignored"))),
+    };
+    parse(&bytes).map(Some)
+}
+
+/// Parses and validates the contents of a hooks.json.
+pub fn parse(bytes: &[u8]) -> Result<HooksFile, LoadError> {
+    // Editors on some systems write a byte-order mark; it carries no meaning in UTF-8.
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    let text = std::str::from_utf8(bytes).map_err(|err| {
+        LoadError::new(
+            None,
+            format!("is not valid UTF-8 (at byte {}); ignored", err.valid_up_to()),
+        )
+    })?;
+    if text.trim().is_empty() {
+        return Err(LoadError::new(
+            None,
+            "is empty; expected an object such as {\"hooks\": []}; ignored",
+        ));
+    }
+    let value: Value = serde_json::from_str(text).map_err(|err| {
+        LoadError::new(
+            None,
+            format!(
+                "is not valid JSON: {} at line {} column {}; ignored",
+                describe_json_error(&err),
+                err.line(),
+                err.column()
+            ),
+        )
+    })?;
+    if let Some(error) = validator().iter_errors(&value).next() {
+        let (pointer, message) = describe_schema_error(&error);
+        return Err(LoadError::new(Some(pointer), format!("{message}; file ignored")));
+    }
+    serde_json::from_value(value)
+        .map_err(|err| LoadError::new(Some(String::new()), format!("{err}; file ignored")))
+}
+
+fn describe_json_error(err: &serde_json::Error) -> String {
+    // serde_json appends " at line L column C" to its Display; we say that ourselves.
+    let text = err.to_string();
+    match text.rfind(" at line ") {
+        Some(index) => text[..index].to_string(),
+        None => text,
+    }
+}
+
+fn describe_schema_error(error: &jsonschema::ValidationError<'_>) -> (String, String) {
+    let pointer = error.instance_path().as_str().to_string();
+    let event_names = HookEvent::ALL.map(HookEvent::as_str).join(", ");
+    let message = match error.kind() {
+        ValidationErrorKind::AdditionalProperties { unexpected } => {
+            let name = unexpected.first().cloned().unwrap_or_default();
+            return (
+                format!("{pointer}/{}", escape_pointer(&name)),
+                format!("unknown field '{name}'"),
+            );
+        }
+        ValidationErrorKind::Required { property } => format!("missing required field {property}"),
+        ValidationErrorKind::FalseSchema if pointer.ends_with("/matcher") => {
+            "a matcher is only allowed on preToolUse, postToolUse and postToolUseFailure".to_string()
+        }
+        ValidationErrorKind::Enum { .. } if pointer.ends_with("/event") => {
+            format!(
+                "unknown event {}; expected one of: {event_names}",
+                error.instance()
+            )
+        }
+        ValidationErrorKind::Pattern { .. } if is_id(&pointer) => format!(
+            "invalid id {}: an id starts with a letter or digit and holds only letters, digits, '.', '_' and '-'",
+            error.instance()
+        ),
+        ValidationErrorKind::Pattern { .. } => format!(
+            "invalid tool name pattern {}: use an exact name, 'prefix*', '*suffix', or '*'",
+            error.instance()
+        ),
+        ValidationErrorKind::MinLength { .. } if pointer.ends_with("/id") => {
+            "id must not be empty".to_string()
+        }
+        ValidationErrorKind::MinLength { .. } if pointer.ends_with("/command") => {
+            "command must not be empty".to_string()
+        }
+        ValidationErrorKind::MinLength { .. } => "must not be empty".to_string(),
+        ValidationErrorKind::MinItems { .. } => {
+            "toolNames must list at least one pattern (omit the matcher to match every tool)".to_string()
+        }
+        ValidationErrorKind::Minimum { .. } | ValidationErrorKind::Maximum { .. }
+            if pointer.ends_with("/timeoutMs") =>
+        {
+            format!(
+                "timeoutMs is {}; it must be between {MIN_TIMEOUT_MS} and {MAX_TIMEOUT_MS}",
+                error.instance()
+            )
+        }
+        ValidationErrorKind::Type { .. } if pointer.ends_with("/timeoutMs") => format!(
+            "timeoutMs is {}; it must be a whole number of milliseconds between {MIN_TIMEOUT_MS} and {MAX_TIMEOUT_MS}",
+            error.instance()
+        ),
+        _ => error.to_string(),
+    };
+    (pointer, message)
+}
+
+fn is_id(pointer: &str) -> bool {
+    pointer.ends_with("/id")
+}
+
+fn escape_pointer(segment: &str) -> String {
+    segment.replace('~', "~0").replace('/', "~1")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn minimal_document_example_is_valid() {
+        let file = parse(
+            br#"{
+              "$schema": "https://elph.space/hooks-schema.json",
+              "hooks": [{"id": "audit-tool-calls", "event": "sessionStart", "command": "hooks/audit-tool-calls.sh", "timeoutMs": 5000, "enabled": true}]
+            }"#,
+        )
+        .unwrap();
+        assert_eq!(file.hooks.len(), 1);
+        assert_eq!(file.hooks[0].timeout_ms, 5000);
+    }
+
+    #[test]
+    fn defaults_apply() {
+        let file = parse(br#"{"hooks": [{"id": "a", "event": "stop", "command": "x"}]}"#).unwrap();
+        let hook = &file.hooks[0];
+        assert_eq!(
+            (hook.timeout_ms, hook.enabled, hook.args.len()),
+            (10_000, true, 0)
+        );
+    }
+
+    #[test]
+    fn schema_has_the_published_id() {
+        assert_eq!(generated_schema()["$id"], SCHEMA_ID);
+    }
+}

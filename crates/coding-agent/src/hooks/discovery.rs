@@ -1,0 +1,248 @@
+//! Discovery: the home file, then the project file (only when trusted), merged into one ordered set.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use elph_agent::hooks::{HookEvent, Matcher};
+use serde::Serialize;
+
+use super::config::{HookConfig, HooksFile, LoadError, read_file};
+use crate::diagnostics::Diagnostic;
+use crate::paths::Paths;
+
+/// Which file a hook came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum HookScope {
+    Home,
+    Project,
+}
+
+/// A hook's command as written and as resolved.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResolvedCommand {
+    pub written: String,
+    pub path: PathBuf,
+    /// Whether `path` exists and is an executable file right now.
+    pub executable: bool,
+}
+
+/// One hook, ready for the host.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HookDefinition {
+    pub id: String,
+    pub event: HookEvent,
+    pub matcher: Matcher,
+    pub command: ResolvedCommand,
+    pub args: Vec<String>,
+    #[serde(rename = "timeoutMs", serialize_with = "as_millis")]
+    pub timeout: Duration,
+    pub enabled: bool,
+    pub source: PathBuf,
+    pub scope: HookScope,
+}
+
+fn as_millis<S: serde::Serializer>(duration: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_u64(duration.as_millis() as u64)
+}
+
+impl HookDefinition {
+    /// Whether this hook runs for `event` (and, for tool events, `tool_name`).
+    pub fn applies_to(&self, event: HookEvent, tool_name: Option<&str>) -> bool {
+        self.enabled
+            && self.event == event
+            && match tool_name {
+                Some(name) => self.matcher.matches(name),
+                None => true,
+            }
+    }
+}
+
+/// What became of one hook file.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "state", rename_all = "camelCase", rename_all_fields = "camelCase")]
+pub enum FileState {
+    Loaded { hooks: usize },
+    Missing,
+    SkippedUntrusted,
+    Malformed { pointer: Option<String>, reason: String },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HookFile {
+    pub path: PathBuf,
+    pub scope: HookScope,
+    #[serde(flatten)]
+    pub state: FileState,
+}
+
+/// The merged hook set: every definition in order (disabled ones too), the files, and diagnostics.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HookSet {
+    pub hooks: Vec<HookDefinition>,
+    pub files: Vec<HookFile>,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl HookSet {
+    /// The enabled hooks, in order.
+    pub fn active(&self) -> impl Iterator<Item = &HookDefinition> {
+        self.hooks.iter().filter(|hook| hook.enabled)
+    }
+
+    /// The enabled hooks that run for `event` (and `tool_name`), in order.
+    pub fn matching(&self, event: HookEvent, tool_name: Option<&str>) -> Vec<&HookDefinition> {
+        self.hooks
+            .iter()
+            .filter(|hook| hook.applies_to(event, tool_name))
+            .collect()
+    }
+}
+
+/// The outcome of reading one file: its hooks, or why it has none.
+#[derive(Clone, Debug)]
+pub struct FileLoad {
+    pub path: PathBuf,
+    pub scope: HookScope,
+    pub result: Result<Option<HooksFile>, LoadError>,
+}
+
+impl FileLoad {
+    pub fn read(path: PathBuf, scope: HookScope) -> Self {
+        let result = read_file(&path);
+        FileLoad { path, scope, result }
+    }
+
+    fn skipped(path: PathBuf) -> Self {
+        FileLoad {
+            path,
+            scope: HookScope::Project,
+            result: Ok(None),
+        }
+    }
+}
+
+/// Loads the home file and, when `project_trusted`, the project file, and merges them.
+pub fn discover(paths: &Paths, project_trusted: bool) -> HookSet {
+    let home = FileLoad::read(paths.home_hooks_file(), HookScope::Home);
+    let project_path = paths.project_hooks_file();
+    if project_trusted {
+        let project = FileLoad::read(project_path, HookScope::Project);
+        merge(vec![home, project], None)
+    } else {
+        let mut set = merge(vec![home, FileLoad::skipped(project_path.clone())], None);
+        if let Some(file) = set.files.last_mut() {
+            file.state = FileState::SkippedUntrusted;
+        }
+        set.diagnostics.push(
+            Diagnostic::new(format!(
+                "project hooks skipped until {} is trusted (run `elph trust` there, or /trust in the app)",
+                paths.project_dir.display()
+            ))
+            .in_file(project_path),
+        );
+        set
+    }
+}
+
+/// Merges loaded files in order: ids are unique across all files, the first definition wins.
+/// `path_var` is the PATH used to resolve bare command names (`None`: the process's PATH).
+pub fn merge(files: Vec<FileLoad>, path_var: Option<&str>) -> HookSet {
+    let mut set = HookSet::default();
+    let path_var = path_var
+        .map(str::to_string)
+        .or_else(|| std::env::var("PATH").ok())
+        .unwrap_or_default();
+    for file in files {
+        let state = match file.result {
+            Ok(None) => FileState::Missing,
+            Err(error) => {
+                set.diagnostics.push(error.clone().into_diagnostic(&file.path));
+                FileState::Malformed {
+                    pointer: error.pointer,
+                    reason: error.message,
+                }
+            }
+            Ok(Some(contents)) => {
+                let mut loaded = 0;
+                for config in contents.hooks {
+                    if let Some(first) = set.hooks.iter().find(|hook| hook.id == config.id) {
+                        set.diagnostics.push(
+                            Diagnostic::new(format!(
+                                "duplicate hook id '{}' in {} (first defined in {})",
+                                config.id,
+                                file.path.display(),
+                                first.source.display()
+                            ))
+                            .in_file(&file.path)
+                            .for_hook(&config.id),
+                        );
+                        continue;
+                    }
+                    set.hooks
+                        .push(definition(config, &file.path, file.scope, &path_var));
+                    loaded += 1;
+                }
+                FileState::Loaded { hooks: loaded }
+            }
+        };
+        set.files.push(HookFile {
+            path: file.path,
+            scope: file.scope,
+            state,
+        });
+    }
+    set
+}
+
+fn definition(config: HookConfig, source: &Path, scope: HookScope, path_var: &str) -> HookDefinition {
+    let folder = source.parent().unwrap_or(Path::new("/"));
+    let matcher = config
+        .matcher
+        .and_then(|matcher| matcher.tool_names)
+        .map(|names| Matcher::parse(&names).expect("patterns were checked by the schema"))
+        .unwrap_or_default();
+    HookDefinition {
+        id: config.id,
+        event: config.event,
+        matcher,
+        command: resolve_command(&config.command, folder, path_var),
+        args: config.args,
+        timeout: Duration::from_millis(config.timeout_ms),
+        enabled: config.enabled,
+        source: source.to_path_buf(),
+        scope,
+    }
+}
+
+/// Resolves a command: absolute stays, a relative path with a separator is relative to `folder`,
+/// a bare name is looked up on `path_var`.
+pub fn resolve_command(command: &str, folder: &Path, path_var: &str) -> ResolvedCommand {
+    let written = Path::new(command);
+    let path = if written.is_absolute() {
+        written.to_path_buf()
+    } else if command.contains('/') {
+        folder.join(written)
+    } else {
+        std::env::split_paths(path_var)
+            .map(|dir| dir.join(command))
+            .find(|candidate| is_executable(candidate))
+            .unwrap_or_else(|| written.to_path_buf())
+    };
+    let executable = is_executable(&path);
+    ResolvedCommand {
+        written: command.to_string(),
+        path,
+        executable,
+    }
+}
+
+/// An existing regular file with an execute bit.
+pub fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+}

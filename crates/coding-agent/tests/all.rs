@@ -1,0 +1,3 @@
+//! The coding-agent integration tests: one binary, one module per area.
+
+mod suite;

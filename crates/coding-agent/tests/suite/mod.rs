@@ -1,0 +1,3 @@
+mod common;
+mod config_corpus;
+mod schema;

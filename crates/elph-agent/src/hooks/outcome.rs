@@ -1,0 +1,435 @@
+//! One outcome type per event, and the validation of what a hook printed on stdout.
+//!
+//! A hook's stdout is one JSON object. Fields the event honours are parsed into the event's outcome
+//! type; other fields are ignored with a note; a field of the wrong type, an invalid message list,
+//! invalid content blocks or an over-limit string reject the whole outcome.
+
+use std::collections::HashSet;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::HookEvent;
+use super::limits::MAX_RETURNED_CONTEXT_BYTES;
+use crate::messages::{Content, ContentBlock, Message};
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BeforeAgentOutcome {
+    pub system_prompt: Option<String>,
+    pub additional_context: Option<String>,
+    pub messages: Option<Vec<Message>>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ContextOutcome {
+    pub messages: Option<Vec<Message>>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Decision {
+    Allow,
+    Deny,
+    Ask,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PreToolUseOutcome {
+    pub block: Option<bool>,
+    pub reason: Option<String>,
+    pub decision: Option<Decision>,
+    pub tool_input: Option<Value>,
+}
+
+/// The outcome of `postToolUse` and `postToolUseFailure`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PostToolUseOutcome {
+    pub content: Option<Vec<ContentBlock>>,
+    pub details: Option<Value>,
+    pub is_error: Option<bool>,
+    pub terminate: Option<bool>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PreCompactOutcome {
+    pub cancel: Option<bool>,
+    pub custom_instructions: Option<String>,
+}
+
+/// A validated outcome of one hook run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum HookOutcome {
+    /// Observation-only events, or an outcome with no field the event honours.
+    Observation,
+    BeforeAgent(BeforeAgentOutcome),
+    Context(ContextOutcome),
+    PreToolUse(PreToolUseOutcome),
+    PostToolUse(PostToolUseOutcome),
+    PreCompact(PreCompactOutcome),
+}
+
+/// An accepted outcome and the notes about fields that were ignored.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ParsedOutcome {
+    pub outcome: HookOutcome,
+    pub ignored: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum OutcomeError {
+    #[error("stdout is not valid UTF-8")]
+    InvalidUtf8,
+    #[error("stdout is not valid JSON: {0}")]
+    InvalidJson(String),
+    #[error(
+        "stdout is JSON but not an object (got {0}); print an object such as {{\"block\": true}} or nothing"
+    )]
+    NotAnObject(&'static str),
+    #[error("invalid outcome for {event}: {reason}")]
+    InvalidField { event: HookEvent, reason: String },
+    #[error("invalid messages: {0}")]
+    InvalidMessages(String),
+    #[error("{field} is {bytes} bytes; at most {limit} bytes may reach the model from one outcome", limit = MAX_RETURNED_CONTEXT_BYTES)]
+    TooLarge { field: String, bytes: usize },
+}
+
+/// The fields an event honours, as written in JSON.
+pub fn honoured_fields(event: HookEvent) -> &'static [&'static str] {
+    match event {
+        HookEvent::BeforeAgent => &["systemPrompt", "additionalContext", "messages"],
+        HookEvent::Context => &["messages"],
+        HookEvent::PreToolUse => &["block", "reason", "decision", "toolInput"],
+        HookEvent::PostToolUse | HookEvent::PostToolUseFailure => {
+            &["content", "details", "isError", "terminate"]
+        }
+        HookEvent::PreCompact => &["cancel", "customInstructions"],
+        HookEvent::SessionStart
+        | HookEvent::UserPromptSubmit
+        | HookEvent::PostCompact
+        | HookEvent::Stop
+        | HookEvent::SessionEnd => &[],
+    }
+}
+
+/// Parses and validates a hook's stdout for `event`. Empty (or all-whitespace) stdout is "no change"
+/// and yields `Ok(None)`.
+pub fn parse_stdout(event: HookEvent, stdout: &[u8]) -> Result<Option<ParsedOutcome>, OutcomeError> {
+    let text = std::str::from_utf8(stdout).map_err(|_| OutcomeError::InvalidUtf8)?;
+    if text.trim().is_empty() {
+        return Ok(None);
+    }
+    let value: Value =
+        serde_json::from_str(text).map_err(|err| OutcomeError::InvalidJson(err.to_string()))?;
+    parse_outcome(event, &value).map(Some)
+}
+
+/// Validates one outcome object for `event`.
+pub fn parse_outcome(event: HookEvent, value: &Value) -> Result<ParsedOutcome, OutcomeError> {
+    let object = value
+        .as_object()
+        .ok_or(OutcomeError::NotAnObject(json_kind(value)))?;
+    let honoured = honoured_fields(event);
+    let mut kept = Map::new();
+    let mut ignored = Vec::new();
+    for (key, field) in object {
+        if honoured.contains(&key.as_str()) {
+            kept.insert(key.clone(), field.clone());
+        } else if key == "addedToolNames" {
+            ignored.push(
+                "addedToolNames is rejected: hooks cannot add tools (use MCP for dynamic tools)".into(),
+            );
+        } else if honoured.is_empty() {
+            ignored.push(format!("field '{key}' is ignored: {event} is observation-only"));
+        } else {
+            ignored.push(format!(
+                "field '{key}' is not honoured by {event} and was ignored (it honours: {})",
+                honoured.join(", ")
+            ));
+        }
+    }
+    let kept = Value::Object(kept);
+    let invalid = |err: serde_json::Error| OutcomeError::InvalidField {
+        event,
+        reason: err.to_string(),
+    };
+    let outcome = match event {
+        HookEvent::BeforeAgent => {
+            let outcome: BeforeAgentOutcome = serde_json::from_value(kept).map_err(invalid)?;
+            check_len("systemPrompt", outcome.system_prompt.as_deref())?;
+            check_len("additionalContext", outcome.additional_context.as_deref())?;
+            if let Some(messages) = &outcome.messages {
+                validate_messages(messages).map_err(OutcomeError::InvalidMessages)?;
+                check_messages_len(messages)?;
+            }
+            HookOutcome::BeforeAgent(outcome)
+        }
+        HookEvent::Context => {
+            let outcome: ContextOutcome = serde_json::from_value(kept).map_err(invalid)?;
+            if let Some(messages) = &outcome.messages {
+                validate_messages(messages).map_err(OutcomeError::InvalidMessages)?;
+                check_messages_len(messages)?;
+            }
+            HookOutcome::Context(outcome)
+        }
+        HookEvent::PreToolUse => {
+            let outcome: PreToolUseOutcome = serde_json::from_value(kept).map_err(invalid)?;
+            check_len("reason", outcome.reason.as_deref())?;
+            HookOutcome::PreToolUse(outcome)
+        }
+        HookEvent::PostToolUse | HookEvent::PostToolUseFailure => {
+            let outcome: PostToolUseOutcome = serde_json::from_value(kept).map_err(|err| {
+                OutcomeError::InvalidField {
+                    event,
+                    reason: format!(
+                        "{err} (content must be an array of {{\"type\":\"text\",\"text\":…}} or {{\"type\":\"image\",\"data\":…,\"mime_type\":…}} blocks)"
+                    ),
+                }
+            })?;
+            if let Some(content) = &outcome.content {
+                check_blocks_len("content", content)?;
+            }
+            HookOutcome::PostToolUse(outcome)
+        }
+        HookEvent::PreCompact => {
+            let outcome: PreCompactOutcome = serde_json::from_value(kept).map_err(invalid)?;
+            check_len("customInstructions", outcome.custom_instructions.as_deref())?;
+            HookOutcome::PreCompact(outcome)
+        }
+        HookEvent::SessionStart
+        | HookEvent::UserPromptSubmit
+        | HookEvent::PostCompact
+        | HookEvent::Stop
+        | HookEvent::SessionEnd => HookOutcome::Observation,
+    };
+    Ok(ParsedOutcome { outcome, ignored })
+}
+
+/// Checks a message list that a hook returned: tool messages must answer a tool call made earlier in
+/// the same list. (Roles and blocks are already checked by deserialization.)
+pub fn validate_messages(messages: &[Message]) -> Result<(), String> {
+    let mut calls = HashSet::new();
+    for (index, message) in messages.iter().enumerate() {
+        match message {
+            Message::Assistant { tool_calls, .. } => {
+                for call in tool_calls {
+                    if call.id.is_empty() || call.name.is_empty() {
+                        return Err(format!(
+                            "message {index}: a tool call needs a non-empty id and name"
+                        ));
+                    }
+                    calls.insert(call.id.as_str());
+                }
+            }
+            Message::Tool { tool_call_id, .. } => {
+                if !calls.contains(tool_call_id.as_str()) {
+                    return Err(format!(
+                        "message {index}: tool message answers '{tool_call_id}', but no earlier assistant message made that tool call"
+                    ));
+                }
+            }
+            Message::User { .. } => {}
+        }
+    }
+    Ok(())
+}
+
+fn check_len(field: &str, text: Option<&str>) -> Result<(), OutcomeError> {
+    match text {
+        Some(text) if text.len() > MAX_RETURNED_CONTEXT_BYTES => Err(OutcomeError::TooLarge {
+            field: field.to_string(),
+            bytes: text.len(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+fn blocks_text_len(blocks: &[ContentBlock]) -> usize {
+    blocks
+        .iter()
+        .map(|block| match block {
+            ContentBlock::Text { text } => text.len(),
+            ContentBlock::Image { .. } => 0,
+        })
+        .sum()
+}
+
+fn check_blocks_len(field: &str, blocks: &[ContentBlock]) -> Result<(), OutcomeError> {
+    let bytes = blocks_text_len(blocks);
+    if bytes > MAX_RETURNED_CONTEXT_BYTES {
+        return Err(OutcomeError::TooLarge {
+            field: field.to_string(),
+            bytes,
+        });
+    }
+    Ok(())
+}
+
+fn check_messages_len(messages: &[Message]) -> Result<(), OutcomeError> {
+    let bytes: usize = messages
+        .iter()
+        .map(|message| match message.content() {
+            Content::Text(text) => text.len(),
+            Content::Blocks(blocks) => blocks_text_len(blocks),
+        })
+        .sum();
+    if bytes > MAX_RETURNED_CONTEXT_BYTES {
+        return Err(OutcomeError::TooLarge {
+            field: "messages".into(),
+            bytes,
+        });
+    }
+    Ok(())
+}
+
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn empty_stdout_is_no_change() {
+        assert_eq!(parse_stdout(HookEvent::PreToolUse, b"").unwrap(), None);
+        assert_eq!(parse_stdout(HookEvent::PreToolUse, b" \n").unwrap(), None);
+    }
+
+    #[test]
+    fn block_outcome_parses() {
+        let parsed = parse_stdout(HookEvent::PreToolUse, br#"{"block": true, "reason": "no"}"#)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            parsed.outcome,
+            HookOutcome::PreToolUse(PreToolUseOutcome {
+                block: Some(true),
+                reason: Some("no".into()),
+                ..Default::default()
+            })
+        );
+        assert!(parsed.ignored.is_empty());
+    }
+
+    #[test]
+    fn garbage_is_rejected_with_a_reason() {
+        assert_eq!(
+            parse_stdout(HookEvent::Stop, &[0xff, 0xfe]),
+            Err(OutcomeError::InvalidUtf8)
+        );
+        assert!(matches!(
+            parse_stdout(HookEvent::Stop, b"hello"),
+            Err(OutcomeError::InvalidJson(_))
+        ));
+        assert_eq!(
+            parse_stdout(HookEvent::Stop, b"[1]"),
+            Err(OutcomeError::NotAnObject("an array"))
+        );
+        assert_eq!(
+            parse_stdout(HookEvent::Stop, b"42"),
+            Err(OutcomeError::NotAnObject("a number"))
+        );
+    }
+
+    #[test]
+    fn unhonoured_fields_are_ignored_with_a_note() {
+        let parsed = parse_outcome(HookEvent::Stop, &json!({"block": true})).unwrap();
+        assert_eq!(parsed.outcome, HookOutcome::Observation);
+        assert_eq!(
+            parsed.ignored,
+            ["field 'block' is ignored: stop is observation-only"]
+        );
+
+        let parsed = parse_outcome(HookEvent::Context, &json!({"systemPrompt": "x"})).unwrap();
+        assert_eq!(parsed.outcome, HookOutcome::Context(ContextOutcome::default()));
+        assert!(parsed.ignored[0].contains("'systemPrompt' is not honoured by context"));
+    }
+
+    #[test]
+    fn added_tool_names_is_rejected() {
+        let parsed = parse_outcome(HookEvent::PostToolUse, &json!({"addedToolNames": ["x"]})).unwrap();
+        assert!(parsed.ignored[0].contains("hooks cannot add tools"));
+    }
+
+    #[test]
+    fn wrong_types_reject_the_outcome() {
+        let err = parse_outcome(HookEvent::PreToolUse, &json!({"block": "yes"})).unwrap_err();
+        assert!(matches!(err, OutcomeError::InvalidField { .. }), "{err}");
+        let err = parse_outcome(HookEvent::PreToolUse, &json!({"decision": "maybe"})).unwrap_err();
+        assert!(matches!(err, OutcomeError::InvalidField { .. }), "{err}");
+    }
+
+    #[test]
+    fn post_tool_content_must_be_text_or_image_blocks() {
+        for bad in [
+            json!({"content": "plain string"}),
+            json!({"content": [{"type": "video", "data": "x"}]}),
+            json!({"content": [{"type": "text"}]}),
+            json!({"content": [{"type": "text", "text": "x", "extra": 1}]}),
+        ] {
+            let err = parse_outcome(HookEvent::PostToolUse, &bad).unwrap_err();
+            assert!(err.to_string().contains("content must be an array"), "{err}");
+        }
+        let ok = parse_outcome(
+            HookEvent::PostToolUseFailure,
+            &json!({"content": [{"type": "text", "text": "x"}, {"type": "image", "data": "AA", "mime_type": "image/png"}], "isError": false}),
+        );
+        assert!(ok.is_ok());
+    }
+
+    #[test]
+    fn strings_over_32_kib_are_rejected() {
+        let big = "x".repeat(MAX_RETURNED_CONTEXT_BYTES + 1);
+        let err = parse_outcome(HookEvent::BeforeAgent, &json!({"additionalContext": big})).unwrap_err();
+        assert_eq!(
+            err,
+            OutcomeError::TooLarge {
+                field: "additionalContext".into(),
+                bytes: big.len()
+            }
+        );
+        let err = parse_outcome(HookEvent::PreToolUse, &json!({"block": true, "reason": big})).unwrap_err();
+        assert!(matches!(err, OutcomeError::TooLarge { .. }));
+        let err = parse_outcome(
+            HookEvent::PostToolUse,
+            &json!({"content": [{"type":"text","text": big}]}),
+        )
+        .unwrap_err();
+        assert!(matches!(err, OutcomeError::TooLarge { .. }));
+        let exactly = "x".repeat(MAX_RETURNED_CONTEXT_BYTES);
+        assert!(parse_outcome(HookEvent::PreCompact, &json!({"customInstructions": exactly})).is_ok());
+    }
+
+    #[test]
+    fn message_lists_are_checked() {
+        let ok = json!({"messages": [{"role": "user", "content": "Redacted context"}]});
+        assert!(parse_outcome(HookEvent::Context, &ok).is_ok());
+
+        let orphan = json!({"messages": [{"role": "tool", "toolCallId": "c1", "content": "x"}]});
+        let err = parse_outcome(HookEvent::Context, &orphan).unwrap_err();
+        assert!(matches!(err, OutcomeError::InvalidMessages(_)), "{err}");
+
+        let answered = json!({"messages": [
+            {"role": "assistant", "content": "", "toolCalls": [{"id": "c1", "name": "grep", "input": {}}]},
+            {"role": "tool", "toolCallId": "c1", "content": [{"type": "text", "text": "found"}]}
+        ]});
+        assert!(parse_outcome(HookEvent::Context, &answered).is_ok());
+
+        let bad_role = json!({"messages": [{"role": "system", "content": "x"}]});
+        assert!(parse_outcome(HookEvent::Context, &bad_role).is_err());
+    }
+}
