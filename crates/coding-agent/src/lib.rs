@@ -2,6 +2,11 @@
 
 pub mod cli;
 pub mod diagnostics;
+pub mod gate;
 pub mod hooks;
+pub mod notices;
 pub mod paths;
+pub mod runtime;
+pub mod settings;
+pub mod store;
 pub mod trust;

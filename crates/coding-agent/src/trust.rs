@@ -1,6 +1,8 @@
 //! Project trust (SPEC.md §3): `CONFIG_DIR/trust.json`, and the decision for a project folder.
 
 use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -35,6 +37,8 @@ pub enum TrustError {
     Unreadable { path: PathBuf, reason: String },
     #[error("cannot write {path}: {reason}")]
     Write { path: PathBuf, reason: String },
+    #[error("{project} is not trusted ({because}), so there is nothing to untrust")]
+    NotTrusted { project: PathBuf, because: String },
 }
 
 /// The parsed trust.json. `raw` keeps every field as read, so that a write keeps what it does not know.
@@ -147,6 +151,94 @@ impl TrustDecision {
     pub fn explicitly_untrusted(&self) -> bool {
         matches!(self.source, DecisionSource::Entry { trusted: false, .. })
     }
+
+    /// Why the project is (not) trusted, for people: `decided by entry /a = true`,
+    /// `decided by the default (ask)`, or the trust.json error.
+    pub fn explanation(&self) -> String {
+        match &self.source {
+            DecisionSource::Entry { path, trusted } => {
+                format!("decided by entry {} = {trusted}", path.display())
+            }
+            DecisionSource::Default => {
+                format!("decided by the default ({})", self.default.as_str())
+            }
+            DecisionSource::Error { message } => format!("trust.json cannot be used: {message}"),
+        }
+    }
+
+    /// The trust.json error behind this decision, if any (reported by doctor, hooks list, the TUI).
+    pub fn error(&self) -> Option<&str> {
+        match &self.source {
+            DecisionSource::Error { message } => Some(message),
+            _ => None,
+        }
+    }
+
+    /// The trust.json error as a diagnostic (file: trust.json), for the hook set, doctor and notices.
+    pub fn diagnostic(&self, trust_file: &Path) -> Option<crate::diagnostics::Diagnostic> {
+        self.error().map(|message| {
+            // The message already names the file; keep it readable on its own too.
+            crate::diagnostics::Diagnostic::new(format!(
+                "project trust cannot be decided, so project hooks stay off: {message}"
+            ))
+            .in_file(trust_file)
+        })
+    }
+
+    /// The slash command a palette offers for this decision: exactly one of `/trust` and `/untrust`.
+    pub fn offered_command(&self) -> TrustSlashCommand {
+        offered_command(self)
+    }
+}
+
+/// The two trust commands of the TUI and ACP (SPEC.md §3). A palette shows exactly one of them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum TrustSlashCommand {
+    /// `/trust`: records `true` for the project.
+    Trust,
+    /// `/untrust`: records an explicit `false`; offered only while the project is trusted.
+    Untrust,
+}
+
+impl TrustSlashCommand {
+    /// The command's name without the slash: `trust` or `untrust`.
+    pub fn name(self) -> &'static str {
+        match self {
+            TrustSlashCommand::Trust => "trust",
+            TrustSlashCommand::Untrust => "untrust",
+        }
+    }
+
+    /// A one-line description for a palette or an ACP `available_commands_update`.
+    pub fn description(self) -> &'static str {
+        match self {
+            TrustSlashCommand::Trust => "Trust this project: load its .elph/hooks.json",
+            TrustSlashCommand::Untrust => {
+                "Stop trusting this project: record an explicit false and unload its hooks"
+            }
+        }
+    }
+
+    /// Runs the command for `project` and returns the new decision. The caller then reloads the
+    /// hook set and refreshes its palette.
+    pub fn run(self, store: &TrustStore, project: &Path) -> Result<TrustDecision, TrustError> {
+        match self {
+            TrustSlashCommand::Trust => store.trust(project),
+            TrustSlashCommand::Untrust => store.untrust(project),
+        }
+    }
+}
+
+/// Which of `/trust` and `/untrust` to offer: `/untrust` while the project is trusted (by its own
+/// entry, a parent's, or the default `always`), `/trust` otherwise — also when trust.json is corrupt,
+/// so that running it reports the error.
+pub fn offered_command(decision: &TrustDecision) -> TrustSlashCommand {
+    if decision.trusted {
+        TrustSlashCommand::Untrust
+    } else {
+        TrustSlashCommand::Trust
+    }
 }
 
 /// The trust store: `CONFIG_DIR/trust.json`.
@@ -157,10 +249,13 @@ pub struct TrustStore {
 }
 
 impl TrustStore {
+    /// The store in `config_dir`, expanding `~` and `$HOME` with the process's `HOME` (made canonical
+    /// when it exists, so that `~/code` matches the canonical project folder).
     pub fn new(config_dir: &Path) -> Self {
         let home = std::env::var_os("HOME")
             .filter(|h| !h.is_empty())
-            .map(PathBuf::from);
+            .map(PathBuf::from)
+            .map(|home| std::fs::canonicalize(&home).unwrap_or(home));
         TrustStore {
             path: config_dir.join("trust.json"),
             home,
@@ -178,6 +273,13 @@ impl TrustStore {
         &self.path
     }
 
+    /// The sidecar lock file, `trust.json.lock`: writers lock it, never the file they rename over.
+    pub fn lock_path(&self) -> PathBuf {
+        let mut name = self.path.as_os_str().to_os_string();
+        name.push(".lock");
+        PathBuf::from(name)
+    }
+
     pub fn home(&self) -> Option<&Path> {
         self.home.as_deref()
     }
@@ -188,9 +290,20 @@ impl TrustStore {
             Ok(text) => text,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(TrustFile::default()),
             Err(err) => {
+                let reason = match err.kind() {
+                    std::io::ErrorKind::NotADirectory => format!(
+                        "{err}: a part of {} is a file, not a folder. Move that file away, or set \
+                         ELPH_HOME to a folder",
+                        self.path.parent().unwrap_or(Path::new("/")).display()
+                    ),
+                    std::io::ErrorKind::PermissionDenied => {
+                        format!("{err}. Check the permissions of the file and its folder")
+                    }
+                    _ => err.to_string(),
+                };
                 return Err(TrustError::Unreadable {
                     path: self.path.clone(),
-                    reason: err.to_string(),
+                    reason,
                 });
             }
         };
@@ -212,6 +325,182 @@ impl TrustStore {
                 },
                 default: DefaultTrust::Ask,
             },
+        }
+    }
+}
+
+impl TrustStore {
+    /// Whether `project` (absolute and canonical) is trusted now. A corrupt file trusts nothing.
+    pub fn is_trusted(&self, project: &Path) -> bool {
+        self.decide(project).trusted
+    }
+
+    /// Records `true` for `project` (`/trust`, `elph trust`).
+    pub fn trust(&self, project: &Path) -> Result<TrustDecision, TrustError> {
+        self.set_trust(project, true)
+    }
+
+    /// Records an explicit `false` for `project` (`/untrust`, `elph untrust`). Refused with
+    /// [`TrustError::NotTrusted`] unless the project is trusted right now.
+    pub fn untrust(&self, project: &Path) -> Result<TrustDecision, TrustError> {
+        self.update(project, false, |file, project| {
+            let decision = decide_with(file, project);
+            if decision.trusted {
+                Ok(())
+            } else {
+                Err(TrustError::NotTrusted {
+                    project: project.to_path_buf(),
+                    because: decision.explanation(),
+                })
+            }
+        })
+    }
+
+    /// Records `trusted` for `project` and returns the decision that follows from the new file.
+    ///
+    /// The project is made canonical. An existing key that names it (`~/code`, `$HOME/code`, or the
+    /// path itself) is updated in place, as written; otherwise the canonical path becomes a new key.
+    /// Every other entry and every unknown field is kept. The write is atomic (a temporary file in
+    /// the same folder, fsync, rename) under an exclusive lock on `trust.json.lock`, and leaves the
+    /// file mode 0600. A corrupt or unreadable trust.json is never overwritten: its error comes back.
+    pub fn set_trust(&self, project: &Path, trusted: bool) -> Result<TrustDecision, TrustError> {
+        self.update(project, trusted, |_, _| Ok(()))
+    }
+
+    fn update(
+        &self,
+        project: &Path,
+        trusted: bool,
+        check: impl Fn(&TrustFile, &Path) -> Result<(), TrustError>,
+    ) -> Result<TrustDecision, TrustError> {
+        let project = std::fs::canonicalize(project)
+            .or_else(|_| std::path::absolute(project))
+            .map_err(|err| self.write_error(format!("cannot resolve {}: {err}", project.display())))?;
+        let Some(key) = project.to_str() else {
+            return Err(self.write_error(format!(
+                "{} is not valid UTF-8, and trust.json keys are JSON strings",
+                project.display()
+            )));
+        };
+        // Report a corrupt file or a refusal before anything touches CONFIG_DIR.
+        check(&self.load()?, &project)?;
+        let _lock = self.lock()?;
+        // Read again under the lock: another process may have written in between.
+        let file = self.load()?;
+        check(&file, &project)?;
+        let mut raw = file.raw;
+        let directories = raw
+            .entry("directories")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if !directories.is_object() {
+            // Only `null` gets here: anything else failed to parse.
+            *directories = Value::Object(Map::new());
+        }
+        let Value::Object(directories) = directories else {
+            unreachable!("directories was just made an object");
+        };
+        let mut found = false;
+        for (written, value) in directories.iter_mut() {
+            if expand_home(written, self.home.as_deref()) == project {
+                *value = Value::Bool(trusted);
+                found = true;
+            }
+        }
+        if !found {
+            directories.insert(key.to_string(), Value::Bool(trusted));
+        }
+        let mut text = serde_json::to_string_pretty(&Value::Object(raw))
+            .map_err(|err| self.write_error(err.to_string()))?;
+        text.push('\n');
+        self.replace(&text)?;
+        let written =
+            TrustFile::parse(&text, self.home.as_deref()).map_err(|reason| TrustError::Corrupt {
+                path: self.path.clone(),
+                reason,
+            })?;
+        Ok(decide_with(&written, &project))
+    }
+
+    /// Creates CONFIG_DIR if needed and takes the exclusive lock on the sidecar; dropping the file
+    /// releases it.
+    fn lock(&self) -> Result<File, TrustError> {
+        let dir = self.path.parent().unwrap_or(Path::new("."));
+        std::fs::create_dir_all(dir).map_err(|err| {
+            self.write_error(format!(
+                "cannot create the folder {}: {err}. Make sure it can be created, or set ELPH_HOME \
+                 to a writable folder",
+                dir.display()
+            ))
+        })?;
+        let lock_path = self.lock_path();
+        let mut options = std::fs::OpenOptions::new();
+        options.read(true).write(true).create(true).truncate(false);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let lock = options.open(&lock_path).map_err(|err| {
+            self.write_error(format!(
+                "cannot open the lock file {}: {err}. Check that {} is writable",
+                lock_path.display(),
+                dir.display()
+            ))
+        })?;
+        lock.lock()
+            .map_err(|err| self.write_error(format!("cannot lock {}: {err}", lock_path.display())))?;
+        Ok(lock)
+    }
+
+    /// Atomically replaces trust.json (or the file it links to) with `text`, mode 0600.
+    fn replace(&self, text: &str) -> Result<(), TrustError> {
+        let is_link = std::fs::symlink_metadata(&self.path)
+            .map(|meta| meta.file_type().is_symlink())
+            .unwrap_or(false);
+        let target = if is_link {
+            std::fs::canonicalize(&self.path).unwrap_or_else(|_| self.path.clone())
+        } else {
+            self.path.clone()
+        };
+        let dir = target.parent().unwrap_or(Path::new("."));
+        let fail = |what: &str, err: std::io::Error| {
+            self.write_error(format!(
+                "{what}: {err}. Check that {} is writable and has space",
+                dir.display()
+            ))
+        };
+        let mut temp = tempfile::Builder::new()
+            .prefix(".trust.json.")
+            .suffix(".tmp")
+            .tempfile_in(dir)
+            .map_err(|err| {
+                fail(
+                    &format!("cannot create a temporary file in {}", dir.display()),
+                    err,
+                )
+            })?;
+        temp.write_all(text.as_bytes())
+            .map_err(|err| fail("cannot write the temporary file", err))?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            temp.as_file()
+                .set_permissions(std::fs::Permissions::from_mode(0o600))
+                .map_err(|err| fail("cannot set mode 0600", err))?;
+        }
+        temp.as_file()
+            .sync_all()
+            .map_err(|err| fail("cannot flush the temporary file to disk", err))?;
+        temp.persist(&target)
+            .map_err(|err| fail(&format!("cannot rename over {}", target.display()), err.error))?;
+        // Make the rename itself durable. Not every platform can open a folder; that is not an error.
+        if let Ok(folder) = File::open(dir) {
+            let _ = folder.sync_all();
+        }
+        Ok(())
+    }
+
+    fn write_error(&self, reason: String) -> TrustError {
+        TrustError::Write {
+            path: self.path.clone(),
+            reason,
         }
     }
 }
@@ -312,5 +601,179 @@ mod tests {
             panic!()
         };
         assert!(message.contains("trust.json is corrupt"), "{message}");
+        let decision = store.decide(Path::new("/p"));
+        let diagnostic = decision.diagnostic(store.path()).unwrap();
+        assert_eq!(diagnostic.file.as_deref(), Some(store.path()));
+        assert!(diagnostic.message.contains("project hooks stay off"));
+    }
+
+    fn project_in(root: &Path, name: &str) -> PathBuf {
+        let dir = root.join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::canonicalize(dir).unwrap()
+    }
+
+    fn read_json(path: &Path) -> Value {
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn set_trust_writes_a_new_file_with_mode_0600_and_no_leftovers() {
+        let config = tempfile::tempdir().unwrap();
+        let root = tempfile::tempdir().unwrap();
+        let project = project_in(root.path(), "p");
+        let store = TrustStore::with_home(&config.path().join("elph"), None);
+        let decision = store.trust(&project).unwrap();
+        assert!(decision.trusted);
+        assert_eq!(
+            read_json(store.path()),
+            serde_json::json!({"directories": {project.to_str().unwrap(): true}})
+        );
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(store.path()).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+        let mut names: Vec<String> = std::fs::read_dir(config.path().join("elph"))
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["trust.json", "trust.json.lock"]);
+    }
+
+    #[test]
+    fn set_trust_keeps_other_entries_unknown_fields_and_keys_as_written() {
+        let config = tempfile::tempdir().unwrap();
+        let home = tempfile::tempdir().unwrap();
+        let home_dir = std::fs::canonicalize(home.path()).unwrap();
+        let code = project_in(&home_dir, "code");
+        let other = project_in(&home_dir, "other");
+        let store = TrustStore::with_home(config.path(), Some(home_dir.clone()));
+        std::fs::write(
+            store.path(),
+            r#"{"default_project_trust": "never", "note": {"keep": [1, 2]},
+                "directories": {"/elsewhere": false, "~/code": true}}"#,
+        )
+        .unwrap();
+        let decision = store.untrust(&code).unwrap();
+        assert!(!decision.trusted);
+        assert!(decision.explicitly_untrusted());
+        store.trust(&other).unwrap();
+        let written = read_json(store.path());
+        assert_eq!(
+            written,
+            serde_json::json!({
+                "default_project_trust": "never",
+                "note": {"keep": [1, 2]},
+                "directories": {
+                    "/elsewhere": false,
+                    "~/code": false,
+                    other.to_str().unwrap(): true,
+                }
+            })
+        );
+        // Order is kept as well.
+        let keys: Vec<&String> = written["directories"].as_object().unwrap().keys().collect();
+        assert_eq!(keys[..2], ["/elsewhere", "~/code"]);
+    }
+
+    #[test]
+    fn a_corrupt_file_is_never_overwritten() {
+        let config = tempfile::tempdir().unwrap();
+        let root = tempfile::tempdir().unwrap();
+        let project = project_in(root.path(), "p");
+        let store = TrustStore::with_home(config.path(), None);
+        std::fs::write(store.path(), "{\"directories\": {").unwrap();
+        let err = store.trust(&project).unwrap_err();
+        assert!(matches!(err, TrustError::Corrupt { .. }), "{err}");
+        assert!(err.to_string().contains(&store.path().display().to_string()));
+        assert_eq!(
+            std::fs::read_to_string(store.path()).unwrap(),
+            "{\"directories\": {"
+        );
+        assert!(
+            !store.lock_path().exists(),
+            "nothing is written for a corrupt file"
+        );
+        assert_eq!(
+            offered_command(&store.decide(&project)),
+            TrustSlashCommand::Trust,
+            "a corrupt file offers /trust, which then reports the error"
+        );
+    }
+
+    #[test]
+    fn untrust_needs_a_trusted_project_and_overrides_a_parent() {
+        let config = tempfile::tempdir().unwrap();
+        let root = tempfile::tempdir().unwrap();
+        let parent = project_in(root.path(), "parent");
+        let child = project_in(&parent, "child");
+        let store = TrustStore::with_home(config.path(), None);
+        let err = store.untrust(&child).unwrap_err();
+        assert!(matches!(err, TrustError::NotTrusted { .. }), "{err}");
+        assert!(err.to_string().contains("decided by the default (ask)"), "{err}");
+        assert!(!store.path().exists(), "a refused untrust writes nothing");
+
+        store.trust(&parent).unwrap();
+        let inherited = store.decide(&child);
+        assert!(inherited.trusted);
+        assert_eq!(offered_command(&inherited), TrustSlashCommand::Untrust);
+        let after = TrustSlashCommand::Untrust.run(&store, &child).unwrap();
+        assert!(!after.trusted);
+        assert_eq!(after.offered_command(), TrustSlashCommand::Trust);
+        assert!(store.is_trusted(&parent));
+        assert!(!store.is_trusted(&child));
+        assert!(TrustSlashCommand::Trust.run(&store, &child).unwrap().trusted);
+    }
+
+    #[test]
+    fn untrust_under_the_default_always_records_false() {
+        let config = tempfile::tempdir().unwrap();
+        let root = tempfile::tempdir().unwrap();
+        let project = project_in(root.path(), "p");
+        let store = TrustStore::with_home(config.path(), None);
+        std::fs::write(store.path(), r#"{"defaultProjectTrust": "always"}"#).unwrap();
+        assert_eq!(
+            store.decide(&project).offered_command(),
+            TrustSlashCommand::Untrust
+        );
+        let decision = store.untrust(&project).unwrap();
+        assert!(decision.explicitly_untrusted());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlinked_trust_file_stays_a_link() {
+        let config = tempfile::tempdir().unwrap();
+        let dotfiles = tempfile::tempdir().unwrap();
+        let root = tempfile::tempdir().unwrap();
+        let project = project_in(root.path(), "p");
+        let real = dotfiles.path().join("trust.json");
+        std::fs::write(&real, "{}").unwrap();
+        let store = TrustStore::with_home(config.path(), None);
+        std::os::unix::fs::symlink(&real, store.path()).unwrap();
+        store.trust(&project).unwrap();
+        assert!(
+            std::fs::symlink_metadata(store.path())
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert!(read_json(&real)["directories"][project.to_str().unwrap()] == true);
+    }
+
+    #[test]
+    fn explanations_name_the_entry_or_the_default() {
+        let f = file(r#"{"defaultProjectTrust": "never", "directories": {"/a": true}}"#);
+        assert_eq!(
+            decide_with(&f, Path::new("/a/b")).explanation(),
+            "decided by entry /a = true"
+        );
+        assert_eq!(
+            decide_with(&f, Path::new("/b")).explanation(),
+            "decided by the default (never)"
+        );
     }
 }

@@ -62,14 +62,19 @@ impl Provider for AnthropicProvider {
         on_event: &mut (dyn FnMut(StreamEvent) + Send),
     ) -> Result<Turn, ProviderError> {
         let body = self.request_body(request);
-        self.endpoint.stream(&body, MessagesDecoder::default, on_event).await
+        self.endpoint
+            .stream(&body, MessagesDecoder::default, on_event)
+            .await
     }
 }
 
 fn request_body(model: &str, request: &Request) -> Value {
     let mut body = Map::new();
     body.insert("model".into(), json!(model));
-    body.insert("max_tokens".into(), json!(request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS)));
+    body.insert(
+        "max_tokens".into(),
+        json!(request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS)),
+    );
     body.insert("stream".into(), json!(true));
     if !request.system_prompt.is_empty() {
         body.insert("system".into(), json!(request.system_prompt));
@@ -95,16 +100,27 @@ fn messages_json(messages: &[Message]) -> Vec<Value> {
             Message::Assistant { content, tool_calls } => {
                 let mut blocks: Vec<Value> = content.blocks().iter().filter_map(block_json).collect();
                 blocks.extend(tool_calls.iter().map(|call| {
-                    let input = if call.input.is_object() { call.input.clone() } else { json!({}) };
+                    let input = if call.input.is_object() {
+                        call.input.clone()
+                    } else {
+                        json!({})
+                    };
                     json!({"type": "tool_use", "id": call.id, "name": call.name, "input": input})
                 }));
                 ("assistant", blocks)
             }
-            Message::Tool { tool_call_id, content, is_error } => {
+            Message::Tool {
+                tool_call_id,
+                content,
+                is_error,
+            } => {
                 let mut result = Map::new();
                 result.insert("type".into(), json!("tool_result"));
                 result.insert("tool_use_id".into(), json!(tool_call_id));
-                result.insert("content".into(), Value::Array(content.blocks().iter().filter_map(block_json).collect()));
+                result.insert(
+                    "content".into(),
+                    Value::Array(content.blocks().iter().filter_map(block_json).collect()),
+                );
                 if *is_error {
                     result.insert("is_error".into(), json!(true));
                 }
@@ -120,7 +136,9 @@ fn messages_json(messages: &[Message]) -> Vec<Value> {
             _ => out.push((role, blocks)),
         }
     }
-    out.into_iter().map(|(role, content)| json!({"role": role, "content": content})).collect()
+    out.into_iter()
+        .map(|(role, content)| json!({"role": role, "content": content}))
+        .collect()
 }
 
 /// A content block, or `None` for empty text (which the API refuses).
@@ -128,9 +146,9 @@ fn block_json(block: &ContentBlock) -> Option<Value> {
     match block {
         ContentBlock::Text { text } if text.is_empty() => None,
         ContentBlock::Text { text } => Some(json!({"type": "text", "text": text})),
-        ContentBlock::Image { data, mime_type } => {
-            Some(json!({"type": "image", "source": {"type": "base64", "media_type": mime_type, "data": data}}))
-        }
+        ContentBlock::Image { data, mime_type } => Some(
+            json!({"type": "image", "source": {"type": "base64", "media_type": mime_type, "data": data}}),
+        ),
     }
 }
 
@@ -138,7 +156,12 @@ fn block_json(block: &ContentBlock) -> Option<Value> {
 #[derive(Debug)]
 enum Block {
     Text,
-    Tool { id: String, name: String, json: String, initial: Value },
+    Tool {
+        id: String,
+        name: String,
+        json: String,
+        initial: Value,
+    },
     /// Thinking and server-side blocks: not part of the turn.
     Other,
 }
@@ -156,8 +179,18 @@ pub(crate) struct MessagesDecoder {
 
 impl MessagesDecoder {
     fn close_block(&mut self, index: u64, emit: &mut dyn FnMut(StreamEvent)) {
-        if let Some(Block::Tool { id, name, json, initial }) = self.blocks.remove(&index) {
-            let input = if json.trim().is_empty() && initial.is_object() { initial } else { parse_tool_input(&json) };
+        if let Some(Block::Tool {
+            id,
+            name,
+            json,
+            initial,
+        }) = self.blocks.remove(&index)
+        {
+            let input = if json.trim().is_empty() && initial.is_object() {
+                initial
+            } else {
+                parse_tool_input(&json)
+            };
             let call = ToolCall { id, name, input };
             emit(StreamEvent::ToolCall(call.clone()));
             self.tool_calls.push(call);
@@ -190,27 +223,46 @@ impl SseDecoder for MessagesDecoder {
             "message_start" => {
                 if let Some(usage) = event.pointer("/message/usage") {
                     // Cached prompt tokens count toward the context like any other input.
-                    let input = ["input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"]
-                        .iter()
-                        .filter_map(|field| count(usage, field))
-                        .sum();
+                    let input = [
+                        "input_tokens",
+                        "cache_creation_input_tokens",
+                        "cache_read_input_tokens",
+                    ]
+                    .iter()
+                    .filter_map(|field| count(usage, field))
+                    .sum();
                     let output = count(usage, "output_tokens").unwrap_or(0);
-                    *self.usage_mut() = Usage { input_tokens: input, output_tokens: output };
+                    *self.usage_mut() = Usage {
+                        input_tokens: input,
+                        output_tokens: output,
+                    };
                 }
             }
             "content_block_start" => {
                 let block = event.get("content_block").cloned().unwrap_or(Value::Null);
                 let block = match block.get("type").and_then(Value::as_str) {
                     Some("text") => {
-                        if let Some(text) = block.get("text").and_then(Value::as_str).filter(|t| !t.is_empty()) {
+                        if let Some(text) = block
+                            .get("text")
+                            .and_then(Value::as_str)
+                            .filter(|t| !t.is_empty())
+                        {
                             self.text.push_str(text);
                             emit(StreamEvent::TextDelta(text.to_string()));
                         }
                         Block::Text
                     }
                     Some("tool_use") => Block::Tool {
-                        id: block.get("id").and_then(Value::as_str).unwrap_or_default().to_string(),
-                        name: block.get("name").and_then(Value::as_str).unwrap_or_default().to_string(),
+                        id: block
+                            .get("id")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_string(),
+                        name: block
+                            .get("name")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_string(),
                         json: String::new(),
                         initial: block.get("input").cloned().unwrap_or(Value::Null),
                     },
@@ -220,9 +272,16 @@ impl SseDecoder for MessagesDecoder {
             }
             "content_block_delta" => {
                 let delta = event.get("delta").cloned().unwrap_or(Value::Null);
-                match (delta.get("type").and_then(Value::as_str), self.blocks.get_mut(&index)) {
+                match (
+                    delta.get("type").and_then(Value::as_str),
+                    self.blocks.get_mut(&index),
+                ) {
                     (Some("text_delta"), _) => {
-                        if let Some(text) = delta.get("text").and_then(Value::as_str).filter(|t| !t.is_empty()) {
+                        if let Some(text) = delta
+                            .get("text")
+                            .and_then(Value::as_str)
+                            .filter(|t| !t.is_empty())
+                        {
                             self.text.push_str(text);
                             emit(StreamEvent::TextDelta(text.to_string()));
                         }
@@ -231,7 +290,9 @@ impl SseDecoder for MessagesDecoder {
                         json.push_str(delta.get("partial_json").and_then(Value::as_str).unwrap_or(""));
                     }
                     (Some("input_json_delta"), _) => {
-                        return Err(DecodeError::BadData(format!("input_json_delta for block {index}, which is not a tool_use block")));
+                        return Err(DecodeError::BadData(format!(
+                            "input_json_delta for block {index}, which is not a tool_use block"
+                        )));
                     }
                     _ => {}
                 }
@@ -259,7 +320,11 @@ impl SseDecoder for MessagesDecoder {
                 return Ok(true);
             }
             "error" => {
-                let kind = event.pointer("/error/type").and_then(Value::as_str).unwrap_or("error").to_string();
+                let kind = event
+                    .pointer("/error/type")
+                    .and_then(Value::as_str)
+                    .unwrap_or("error")
+                    .to_string();
                 let message = event
                     .pointer("/error/message")
                     .and_then(Value::as_str)
@@ -290,7 +355,12 @@ impl SseDecoder for MessagesDecoder {
             None if !self.tool_calls.is_empty() => StopReason::ToolUse,
             None => StopReason::EndTurn,
         };
-        Ok(Turn { text: self.text, tool_calls: self.tool_calls, usage: self.usage, stop_reason })
+        Ok(Turn {
+            text: self.text,
+            tool_calls: self.tool_calls,
+            usage: self.usage,
+            stop_reason,
+        })
     }
 }
 
@@ -315,7 +385,11 @@ mod tests {
 
     #[test]
     fn text_and_tool_use_deltas_are_assembled() {
-        let call = ToolCall { id: "toolu_1".into(), name: "shell_exec".into(), input: json!({"command": "ls -la"}) };
+        let call = ToolCall {
+            id: "toolu_1".into(),
+            name: "shell_exec".into(),
+            input: json!({"command": "ls -la"}),
+        };
         let (turn, events) = feed(&[
             json!({"type": "message_start", "message": {"usage": {"input_tokens": 30, "cache_read_input_tokens": 5, "output_tokens": 1}}}),
             json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
@@ -332,10 +406,18 @@ mod tests {
             json!({"type": "message_stop"}),
         ]);
         let turn = turn.unwrap();
-        let usage = Usage { input_tokens: 35, output_tokens: 22 };
+        let usage = Usage {
+            input_tokens: 35,
+            output_tokens: 22,
+        };
         assert_eq!(
             turn,
-            Turn { text: "Listing files.".into(), tool_calls: vec![call.clone()], usage: Some(usage), stop_reason: StopReason::ToolUse }
+            Turn {
+                text: "Listing files.".into(),
+                tool_calls: vec![call.clone()],
+                usage: Some(usage),
+                stop_reason: StopReason::ToolUse
+            }
         );
         assert_eq!(
             events,
@@ -372,7 +454,13 @@ mod tests {
             r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
             &mut |_| {},
         );
-        assert_eq!(error, Err(DecodeError::Remote { kind: "overloaded_error".into(), message: "Overloaded".into() }));
+        assert_eq!(
+            error,
+            Err(DecodeError::Remote {
+                kind: "overloaded_error".into(),
+                message: "Overloaded".into()
+            })
+        );
         let (turn, _) = feed(&[
             json!({"type": "message_start", "message": {"usage": {"input_tokens": 3}}}),
             json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": "hal"}}),
@@ -382,7 +470,11 @@ mod tests {
 
     #[test]
     fn request_maps_system_tools_and_tool_results() {
-        let call = ToolCall { id: "toolu_1".into(), name: "shell_exec".into(), input: json!({"command": "ls"}) };
+        let call = ToolCall {
+            id: "toolu_1".into(),
+            name: "shell_exec".into(),
+            input: json!({"command": "ls"}),
+        };
         let request = Request {
             system_prompt: "be brief".into(),
             messages: vec![
@@ -391,13 +483,20 @@ mod tests {
                 Message::tool_result("toolu_1", vec![ContentBlock::text("denied")], true),
                 Message::user("go on"),
             ],
-            tools: vec![ToolSpec { name: "shell_exec".into(), description: "run".into(), input_schema: json!({"type": "object"}) }],
+            tools: vec![ToolSpec {
+                name: "shell_exec".into(),
+                description: "run".into(),
+                input_schema: json!({"type": "object"}),
+            }],
             max_tokens: None,
         };
         let body = request_body("claude-x", &request);
         assert_eq!(body["system"], json!("be brief"));
         assert_eq!(body["max_tokens"], json!(8192));
-        assert_eq!(body["tools"], json!([{"name": "shell_exec", "description": "run", "input_schema": {"type": "object"}}]));
+        assert_eq!(
+            body["tools"],
+            json!([{"name": "shell_exec", "description": "run", "input_schema": {"type": "object"}}])
+        );
         assert_eq!(
             body["messages"],
             json!([

@@ -17,18 +17,30 @@ pub enum ProviderError {
     MissingApiKey { var: String },
 
     /// 401 or 403: the key was refused.
-    #[error(
-        "{provider}: authentication failed (HTTP {status}): {message}; check the API key{key_hint}"
-    )]
-    Authentication { provider: String, status: u16, message: String, key_hint: String },
+    #[error("{provider}: authentication failed (HTTP {status}): {message}; check the API key{key_hint}")]
+    Authentication {
+        provider: String,
+        status: u16,
+        message: String,
+        key_hint: String,
+    },
 
     /// Any other unsuccessful HTTP status, with the server's own error message.
     #[error("{provider}: HTTP {status}: {message}")]
-    Http { provider: String, status: u16, message: String, retry_after: Option<Duration> },
+    Http {
+        provider: String,
+        status: u16,
+        message: String,
+        retry_after: Option<Duration>,
+    },
 
     /// The server could not be reached, or the connection dropped before the reply was complete.
     #[error("{provider}: {message} ({url})")]
-    Connection { provider: String, url: String, message: String },
+    Connection {
+        provider: String,
+        url: String,
+        message: String,
+    },
 
     /// The server answered, but not with a stream we understand.
     #[error("{provider}: bad stream data: {message}")]
@@ -36,15 +48,31 @@ pub enum ProviderError {
 
     /// The server reported an error inside the stream (for example Anthropic's `overloaded_error`).
     #[error("{provider}: the model reported an error mid-stream ({kind}): {message}")]
-    StreamError { provider: String, kind: String, message: String },
+    StreamError {
+        provider: String,
+        kind: String,
+        message: String,
+    },
 
     /// A `scripted/PATH` script could not be read, is invalid, or has run out of turns.
     #[error("script {path}: {message}")]
     Script { path: PathBuf, message: String },
 
+    /// A script has no turn left for this call.
+    #[error("script {path} has {turns} turns; turn {requested} was requested")]
+    ScriptExhausted {
+        path: PathBuf,
+        turns: usize,
+        requested: usize,
+    },
+
     /// A scripted turn that is written to fail (`"error": "..."`).
     #[error("script {path}, turn {turn}: {message}")]
-    ScriptedFailure { path: PathBuf, turn: usize, message: String },
+    ScriptedFailure {
+        path: PathBuf,
+        turn: usize,
+        message: String,
+    },
 
     /// No model was chosen anywhere.
     #[error(
@@ -65,7 +93,12 @@ pub enum ProviderError {
         "unknown provider {name:?} (from {origin}): the built-in providers are openai, anthropic and \
          scripted; custom ones are read from {providers_dir}/*.json{known}"
     )]
-    UnknownProvider { name: String, origin: String, providers_dir: PathBuf, known: String },
+    UnknownProvider {
+        name: String,
+        origin: String,
+        providers_dir: PathBuf,
+        known: String,
+    },
 
     /// A custom provider file (CONFIG_DIR/providers/*.json) that cannot be used.
     #[error("provider file {path}: {message}")]
@@ -84,7 +117,10 @@ impl ProviderError {
             ProviderError::Http { status, .. } => *status == 408 || *status == 429 || *status >= 500,
             ProviderError::Connection { .. } => true,
             ProviderError::StreamError { kind, .. } => {
-                matches!(kind.as_str(), "overloaded_error" | "api_error" | "rate_limit_error")
+                matches!(
+                    kind.as_str(),
+                    "overloaded_error" | "api_error" | "rate_limit_error"
+                )
             }
             _ => false,
         }
@@ -101,7 +137,9 @@ impl ProviderError {
     /// The HTTP status, for errors that carry one.
     pub fn status(&self) -> Option<u16> {
         match self {
-            ProviderError::Http { status, .. } | ProviderError::Authentication { status, .. } => Some(*status),
+            ProviderError::Http { status, .. } | ProviderError::Authentication { status, .. } => {
+                Some(*status)
+            }
             _ => None,
         }
     }
@@ -113,24 +151,54 @@ impl ProviderError {
         }
         let r = |text: String| redact_text(&text, secret);
         match self {
-            ProviderError::Authentication { provider, status, message, key_hint } => {
-                ProviderError::Authentication { provider: r(provider), status, message: r(message), key_hint: r(key_hint) }
-            }
-            ProviderError::Http { provider, status, message, retry_after } => {
-                ProviderError::Http { provider: r(provider), status, message: r(message), retry_after }
-            }
-            ProviderError::Connection { provider, url, message } => {
-                ProviderError::Connection { provider: r(provider), url: r(url), message: r(message) }
-            }
-            ProviderError::BadStream { provider, message } => {
-                ProviderError::BadStream { provider: r(provider), message: r(message) }
-            }
-            ProviderError::StreamError { provider, kind, message } => {
-                ProviderError::StreamError { provider: r(provider), kind: r(kind), message: r(message) }
-            }
-            ProviderError::Client { provider, message } => {
-                ProviderError::Client { provider: r(provider), message: r(message) }
-            }
+            ProviderError::Authentication {
+                provider,
+                status,
+                message,
+                key_hint,
+            } => ProviderError::Authentication {
+                provider: r(provider),
+                status,
+                message: r(message),
+                key_hint: r(key_hint),
+            },
+            ProviderError::Http {
+                provider,
+                status,
+                message,
+                retry_after,
+            } => ProviderError::Http {
+                provider: r(provider),
+                status,
+                message: r(message),
+                retry_after,
+            },
+            ProviderError::Connection {
+                provider,
+                url,
+                message,
+            } => ProviderError::Connection {
+                provider: r(provider),
+                url: r(url),
+                message: r(message),
+            },
+            ProviderError::BadStream { provider, message } => ProviderError::BadStream {
+                provider: r(provider),
+                message: r(message),
+            },
+            ProviderError::StreamError {
+                provider,
+                kind,
+                message,
+            } => ProviderError::StreamError {
+                provider: r(provider),
+                kind: r(kind),
+                message: r(message),
+            },
+            ProviderError::Client { provider, message } => ProviderError::Client {
+                provider: r(provider),
+                message: r(message),
+            },
             other => other,
         }
     }
@@ -138,7 +206,11 @@ impl ProviderError {
 
 /// `text` with every occurrence of `secret` replaced by `[REDACTED]`.
 pub fn redact_text(text: &str, secret: &str) -> String {
-    if secret.is_empty() { text.to_string() } else { text.replace(secret, REDACTED) }
+    if secret.is_empty() {
+        text.to_string()
+    } else {
+        text.replace(secret, REDACTED)
+    }
 }
 
 #[cfg(test)]

@@ -58,7 +58,11 @@ pub struct HttpProviderConfig {
 }
 
 impl HttpProviderConfig {
-    pub fn new(provider_name: impl Into<String>, model: impl Into<String>, base_url: impl Into<String>) -> Self {
+    pub fn new(
+        provider_name: impl Into<String>,
+        model: impl Into<String>,
+        base_url: impl Into<String>,
+    ) -> Self {
         HttpProviderConfig {
             provider_name: provider_name.into(),
             model: model.into(),
@@ -146,16 +150,27 @@ impl SseEndpoint {
         extra_headers: &[(HeaderName, &str)],
     ) -> Result<Self, ProviderError> {
         let provider = config.provider_name.clone();
-        let client_error = |message: String| ProviderError::Client { provider: provider.clone(), message };
+        let client_error = |message: String| ProviderError::Client {
+            provider: provider.clone(),
+            message,
+        };
         let mut headers = HeaderMap::new();
         for (name, value) in extra_headers {
-            headers.insert(name.clone(), HeaderValue::from_str(value).map_err(|e| client_error(e.to_string()))?);
+            headers.insert(
+                name.clone(),
+                HeaderValue::from_str(value).map_err(|e| client_error(e.to_string()))?,
+            );
         }
-        let secret = config.api_key.as_ref().map(|k| k.expose().to_string()).unwrap_or_default();
+        let secret = config
+            .api_key
+            .as_ref()
+            .map(|k| k.expose().to_string())
+            .unwrap_or_default();
         if !secret.is_empty() {
             let (name, value) = auth(&secret);
-            let mut value = HeaderValue::from_str(&value)
-                .map_err(|_| client_error("the API key contains characters not allowed in a header".into()))?;
+            let mut value = HeaderValue::from_str(&value).map_err(|_| {
+                client_error("the API key contains characters not allowed in a header".into())
+            })?;
             value.set_sensitive(true);
             headers.insert(name, value);
         }
@@ -169,7 +184,11 @@ impl SseEndpoint {
             url: format!("{}{}", config.base_url.trim_end_matches('/'), path),
             headers,
             secret,
-            key_hint: config.api_key_env.as_ref().map(|v| format!(" in {v}")).unwrap_or_default(),
+            key_hint: config
+                .api_key_env
+                .as_ref()
+                .map(|v| format!(" in {v}"))
+                .unwrap_or_default(),
             retry: config.retry,
             client,
         })
@@ -218,16 +237,23 @@ impl SseEndpoint {
             .json(body)
             .send()
             .await
-            .map_err(|e| self.connection_error(&e, "could not reach the server"))?;
+            .map_err(|e| self.connection_error(e, "could not reach the server"))?;
         let status = response.status();
         if !status.is_success() {
-            let retry_after =
-                response.headers().get(RETRY_AFTER).and_then(|v| v.to_str().ok()).and_then(parse_retry_after);
+            let retry_after = response
+                .headers()
+                .get(RETRY_AFTER)
+                .and_then(|v| v.to_str().ok())
+                .and_then(parse_retry_after);
             let text = response.text().await.unwrap_or_default();
             return Err(self.status_error(status, &text, retry_after));
         }
-        let content_type =
-            response.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
+        let content_type = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string();
         if !content_type.is_empty() && !content_type.starts_with("text/event-stream") {
             let text = response.text().await.unwrap_or_default();
             return Err(self.bad_stream(format!(
@@ -241,10 +267,14 @@ impl SseEndpoint {
             let event = match item {
                 Ok(event) => event,
                 Err(EventStreamError::Transport(e)) => {
-                    return Err(self.connection_error(&e, "the connection dropped before the reply was complete"));
+                    return Err(
+                        self.connection_error(e, "the connection dropped before the reply was complete")
+                    );
                 }
                 Err(EventStreamError::Utf8(e)) => return Err(self.bad_stream(format!("invalid UTF-8: {e}"))),
-                Err(EventStreamError::Parser(e)) => return Err(self.bad_stream(format!("invalid event: {e}"))),
+                Err(EventStreamError::Parser(e)) => {
+                    return Err(self.bad_stream(format!("invalid event: {e}")));
+                }
             };
             match decoder.on_event(&event.event, &event.data, emit) {
                 Ok(true) => break,
@@ -255,17 +285,25 @@ impl SseEndpoint {
         decoder.finish(emit).map_err(|e| self.decode_error(e))
     }
 
-    fn connection_error(&self, error: &reqwest::Error, what: &str) -> ProviderError {
+    fn connection_error(&self, error: reqwest::Error, what: &str) -> ProviderError {
+        // The URL is part of the error already; reqwest's own text would repeat it.
         let message = if error.is_timeout() {
             format!("{what}: no answer from the server in time")
         } else {
-            format!("{what}: {}", error_chain(error))
+            format!("{what}: {}", error_chain(&error.without_url()))
         };
-        ProviderError::Connection { provider: self.provider.clone(), url: self.url.clone(), message }
+        ProviderError::Connection {
+            provider: self.provider.clone(),
+            url: self.url.clone(),
+            message,
+        }
     }
 
     fn bad_stream(&self, message: String) -> ProviderError {
-        ProviderError::BadStream { provider: self.provider.clone(), message }
+        ProviderError::BadStream {
+            provider: self.provider.clone(),
+            message,
+        }
     }
 
     fn decode_error(&self, error: DecodeError) -> ProviderError {
@@ -276,21 +314,40 @@ impl SseEndpoint {
                 url: self.url.clone(),
                 message: "the stream ended before the reply was complete".into(),
             },
-            DecodeError::Remote { kind, message } => {
-                ProviderError::StreamError { provider: self.provider.clone(), kind, message }
-            }
+            DecodeError::Remote { kind, message } => ProviderError::StreamError {
+                provider: self.provider.clone(),
+                kind,
+                message,
+            },
         }
     }
 
-    fn status_error(&self, status: reqwest::StatusCode, body: &str, retry_after: Option<Duration>) -> ProviderError {
-        let message = server_message(body)
-            .unwrap_or_else(|| status.canonical_reason().unwrap_or("no message from the server").to_string());
+    fn status_error(
+        &self,
+        status: reqwest::StatusCode,
+        body: &str,
+        retry_after: Option<Duration>,
+    ) -> ProviderError {
+        let message = server_message(body).unwrap_or_else(|| {
+            status
+                .canonical_reason()
+                .unwrap_or("no message from the server")
+                .to_string()
+        });
         let provider = self.provider.clone();
         match status.as_u16() {
-            code @ (401 | 403) => {
-                ProviderError::Authentication { provider, status: code, message, key_hint: self.key_hint.clone() }
-            }
-            code => ProviderError::Http { provider, status: code, message, retry_after },
+            code @ (401 | 403) => ProviderError::Authentication {
+                provider,
+                status: code,
+                message,
+                key_hint: self.key_hint.clone(),
+            },
+            code => ProviderError::Http {
+                provider,
+                status: code,
+                message,
+                retry_after,
+            },
         }
     }
 }
@@ -357,7 +414,8 @@ mod tests {
     #[test]
     fn server_messages_are_found_in_both_formats() {
         let openai = r#"{"error":{"message":"Incorrect API key","type":"invalid_request_error"}}"#;
-        let anthropic = r#"{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}"#;
+        let anthropic =
+            r#"{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}"#;
         assert_eq!(server_message(openai).as_deref(), Some("Incorrect API key"));
         assert_eq!(server_message(anthropic).as_deref(), Some("invalid x-api-key"));
         assert_eq!(server_message("upstream down").as_deref(), Some("upstream down"));

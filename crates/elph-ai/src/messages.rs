@@ -56,7 +56,9 @@ impl Message {
 
     pub fn content(&self) -> &Content {
         match self {
-            Message::User { content } | Message::Assistant { content, .. } | Message::Tool { content, .. } => content,
+            Message::User { content }
+            | Message::Assistant { content, .. }
+            | Message::Tool { content, .. } => content,
         }
     }
 }
@@ -124,7 +126,8 @@ mod tests {
 
     #[test]
     fn documented_example_message_parses() {
-        let message: Message = serde_json::from_value(json!({"role": "user", "content": "Redacted context"})).unwrap();
+        let message: Message =
+            serde_json::from_value(json!({"role": "user", "content": "Redacted context"})).unwrap();
         assert_eq!(message, Message::user("Redacted context"));
     }
 
@@ -140,8 +143,15 @@ mod tests {
     #[test]
     fn image_blocks_keep_mime_type_spelling() {
         let block: ContentBlock =
-            serde_json::from_value(json!({"type": "image", "data": "AAAA", "mime_type": "image/png"})).unwrap();
-        assert_eq!(block, ContentBlock::Image { data: "AAAA".into(), mime_type: "image/png".into() });
+            serde_json::from_value(json!({"type": "image", "data": "AAAA", "mime_type": "image/png"}))
+                .unwrap();
+        assert_eq!(
+            block,
+            ContentBlock::Image {
+                data: "AAAA".into(),
+                mime_type: "image/png".into()
+            }
+        );
         assert!(serde_json::from_value::<ContentBlock>(json!({"type": "video", "data": "x"})).is_err());
     }
 }

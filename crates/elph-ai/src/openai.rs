@@ -36,7 +36,11 @@ impl OpenAiProvider {
 
     /// The body sent for `request`.
     pub fn request_body(&self, request: &Request) -> Value {
-        request_body(&self.config.model, request, uses_max_completion_tokens(&self.config.base_url))
+        request_body(
+            &self.config.model,
+            request,
+            uses_max_completion_tokens(&self.config.base_url),
+        )
     }
 }
 
@@ -100,7 +104,11 @@ fn request_body(model: &str, request: &Request, max_completion_tokens: bool) -> 
         body.insert("tools".into(), Value::Array(tools));
     }
     if let Some(max) = request.max_tokens {
-        let field = if max_completion_tokens { "max_completion_tokens" } else { "max_tokens" };
+        let field = if max_completion_tokens {
+            "max_completion_tokens"
+        } else {
+            "max_tokens"
+        };
         body.insert(field.into(), json!(max));
     }
     Value::Object(body)
@@ -113,7 +121,11 @@ fn message_json(message: &Message) -> Value {
             let text = content.text();
             let mut out = Map::new();
             out.insert("role".into(), json!("assistant"));
-            let content = if text.is_empty() && !tool_calls.is_empty() { Value::Null } else { json!(text) };
+            let content = if text.is_empty() && !tool_calls.is_empty() {
+                Value::Null
+            } else {
+                json!(text)
+            };
             out.insert("content".into(), content);
             if !tool_calls.is_empty() {
                 let calls = tool_calls.iter().map(tool_call_json).collect();
@@ -121,7 +133,11 @@ fn message_json(message: &Message) -> Value {
             }
             Value::Object(out)
         }
-        Message::Tool { tool_call_id, content, .. } => {
+        Message::Tool {
+            tool_call_id,
+            content,
+            ..
+        } => {
             json!({"role": "tool", "tool_call_id": tool_call_id, "content": content.text()})
         }
     }
@@ -175,7 +191,10 @@ pub(crate) struct ChatDecoder {
 
 impl ChatDecoder {
     fn tool_call_delta(&mut self, delta: &Value) {
-        let id = delta.get("id").and_then(Value::as_str).filter(|id| !id.is_empty());
+        let id = delta
+            .get("id")
+            .and_then(Value::as_str)
+            .filter(|id| !id.is_empty());
         // Some compatible servers leave out `index`: a new id starts a new call, else it continues.
         let index = match delta.get("index").and_then(Value::as_u64) {
             Some(index) => index,
@@ -219,22 +238,48 @@ impl SseDecoder for ChatDecoder {
         let chunk: Value = serde_json::from_str(data)
             .map_err(|e| DecodeError::BadData(format!("a chunk is not JSON ({e}): {data}")))?;
         if let Some(error) = chunk.get("error").filter(|e| !e.is_null()) {
-            let message = error.get("message").and_then(Value::as_str).map_or_else(|| error.to_string(), String::from);
-            let kind = error.get("type").and_then(Value::as_str).unwrap_or("error").to_string();
+            let message = error
+                .get("message")
+                .and_then(Value::as_str)
+                .map_or_else(|| error.to_string(), String::from);
+            let kind = error
+                .get("type")
+                .and_then(Value::as_str)
+                .unwrap_or("error")
+                .to_string();
             return Err(DecodeError::Remote { kind, message });
         }
         if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
             let count = |field: &str| usage.get(field).and_then(Value::as_u64).unwrap_or(0);
-            self.usage = Some(Usage { input_tokens: count("prompt_tokens"), output_tokens: count("completion_tokens") });
+            self.usage = Some(Usage {
+                input_tokens: count("prompt_tokens"),
+                output_tokens: count("completion_tokens"),
+            });
         }
-        let choices = chunk.get("choices").and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[]);
-        for choice in choices.iter().filter(|c| c.get("index").and_then(Value::as_u64).unwrap_or(0) == 0) {
+        let choices = chunk
+            .get("choices")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
+        for choice in choices
+            .iter()
+            .filter(|c| c.get("index").and_then(Value::as_u64).unwrap_or(0) == 0)
+        {
             if let Some(delta) = choice.get("delta") {
-                if let Some(text) = delta.get("content").and_then(Value::as_str).filter(|t| !t.is_empty()) {
+                if let Some(text) = delta
+                    .get("content")
+                    .and_then(Value::as_str)
+                    .filter(|t| !t.is_empty())
+                {
                     self.text.push_str(text);
                     emit(StreamEvent::TextDelta(text.to_string()));
                 }
-                for call in delta.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
+                for call in delta
+                    .get("tool_calls")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
                     self.tool_call_delta(call);
                 }
             }
@@ -253,7 +298,11 @@ impl SseDecoder for ChatDecoder {
             .calls
             .into_iter()
             .map(|(index, call)| ToolCall {
-                id: if call.id.is_empty() { format!("call_{index}") } else { call.id },
+                id: if call.id.is_empty() {
+                    format!("call_{index}")
+                } else {
+                    call.id
+                },
                 name: call.name,
                 input: parse_tool_input(&call.arguments),
             })
@@ -272,7 +321,12 @@ impl SseDecoder for ChatDecoder {
             None if !tool_calls.is_empty() => StopReason::ToolUse,
             None => StopReason::EndTurn,
         };
-        Ok(Turn { text: self.text, tool_calls, usage: self.usage, stop_reason })
+        Ok(Turn {
+            text: self.text,
+            tool_calls,
+            usage: self.usage,
+            stop_reason,
+        })
     }
 }
 
@@ -286,7 +340,9 @@ mod tests {
         let mut decoder = ChatDecoder::default();
         let mut emit = |e| events.push(e);
         for chunk in chunks {
-            decoder.on_event("message", &chunk.to_string(), &mut emit).unwrap();
+            decoder
+                .on_event("message", &chunk.to_string(), &mut emit)
+                .unwrap();
         }
         decoder.on_event("message", "[DONE]", &mut emit).unwrap();
         let turn = decoder.finish(&mut emit);
@@ -312,9 +368,23 @@ mod tests {
         let turn = turn.unwrap();
         assert_eq!(turn.text, "Let me look.");
         assert_eq!(turn.stop_reason, StopReason::ToolUse);
-        assert_eq!(turn.usage, Some(Usage { input_tokens: 12, output_tokens: 7 }));
-        let first = ToolCall { id: "call_a".into(), name: "shell_exec".into(), input: json!({"command": "ls"}) };
-        let second = ToolCall { id: "call_b".into(), name: "read_file".into(), input: json!({"path": "a"}) };
+        assert_eq!(
+            turn.usage,
+            Some(Usage {
+                input_tokens: 12,
+                output_tokens: 7
+            })
+        );
+        let first = ToolCall {
+            id: "call_a".into(),
+            name: "shell_exec".into(),
+            input: json!({"command": "ls"}),
+        };
+        let second = ToolCall {
+            id: "call_b".into(),
+            name: "read_file".into(),
+            input: json!({"path": "a"}),
+        };
         assert_eq!(turn.tool_calls, vec![first.clone(), second.clone()]);
         assert_eq!(
             events,
@@ -323,17 +393,18 @@ mod tests {
                 StreamEvent::TextDelta("look.".into()),
                 StreamEvent::ToolCall(first),
                 StreamEvent::ToolCall(second),
-                StreamEvent::Usage(Usage { input_tokens: 12, output_tokens: 7 }),
+                StreamEvent::Usage(Usage {
+                    input_tokens: 12,
+                    output_tokens: 7
+                }),
             ]
         );
     }
 
     #[test]
     fn unparsable_arguments_become_a_string() {
-        let (turn, _) = feed(&[
-            json!({"choices": [{"index": 0, "delta": {"tool_calls": [
-                {"index": 0, "id": "c", "function": {"name": "x", "arguments": "{not json"}}]}, "finish_reason": "tool_calls"}]}),
-        ]);
+        let (turn, _) = feed(&[json!({"choices": [{"index": 0, "delta": {"tool_calls": [
+                {"index": 0, "id": "c", "function": {"name": "x", "arguments": "{not json"}}]}, "finish_reason": "tool_calls"}]})]);
         assert_eq!(turn.unwrap().tool_calls[0].input, json!("{not json"));
     }
 
@@ -353,7 +424,13 @@ mod tests {
     fn a_stream_without_end_is_truncated() {
         let mut decoder = ChatDecoder::default();
         let mut emit = |_| {};
-        decoder.on_event("", &json!({"choices": [{"delta": {"content": "hi"}}]}).to_string(), &mut emit).unwrap();
+        decoder
+            .on_event(
+                "",
+                &json!({"choices": [{"delta": {"content": "hi"}}]}).to_string(),
+                &mut emit,
+            )
+            .unwrap();
         assert_eq!(decoder.finish(&mut emit), Err(DecodeError::Truncated));
     }
 
@@ -362,14 +439,31 @@ mod tests {
         let (turn, _) = feed(&[json!({"choices": [{"delta": {"content": "a"}, "finish_reason": "length"}]})]);
         assert_eq!(turn.unwrap().stop_reason, StopReason::MaxTokens);
         let mut decoder = ChatDecoder::default();
-        let error = decoder.on_event("", r#"{"error":{"message":"boom","type":"server_error"}}"#, &mut |_| {});
-        assert_eq!(error, Err(DecodeError::Remote { kind: "server_error".into(), message: "boom".into() }));
-        assert!(matches!(decoder.on_event("", "{oops", &mut |_| {}), Err(DecodeError::BadData(_))));
+        let error = decoder.on_event(
+            "",
+            r#"{"error":{"message":"boom","type":"server_error"}}"#,
+            &mut |_| {},
+        );
+        assert_eq!(
+            error,
+            Err(DecodeError::Remote {
+                kind: "server_error".into(),
+                message: "boom".into()
+            })
+        );
+        assert!(matches!(
+            decoder.on_event("", "{oops", &mut |_| {}),
+            Err(DecodeError::BadData(_))
+        ));
     }
 
     #[test]
     fn request_maps_system_tools_and_tool_results() {
-        let call = ToolCall { id: "call_1".into(), name: "shell_exec".into(), input: json!({"command": "ls"}) };
+        let call = ToolCall {
+            id: "call_1".into(),
+            name: "shell_exec".into(),
+            input: json!({"command": "ls"}),
+        };
         let request = Request {
             system_prompt: "be brief".into(),
             messages: vec![
@@ -377,7 +471,11 @@ mod tests {
                 Message::assistant("", vec![call]),
                 Message::tool_result("call_1", vec![ContentBlock::text("a.txt")], false),
             ],
-            tools: vec![ToolSpec { name: "shell_exec".into(), description: "run".into(), input_schema: json!({"type": "object"}) }],
+            tools: vec![ToolSpec {
+                name: "shell_exec".into(),
+                description: "run".into(),
+                input_schema: json!({"type": "object"}),
+            }],
             max_tokens: Some(100),
         };
         let body = request_body("gpt-x", &request, false);
@@ -391,9 +489,15 @@ mod tests {
                 {"role": "tool", "tool_call_id": "call_1", "content": "a.txt"},
             ])
         );
-        assert_eq!(body["tools"][0]["function"]["parameters"], json!({"type": "object"}));
+        assert_eq!(
+            body["tools"][0]["function"]["parameters"],
+            json!({"type": "object"})
+        );
         assert_eq!(body["max_tokens"], json!(100));
         assert_eq!(body["stream_options"], json!({"include_usage": true}));
-        assert_eq!(request_body("gpt-x", &request, true)["max_completion_tokens"], json!(100));
+        assert_eq!(
+            request_body("gpt-x", &request, true)["max_completion_tokens"],
+            json!(100)
+        );
     }
 }

@@ -20,19 +20,29 @@ pub struct RetryPolicy {
 
 impl Default for RetryPolicy {
     fn default() -> Self {
-        RetryPolicy { max_attempts: 4, base_delay: Duration::from_millis(500), max_delay: Duration::from_secs(30) }
+        RetryPolicy {
+            max_attempts: 4,
+            base_delay: Duration::from_millis(500),
+            max_delay: Duration::from_secs(30),
+        }
     }
 }
 
 impl RetryPolicy {
     /// No retries at all.
     pub fn none() -> Self {
-        RetryPolicy { max_attempts: 1, ..RetryPolicy::default() }
+        RetryPolicy {
+            max_attempts: 1,
+            ..RetryPolicy::default()
+        }
     }
 
     /// The default attempts with the given base delay (tests use a few milliseconds).
     pub fn with_base_delay(base_delay: Duration) -> Self {
-        RetryPolicy { base_delay, ..RetryPolicy::default() }
+        RetryPolicy {
+            base_delay,
+            ..RetryPolicy::default()
+        }
     }
 
     /// Whether `attempt` (1-based) failing with `error`, after `emitted` events had reached the caller,
@@ -44,7 +54,9 @@ impl RetryPolicy {
     /// How long to wait after failed `attempt` (1-based): the server's `Retry-After` when given,
     /// else `base_delay * 2^(attempt-1)`; never more than `max_delay`.
     pub fn delay(&self, attempt: u32, retry_after: Option<Duration>) -> Duration {
-        let backoff = self.base_delay.saturating_mul(1u32 << attempt.saturating_sub(1).min(16));
+        let backoff = self
+            .base_delay
+            .saturating_mul(1u32 << attempt.saturating_sub(1).min(16));
         retry_after.unwrap_or(backoff).min(self.max_delay)
     }
 }
@@ -55,7 +67,11 @@ pub fn parse_retry_after(value: &str) -> Option<Duration> {
     if let Ok(seconds) = value.parse::<u64>() {
         return Some(Duration::from_secs(seconds));
     }
-    value.parse::<f64>().ok().filter(|s| s.is_finite() && *s >= 0.0).map(Duration::from_secs_f64)
+    value
+        .parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .map(Duration::from_secs_f64)
 }
 
 #[cfg(test)]
@@ -74,8 +90,14 @@ mod tests {
     #[test]
     fn retry_after_is_honoured_up_to_the_cap() {
         let policy = RetryPolicy::default();
-        assert_eq!(policy.delay(1, Some(Duration::from_secs(3))), Duration::from_secs(3));
-        assert_eq!(policy.delay(1, Some(Duration::from_secs(600))), Duration::from_secs(30));
+        assert_eq!(
+            policy.delay(1, Some(Duration::from_secs(3))),
+            Duration::from_secs(3)
+        );
+        assert_eq!(
+            policy.delay(1, Some(Duration::from_secs(600))),
+            Duration::from_secs(30)
+        );
         assert_eq!(parse_retry_after(" 7 "), Some(Duration::from_secs(7)));
         assert_eq!(parse_retry_after("1.5"), Some(Duration::from_millis(1500)));
         assert_eq!(parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT"), None);
@@ -84,7 +106,11 @@ mod tests {
     #[test]
     fn nothing_is_retried_once_events_were_emitted() {
         let policy = RetryPolicy::default();
-        let error = ProviderError::Connection { provider: "p".into(), url: "u".into(), message: "m".into() };
+        let error = ProviderError::Connection {
+            provider: "p".into(),
+            url: "u".into(),
+            message: "m".into(),
+        };
         assert!(policy.should_retry(1, &error, false));
         assert!(!policy.should_retry(1, &error, true));
         assert!(!policy.should_retry(4, &error, false));

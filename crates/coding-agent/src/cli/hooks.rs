@@ -1,4 +1,4 @@
-//! `elph hooks list` and `elph hooks validate`.
+//! `elph hooks list`, `elph hooks validate` and (in `hooks_test`) `elph hooks test`.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -7,11 +7,12 @@ use anyhow::Context;
 use clap::Subcommand;
 
 use super::exit;
+#[path = "hooks_test.rs"]
+mod hooks_test;
 use crate::hooks::config::read_file;
 use crate::hooks::discovery::{FileLoad, HookScope, merge};
-use crate::hooks::{HookSet, discover};
+use crate::hooks::HookSet;
 use crate::paths::Paths;
-use crate::trust::TrustStore;
 
 #[derive(Debug, Subcommand)]
 pub enum HooksCommand {
@@ -28,6 +29,10 @@ pub enum HooksCommand {
         /// Files to check.
         files: Vec<PathBuf>,
     },
+    /// Fire one synthetic event through the configured hooks and show what each did.
+    ///
+    /// Exits 0 when the chain ran, whatever the hooks decided; 1 on a usage or configuration error.
+    Test(hooks_test::TestArgs),
 }
 
 pub fn run(cwd: Option<&Path>, command: HooksCommand) -> anyhow::Result<u8> {
@@ -45,13 +50,13 @@ pub fn run(cwd: Option<&Path>, command: HooksCommand) -> anyhow::Result<u8> {
             Ok(exit::SUCCESS)
         }
         HooksCommand::Validate { files } => validate(cwd, files),
+        HooksCommand::Test(args) => hooks_test::run(cwd, args),
     }
 }
 
 /// The hook set for `paths`, honouring the project's trust.
 pub fn load(paths: &Paths) -> HookSet {
-    let decision = TrustStore::new(&paths.config_dir).decide(&paths.project_dir);
-    discover(paths, decision.trusted)
+    crate::hooks::reload::HookLoader::new(paths.clone()).load().1
 }
 
 fn print_list(out: &mut impl Write, set: &HookSet) -> std::io::Result<()> {

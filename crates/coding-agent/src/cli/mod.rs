@@ -1,6 +1,8 @@
 //! The command line: argument parsing and dispatch to one module per command.
 
 mod hooks;
+mod run;
+mod trust;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -43,6 +45,12 @@ pub enum Command {
     /// Inspect, validate and test the configured hooks.
     #[command(subcommand)]
     Hooks(hooks::HooksCommand),
+    /// Trust a project folder, so that its .elph/hooks.json loads (--status: only show the decision).
+    Trust(trust::TrustArgs),
+    /// Stop trusting a project folder: record an explicit false (only while it is trusted).
+    Untrust(trust::UntrustArgs),
+    /// Run one turn headless: the answer on stdout, for scripts and CI.
+    Run(run::RunArgs),
 }
 
 /// Parses the arguments, runs the command, and maps the result to an exit code.
@@ -71,10 +79,28 @@ pub fn main() -> ExitCode {
 fn run(cli: Cli) -> anyhow::Result<u8> {
     match cli.command {
         Some(Command::Hooks(command)) => hooks::run(cli.cwd.as_deref(), command),
-        None => {
-            use clap::CommandFactory;
-            Cli::command().print_help()?;
-            Ok(exit::SUCCESS)
+        Some(Command::Trust(args)) => trust::run_trust(cli.cwd.as_deref(), args),
+        Some(Command::Untrust(args)) => trust::run_untrust(cli.cwd.as_deref(), args),
+        Some(Command::Run(args)) => run::run(cli.cwd.as_deref(), args),
+        None => interactive(cli.cwd.as_deref()),
+    }
+}
+
+/// `elph` without a subcommand: the trust gate first, before the datastore or any UI opens.
+fn interactive(cwd: Option<&std::path::Path>) -> anyhow::Result<u8> {
+    use crate::gate::{GateOutcome, has_terminal, startup_gate};
+    let paths = crate::paths::Paths::from_env(cwd)?;
+    let store = crate::trust::TrustStore::new(&paths.config_dir);
+    match startup_gate(&paths, &store, has_terminal())? {
+        GateOutcome::Declined(declined) => {
+            eprintln!("{}", declined.to_stderr_text());
+            Ok(exit::TRUST_DECLINED)
+        }
+        GateOutcome::Interrupted => Ok(exit::INTERRUPTED),
+        GateOutcome::Proceed(_decision) => {
+            // The TUI opens here, with the project's hooks only if `_decision.trusted`.
+            eprintln!("elph: the terminal UI is not available in this build yet; use `elph run`");
+            Ok(exit::ERROR)
         }
     }
 }

@@ -72,7 +72,11 @@ pub struct HookConfig {
 pub struct MatcherConfig {
     /// Exact names, `prefix*`, `*suffix`, or `*`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "Vec<String>", length(min = 1), inner(regex(pattern = r"^(\*|\*[^*]+|[^*]+\*?)$")))]
+    #[schemars(
+        with = "Vec<String>",
+        length(min = 1),
+        inner(regex(pattern = r"^(\*|\*[^*]+|[^*]+\*?)$"))
+    )]
     pub tool_names: Option<Vec<String>>,
 }
 

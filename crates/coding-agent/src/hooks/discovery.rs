@@ -129,23 +129,30 @@ impl FileLoad {
 /// Loads the home file and, when `project_trusted`, the project file, and merges them.
 pub fn discover(paths: &Paths, project_trusted: bool) -> HookSet {
     let home = FileLoad::read(paths.home_hooks_file(), HookScope::Home);
+    let project = project_trusted.then(|| FileLoad::read(paths.project_hooks_file(), HookScope::Project));
+    assemble(paths, home, project)
+}
+
+/// Merges the home file and the project file (`None`: the project is not trusted, so its file is
+/// skipped with the diagnostic that says how to trust it).
+pub fn assemble(paths: &Paths, home: FileLoad, project: Option<FileLoad>) -> HookSet {
     let project_path = paths.project_hooks_file();
-    if project_trusted {
-        let project = FileLoad::read(project_path, HookScope::Project);
-        merge(vec![home, project], None)
-    } else {
-        let mut set = merge(vec![home, FileLoad::skipped(project_path.clone())], None);
-        if let Some(file) = set.files.last_mut() {
-            file.state = FileState::SkippedUntrusted;
+    match project {
+        Some(project) => merge(vec![home, project], None),
+        None => {
+            let mut set = merge(vec![home, FileLoad::skipped(project_path.clone())], None);
+            if let Some(file) = set.files.last_mut() {
+                file.state = FileState::SkippedUntrusted;
+            }
+            set.diagnostics.push(
+                Diagnostic::new(format!(
+                    "project hooks skipped until {} is trusted (run `elph trust` there, or /trust in the app)",
+                    paths.project_dir.display()
+                ))
+                .in_file(project_path),
+            );
+            set
         }
-        set.diagnostics.push(
-            Diagnostic::new(format!(
-                "project hooks skipped until {} is trusted (run `elph trust` there, or /trust in the app)",
-                paths.project_dir.display()
-            ))
-            .in_file(project_path),
-        );
-        set
     }
 }
 

@@ -2,5 +2,10 @@
 
 pub mod config;
 pub mod discovery;
+pub mod host;
+pub mod process;
+pub mod reload;
+pub mod runlog;
 
 pub use discovery::{FileState, HookDefinition, HookFile, HookScope, HookSet, discover};
+pub use host::HookHost;

@@ -1,3 +1,9 @@
 mod common;
 mod config_corpus;
+mod hooks_test_cli;
+mod host;
 mod schema;
+mod store;
+mod trust;
+mod trust_gate_pty;
+mod run_e2e;

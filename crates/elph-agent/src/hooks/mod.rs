@@ -7,6 +7,8 @@ pub mod matcher;
 pub mod outcome;
 pub mod payload;
 pub mod reduce;
+pub mod registry;
+pub mod runner;
 
 pub use event::HookEvent;
 pub use matcher::{Matcher, PatternError, ToolPattern};
@@ -21,3 +23,5 @@ pub use payload::{
     StopStatus, ToolResultPayload, UserPromptSubmitPayload,
 };
 pub use reduce::{ChainFlow, Reduced, Reducer, Verdict, reduce};
+pub use registry::{HookRegistry, NativeHook};
+pub use runner::{Dispatch, HookDiagnostic, HookRun, HookRunner, NoHooks, RunStatus};

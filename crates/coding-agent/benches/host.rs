@@ -1,0 +1,166 @@
+//! The hook host's cost, as ratios measured in the same run:
+//!
+//! - one round trip of a trivial compiled hook (`trivial-hook` of test-support: reads stdin, prints
+//!   `{}`) through the host, against a bare spawn-and-wait of the same binary with the same payload
+//!   (target: at most 1.25x);
+//! - a chain of ten such hooks against one (target: at most 10.5x).
+//!
+//! Run with `cargo bench -p coding-agent --bench host`. divan prints each benchmark; then an
+//! interleaved measurement of the three prints the ratios and whether they meet their targets.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use coding_agent::hooks::discovery::resolve_command;
+use coding_agent::hooks::{HookDefinition, HookHost, HookScope, HookSet};
+use elph_agent::hooks::{HookEvent, HookPayload, HookRunner, Matcher, PayloadBase, PreToolUsePayload};
+use serde_json::json;
+
+const ROUND_TRIP_TARGET: f64 = 1.25;
+const CHAIN_TARGET: f64 = 10.5;
+
+fn main() {
+    divan::main();
+    // `cargo bench` passes --bench; `cargo test --benches` does not, and only checks that it runs.
+    if std::env::args().any(|arg| arg == "--bench") {
+        ratio_summary();
+    }
+}
+
+struct Setup {
+    _dir: tempfile::TempDir,
+    binary: PathBuf,
+    payload: HookPayload,
+    one: HookHost,
+    ten: HookHost,
+    runtime: tokio::runtime::Runtime,
+}
+
+impl Setup {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let project = std::fs::canonicalize(dir.path()).unwrap();
+        let data = project.join("data");
+        let binary = test_support::hook_scripts::trivial_hook_binary();
+        let hook = |i: usize| HookDefinition {
+            id: format!("trivial-{i}"),
+            event: HookEvent::PreToolUse,
+            matcher: Matcher::any(),
+            command: resolve_command(binary.to_str().unwrap(), &project, ""),
+            args: Vec::new(),
+            timeout: Duration::from_secs(10),
+            enabled: true,
+            source: project.join("hooks.json"),
+            scope: HookScope::Home,
+        };
+        let set = |n: usize| HookSet {
+            hooks: (0..n).map(hook).collect(),
+            ..HookSet::default()
+        };
+        let payload = HookPayload::PreToolUse(PreToolUsePayload {
+            base: PayloadBase::new("bench-session", &project),
+            tool_name: "shell_exec".into(),
+            tool_call_id: "call_1".into(),
+            tool_input: json!({"command": "cargo test --workspace", "timeoutMs": 120000}),
+        });
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        Setup {
+            one: HookHost::new(set(1), project.clone(), &data),
+            ten: HookHost::new(set(10), project.clone(), &data),
+            _dir: dir,
+            binary,
+            payload,
+            runtime,
+        }
+    }
+
+    /// Spawn the binary, write the payload, read its output, wait: nothing else.
+    fn bare(&self) {
+        let stdin = self.payload.to_stdin_bytes();
+        bare_spawn_and_wait(&self.binary, &stdin);
+    }
+
+    fn through(&self, host: &HookHost) {
+        let dispatch = self.runtime.block_on(host.dispatch(self.payload.clone()));
+        assert!(dispatch.diagnostics.is_empty(), "{:?}", dispatch.diagnostics);
+    }
+}
+
+fn bare_spawn_and_wait(binary: &Path, stdin: &[u8]) {
+    let mut child = Command::new(binary)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success() && output.stdout.starts_with(b"{}"));
+}
+
+#[divan::bench(sample_count = 200)]
+fn bare_spawn_and_wait_of_the_hook_binary(bencher: divan::Bencher) {
+    let setup = Setup::new();
+    bencher.bench_local(|| setup.bare());
+}
+
+#[divan::bench(sample_count = 200)]
+fn one_hook_through_the_host(bencher: divan::Bencher) {
+    let setup = Setup::new();
+    bencher.bench_local(|| setup.through(&setup.one));
+}
+
+#[divan::bench(sample_count = 50)]
+fn ten_hooks_through_the_host(bencher: divan::Bencher) {
+    let setup = Setup::new();
+    bencher.bench_local(|| setup.through(&setup.ten));
+}
+
+fn median(samples: &mut [Duration]) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+/// Interleaves the three measurements, so drift in machine load hits them alike, and prints ratios.
+fn ratio_summary() {
+    let setup = Setup::new();
+    for _ in 0..20 {
+        setup.bare();
+        setup.through(&setup.one);
+    }
+    let rounds = 300;
+    let (mut bare, mut one, mut ten) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 0..rounds {
+        let started = Instant::now();
+        setup.bare();
+        bare.push(started.elapsed());
+        let started = Instant::now();
+        setup.through(&setup.one);
+        one.push(started.elapsed());
+        if round % 5 == 0 {
+            let started = Instant::now();
+            setup.through(&setup.ten);
+            ten.push(started.elapsed());
+        }
+    }
+    let (bare, one, ten) = (median(&mut bare), median(&mut one), median(&mut ten));
+    let round_trip = one.as_secs_f64() / bare.as_secs_f64();
+    let chain = ten.as_secs_f64() / one.as_secs_f64();
+    let verdict = |ratio: f64, target: f64| if ratio <= target { "ok" } else { "MISSED" };
+    println!();
+    println!("hook host, interleaved medians ({rounds} rounds):");
+    println!("  bare spawn-and-wait of trivial-hook  {bare:>10.1?}");
+    println!(
+        "  one hook through the host            {one:>10.1?}  {round_trip:.3}x bare  (target <= {ROUND_TRIP_TARGET}x: {})",
+        verdict(round_trip, ROUND_TRIP_TARGET)
+    );
+    println!(
+        "  ten hooks through the host           {ten:>10.1?}  {chain:.2}x one  (target <= {CHAIN_TARGET}x: {})",
+        verdict(chain, CHAIN_TARGET)
+    );
+}

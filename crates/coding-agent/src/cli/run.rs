@@ -1,0 +1,295 @@
+//! `elph run`: one headless turn, for scripts and CI.
+
+use std::io::{IsTerminal, Read, Write};
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::{Args, ValueEnum};
+use elph_agent::harness::{AgentEvent, ApprovalPolicy, NoApprover, TurnResult};
+use elph_agent::hooks::StopStatus;
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use super::exit;
+use crate::notices::{self, NoticeKind};
+use crate::paths::Paths;
+use crate::runtime::{Runtime, RuntimeOptions, SessionChoice};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    /// The final answer on stdout; hook notices and progress on stderr.
+    Plain,
+    /// One JSON document at the end.
+    Json,
+    /// One JSON event per line as it happens, then a result line.
+    StreamJson,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The prompt; read from stdin when omitted.
+    pub prompt: Option<String>,
+    /// PROVIDER/MODEL, e.g. openai/gpt-4.1, anthropic/claude-sonnet-4-5, or scripted/PATH (offline).
+    #[arg(long, value_name = "PROVIDER/MODEL")]
+    pub model: Option<String>,
+    #[arg(long, value_enum, default_value = "plain")]
+    pub output_format: OutputFormat,
+    /// Model requests allowed in this turn.
+    #[arg(long, value_name = "N")]
+    pub max_turns: Option<u32>,
+    /// Native approval for tools that change files or run commands. Headless has no one to ask, so
+    /// `ask` denies them.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub approval: ApprovalArg,
+    /// Continue the project's most recent session.
+    #[arg(short = 'c', long = "continue", conflicts_with_all = ["session", "no_session"])]
+    pub continue_session: bool,
+    /// Resume the session with this id.
+    #[arg(long, value_name = "ID", conflicts_with = "no_session")]
+    pub session: Option<String>,
+    /// Store nothing.
+    #[arg(long)]
+    pub no_session: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ApprovalArg {
+    Auto,
+    Ask,
+    Deny,
+}
+
+impl From<ApprovalArg> for ApprovalPolicy {
+    fn from(arg: ApprovalArg) -> Self {
+        match arg {
+            ApprovalArg::Auto => ApprovalPolicy::Auto,
+            ApprovalArg::Ask => ApprovalPolicy::Ask,
+            ApprovalArg::Deny => ApprovalPolicy::Deny,
+        }
+    }
+}
+
+pub fn run(cwd: Option<&Path>, args: RunArgs) -> anyhow::Result<u8> {
+    let prompt = match args.prompt.clone() {
+        Some(prompt) => prompt,
+        None if !std::io::stdin().is_terminal() => {
+            let mut text = String::new();
+            std::io::stdin()
+                .read_to_string(&mut text)
+                .context("cannot read the prompt from stdin")?;
+            text
+        }
+        None => String::new(),
+    };
+    if prompt.trim().is_empty() {
+        eprintln!("elph run: no prompt; pass one as an argument or on stdin");
+        return Ok(exit::USAGE);
+    }
+    let paths = Paths::from_env(cwd)?;
+    let session = if args.no_session {
+        SessionChoice::Ephemeral
+    } else if args.continue_session {
+        SessionChoice::Continue
+    } else if let Some(id) = &args.session {
+        SessionChoice::Resume(id.clone())
+    } else {
+        SessionChoice::New
+    };
+    let options = RuntimeOptions {
+        model: args.model.clone(),
+        approval: args.approval.into(),
+        max_turns: args.max_turns,
+        session,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(run_async(paths, options, prompt, args.output_format))
+}
+
+async fn run_async(
+    paths: Paths,
+    options: RuntimeOptions,
+    prompt: String,
+    format: OutputFormat,
+) -> anyhow::Result<u8> {
+    let (events_tx, mut events_rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut runtime = Runtime::build(paths, &options, Arc::new(NoApprover), events_tx)?;
+    for diagnostic in &runtime.host.set().diagnostics {
+        emit_diagnostic(format, &diagnostic.to_string());
+    }
+
+    let printer = tokio::spawn(async move {
+        let mut collected = Vec::new();
+        while let Some(event) = events_rx.recv().await {
+            print_event(format, &event);
+            if format == OutputFormat::Json {
+                collected.push(event);
+            }
+        }
+        collected
+    });
+
+    let cancel = CancellationToken::new();
+    let interrupt = cancel.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            interrupt.cancel();
+        }
+    });
+
+    let source = runtime.source;
+    runtime.harness.start_session(source).await;
+    let result = runtime.harness.run_turn(&prompt, &cancel).await;
+    runtime
+        .harness
+        .end_session(if cancel.is_cancelled() {
+            "interrupted"
+        } else {
+            "exit"
+        })
+        .await;
+    let session_id = runtime.session_id().to_string();
+    let model = runtime.model.clone();
+    drop(runtime);
+    let events = printer.await.unwrap_or_default();
+    print_result(format, &session_id, &model, &result, events)?;
+    Ok(match result.status {
+        StopStatus::Completed => exit::SUCCESS,
+        StopStatus::Failed => exit::ERROR,
+        StopStatus::Cancelled => exit::INTERRUPTED,
+    })
+}
+
+fn emit_diagnostic(format: OutputFormat, message: &str) {
+    match format {
+        OutputFormat::StreamJson => {
+            println!("{}", json!({"type": "diagnostic", "message": message}));
+        }
+        _ => eprintln!("elph: {message}"),
+    }
+}
+
+fn print_event(format: OutputFormat, event: &AgentEvent) {
+    match format {
+        OutputFormat::StreamJson => {
+            let mut out = std::io::stdout().lock();
+            let _ = serde_json::to_writer(&mut out, event);
+            let _ = writeln!(out);
+            let _ = out.flush();
+        }
+        OutputFormat::Plain => match event {
+            AgentEvent::Hooks { dispatch } => {
+                for notice in notices::describe(dispatch) {
+                    let mark = if notice.kind == NoticeKind::Problem {
+                        "!"
+                    } else {
+                        "•"
+                    };
+                    eprintln!("{mark} {}", notice.text);
+                }
+            }
+            AgentEvent::ToolCallStarted { tool_name, input, .. } => {
+                eprintln!("→ {tool_name} {}", compact(input));
+            }
+            AgentEvent::ToolCallFinished {
+                tool_name,
+                is_error,
+                ran,
+                content,
+                ..
+            } if *is_error || !ran => {
+                let text: String = content
+                    .iter()
+                    .filter_map(|b| match b {
+                        elph_ai::ContentBlock::Text { text } => Some(text.as_str()),
+                        _ => None,
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                eprintln!("✗ {tool_name}: {}", first_line(&text));
+            }
+            AgentEvent::Notice { message } => eprintln!("! {message}"),
+            AgentEvent::Compacted { entries_compacted } => {
+                eprintln!("• compacted {entries_compacted} earlier message(s) into a summary");
+            }
+            _ => {}
+        },
+        OutputFormat::Json => {}
+    }
+}
+
+fn compact(value: &serde_json::Value) -> String {
+    let text = value.to_string();
+    if text.chars().count() > 120 {
+        format!("{}…", text.chars().take(120).collect::<String>())
+    } else {
+        text
+    }
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or("")
+}
+
+fn status_name(status: StopStatus) -> &'static str {
+    match status {
+        StopStatus::Completed => "completed",
+        StopStatus::Failed => "failed",
+        StopStatus::Cancelled => "cancelled",
+    }
+}
+
+fn print_result(
+    format: OutputFormat,
+    session_id: &str,
+    model: &str,
+    result: &TurnResult,
+    events: Vec<AgentEvent>,
+) -> anyhow::Result<()> {
+    match format {
+        OutputFormat::Plain => {
+            if let Some(error) = &result.error
+                && result.status != StopStatus::Completed
+            {
+                eprintln!("elph: {error}");
+            }
+            if !result.text.is_empty() {
+                println!("{}", result.text);
+            }
+        }
+        OutputFormat::StreamJson => {
+            println!(
+                "{}",
+                json!({"type": "result", "sessionId": session_id, "model": model, "status": status_name(result.status), "result": result.text, "error": result.error})
+            );
+        }
+        OutputFormat::Json => {
+            let hooks: Vec<_> = events
+                .iter()
+                .filter_map(|event| match event {
+                    AgentEvent::Hooks { dispatch } => Some(dispatch),
+                    _ => None,
+                })
+                .collect();
+            let tool_calls: Vec<_> = events
+                .iter()
+                .filter(|event| matches!(event, AgentEvent::ToolCallFinished { .. }))
+                .collect();
+            let document = json!({
+                "sessionId": session_id,
+                "model": model,
+                "status": status_name(result.status),
+                "result": result.text,
+                "error": result.error,
+                "toolCalls": tool_calls,
+                "hooks": hooks,
+            });
+            println!("{}", serde_json::to_string_pretty(&document)?);
+        }
+    }
+    Ok(())
+}

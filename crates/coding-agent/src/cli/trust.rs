@@ -1,0 +1,158 @@
+//! `elph trust [DIR] [--status [--json]]` and `elph untrust [DIR]`: the CLI twins of /trust and
+//! /untrust (SPEC.md §3).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use clap::Args;
+use serde_json::json;
+
+use super::exit;
+use crate::paths::Paths;
+use crate::trust::{DecisionSource, TrustDecision, TrustError, TrustStore};
+
+#[derive(Debug, Args)]
+pub struct TrustArgs {
+    /// The project folder (default: PROJECT_DIR, i.e. --cwd, $ELPH_PROJECT_DIR or the current directory).
+    #[arg(value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+
+    /// Show whether DIR is trusted and which entry of trust.json decided it; change nothing.
+    #[arg(long)]
+    pub status: bool,
+
+    /// With --status: print one JSON document {projectDir, trusted, source, default, trustFile}.
+    #[arg(long, requires = "status")]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct UntrustArgs {
+    /// The project folder (default: PROJECT_DIR).
+    #[arg(value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+}
+
+/// The project a trust command is about: DIR made canonical, or PROJECT_DIR.
+fn target(cwd: Option<&Path>, dir: Option<&Path>) -> anyhow::Result<(Paths, TrustStore)> {
+    let mut paths = Paths::from_env(cwd)?;
+    if let Some(dir) = dir {
+        paths = paths.with_project(dir)?;
+    }
+    let store = TrustStore::new(&paths.config_dir);
+    Ok((paths, store))
+}
+
+pub fn run_trust(cwd: Option<&Path>, args: TrustArgs) -> anyhow::Result<u8> {
+    let (paths, store) = target(cwd, args.dir.as_deref())?;
+    let project = &paths.project_dir;
+    if args.status {
+        let decision = store.decide(project);
+        let mut out = std::io::stdout().lock();
+        if args.json {
+            serde_json::to_writer_pretty(&mut out, &status_json(&decision, &store))?;
+            writeln!(out)?;
+        } else {
+            write_status(&mut out, &decision, &store)?;
+        }
+        if let Some(error) = decision.error() {
+            eprintln!("elph: warning: {error}");
+        }
+        return Ok(exit::SUCCESS);
+    }
+    let before = store.decide(project);
+    let decision = store
+        .trust(project)
+        .with_context(|| format!("cannot trust {}", project.display()))?;
+    let mut out = std::io::stdout().lock();
+    let already = matches!(&before.source, DecisionSource::Entry { path, trusted: true } if path == project);
+    if already {
+        writeln!(out, "{} was already trusted.", project.display())?;
+    } else {
+        writeln!(out, "Trusted {}.", project.display())?;
+    }
+    writeln!(
+        out,
+        "Its hooks in {} will load from the next session on (or now, with /reload).",
+        paths.project_hooks_file().display()
+    )?;
+    writeln!(out, "{}", recorded(&decision, &store))?;
+    Ok(exit::SUCCESS)
+}
+
+pub fn run_untrust(cwd: Option<&Path>, args: UntrustArgs) -> anyhow::Result<u8> {
+    let (paths, store) = target(cwd, args.dir.as_deref())?;
+    let project = &paths.project_dir;
+    let before = store.decide(project);
+    match store.untrust(project) {
+        Ok(decision) => {
+            let mut out = std::io::stdout().lock();
+            writeln!(
+                out,
+                "Untrusted {}: its project hooks stay off.",
+                project.display()
+            )?;
+            if let DecisionSource::Entry { path, trusted: true } = &before.source
+                && path != project
+            {
+                writeln!(
+                    out,
+                    "It no longer inherits trust from {}, which stays trusted.",
+                    path.display()
+                )?;
+            }
+            writeln!(out, "{}", recorded(&decision, &store))?;
+            Ok(exit::SUCCESS)
+        }
+        Err(TrustError::NotTrusted { project, because }) => {
+            eprintln!(
+                "elph: {} is not trusted ({because}), so there is nothing to untrust.\n\
+                 Check with `elph trust --status`; `elph trust` trusts it.",
+                project.display()
+            );
+            Ok(exit::ERROR)
+        }
+        Err(err) => Err(anyhow::Error::new(err).context(format!("cannot untrust {}", project.display()))),
+    }
+}
+
+fn recorded(decision: &TrustDecision, store: &TrustStore) -> String {
+    match &decision.source {
+        DecisionSource::Entry { path, trusted } => format!(
+            "Recorded {} = {trusted} in {}.",
+            path.display(),
+            store.path().display()
+        ),
+        _ => format!("Recorded in {}.", store.path().display()),
+    }
+}
+
+fn write_status(out: &mut impl Write, decision: &TrustDecision, store: &TrustStore) -> std::io::Result<()> {
+    let verdict = if decision.trusted {
+        "trusted"
+    } else {
+        "not trusted"
+    };
+    writeln!(out, "{}: {verdict}", decision.project_dir.display())?;
+    writeln!(out, "{}", decision.explanation())?;
+    if decision.error().is_none() {
+        writeln!(out, "default: {}", decision.default.as_str())?;
+    }
+    writeln!(out, "trust file: {}", store.path().display())
+}
+
+/// `{projectDir, trusted, source, default, trustFile}`; `default` is null when trust.json cannot be read.
+fn status_json(decision: &TrustDecision, store: &TrustStore) -> serde_json::Value {
+    let default = match decision.error() {
+        Some(_) => serde_json::Value::Null,
+        None => json!(decision.default),
+    };
+    json!({
+        "projectDir": decision.project_dir,
+        "trusted": decision.trusted,
+        "source": decision.source,
+        "default": default,
+        "trustFile": store.path(),
+    })
+}

@@ -1,0 +1,350 @@
+//! The interactive startup gate (SPEC.md §3): before the datastore or the TUI opens, `elph` decides
+//! whether it may go on in an untrusted project, and asks when it may ask.
+//!
+//! | decision | default | no terminal | terminal |
+//! | --- | --- | --- | --- |
+//! | trusted | any | go on | go on |
+//! | not trusted | `always` (explicit `false`) | go on, hooks off | go on, hooks off |
+//! | not trusted | `never` | exit 4: `elph: project is not trusted (DIR)` | same |
+//! | not trusted | `ask` | exit 4: `elph: project trust declined; exiting` | ask: yes records `true` and goes on; no or Esc exits 4 |
+//! | trust.json corrupt or unreadable | — | exit 4, with the error | same |
+//!
+//! The gate writes nothing unless the person answers yes.
+
+pub mod prompt;
+
+use std::io::IsTerminal;
+use std::path::Path;
+
+use crate::paths::Paths;
+use crate::trust::{DecisionSource, DefaultTrust, TrustDecision, TrustError, TrustStore};
+
+/// The exit code of a declined or refused project (SPEC.md §7).
+pub const EXIT_TRUST_DECLINED: u8 = 4;
+
+/// What the front end does next.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GateOutcome {
+    /// Open the datastore and the UI. Load the project's hooks only if `decision.trusted`
+    /// (under the default `always`, an explicit `false` gets here with its hooks off).
+    Proceed(TrustDecision),
+    /// Print [`Declined::message`] (then the hint, if any) to stderr and exit with
+    /// [`EXIT_TRUST_DECLINED`], having opened and written nothing.
+    Declined(Declined),
+    /// The person pressed Ctrl-C at the question: exit 130, quietly.
+    Interrupted,
+}
+
+/// A project the gate does not let through.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Declined {
+    /// The exact line of SPEC.md §3, e.g. `elph: project trust declined; exiting`.
+    pub message: String,
+    /// What to do next, on its own line(s) after the message; `None` when the person just said no.
+    pub hint: Option<String>,
+}
+
+impl Declined {
+    /// The message and the hint, one per line, for stderr.
+    pub fn to_stderr_text(&self) -> String {
+        match &self.hint {
+            Some(hint) => format!("{}\n{hint}", self.message),
+            None => self.message.clone(),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum GateError {
+    /// The person said yes, but the answer could not be recorded.
+    #[error("cannot record trust for {project}: {source}")]
+    Record {
+        project: std::path::PathBuf,
+        #[source]
+        source: TrustError,
+    },
+    /// The terminal question failed (raw mode, reading keys, drawing).
+    #[error("cannot ask about trusting {project} on this terminal: {source}")]
+    Prompt {
+        project: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// What the person answered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Answer {
+    Yes,
+    /// No, or Esc.
+    No,
+    /// Ctrl-C.
+    Interrupted,
+}
+
+/// The question, as [`startup_gate_with`] takes it: gets the project folder and its hooks file.
+pub type Ask<'a> = &'a mut dyn FnMut(&Path, &Path) -> std::io::Result<Answer>;
+
+/// Whether the gate may ask: stdin and stdout are both terminals.
+pub fn has_terminal() -> bool {
+    std::io::stdin().is_terminal() && std::io::stdout().is_terminal()
+}
+
+/// The gate with the real terminal question. `interactive` is normally [`has_terminal()`].
+pub fn startup_gate(paths: &Paths, store: &TrustStore, interactive: bool) -> Result<GateOutcome, GateError> {
+    if interactive {
+        startup_gate_with(paths, store, Some(&mut prompt::ask_on_terminal))
+    } else {
+        startup_gate_with(paths, store, None)
+    }
+}
+
+/// The gate with `ask` standing in for the question (`None`: no terminal). `ask` gets the project
+/// folder and its hooks file.
+pub fn startup_gate_with(
+    paths: &Paths,
+    store: &TrustStore,
+    ask: Option<Ask<'_>>,
+) -> Result<GateOutcome, GateError> {
+    let project = paths.project_dir.as_path();
+    let decision = store.decide(project);
+    if decision.trusted {
+        return Ok(GateOutcome::Proceed(decision));
+    }
+    if let DecisionSource::Error { message } = &decision.source {
+        return Ok(GateOutcome::Declined(Declined {
+            message: not_trusted_message(project),
+            hint: Some(format!(
+                "elph: {message}\nelph: after fixing it, run `elph trust {}` or start elph again",
+                shell_path(project)
+            )),
+        }));
+    }
+    match decision.default {
+        DefaultTrust::Always => Ok(GateOutcome::Proceed(decision)),
+        DefaultTrust::Never => Ok(GateOutcome::Declined(Declined {
+            message: not_trusted_message(project),
+            hint: Some(format!(
+                "elph: {} (\"defaultProjectTrust\": \"never\" in {}); run `elph trust {}` to trust it",
+                decision.explanation(),
+                store.path().display(),
+                shell_path(project)
+            )),
+        })),
+        DefaultTrust::Ask => {
+            let Some(ask) = ask else {
+                return Ok(GateOutcome::Declined(Declined {
+                    message: declined_message(),
+                    hint: Some(format!(
+                        "elph: {} is not trusted and there is no terminal to ask on; run `elph trust {}` \
+                         first, or use `elph run` (its project hooks stay off)",
+                        project.display(),
+                        shell_path(project)
+                    )),
+                }));
+            };
+            let answer = ask(project, &paths.project_hooks_file()).map_err(|source| GateError::Prompt {
+                project: project.to_path_buf(),
+                source,
+            })?;
+            match answer {
+                Answer::Yes => {
+                    let decision = store.trust(project).map_err(|source| GateError::Record {
+                        project: project.to_path_buf(),
+                        source,
+                    })?;
+                    Ok(GateOutcome::Proceed(decision))
+                }
+                Answer::No => Ok(GateOutcome::Declined(Declined {
+                    message: declined_message(),
+                    hint: None,
+                })),
+                Answer::Interrupted => Ok(GateOutcome::Interrupted),
+            }
+        }
+    }
+}
+
+/// `elph: project is not trusted (DIR)`.
+pub fn not_trusted_message(project: &Path) -> String {
+    format!("elph: project is not trusted ({})", project.display())
+}
+
+/// `elph: project trust declined; exiting`.
+pub fn declined_message() -> String {
+    "elph: project trust declined; exiting".to_string()
+}
+
+/// The path as it can be pasted into a shell: quoted when it has anything but safe characters.
+fn shell_path(path: &Path) -> String {
+    let text = path.display().to_string();
+    let safe = text
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "/._-+,:@%".contains(c));
+    if safe {
+        text
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    struct Fixture {
+        _config: tempfile::TempDir,
+        _project: tempfile::TempDir,
+        paths: Paths,
+        store: TrustStore,
+    }
+
+    fn fixture(trust_json: Option<&str>) -> Fixture {
+        let config = tempfile::tempdir().unwrap();
+        let project = tempfile::tempdir().unwrap();
+        if let Some(text) = trust_json {
+            std::fs::write(config.path().join("trust.json"), text).unwrap();
+        }
+        let paths = Paths {
+            config_dir: config.path().to_path_buf(),
+            data_dir: config.path().join("data"),
+            project_dir: std::fs::canonicalize(project.path()).unwrap(),
+        };
+        let store = TrustStore::with_home(config.path(), None);
+        Fixture {
+            _config: config,
+            _project: project,
+            paths,
+            store,
+        }
+    }
+
+    fn answering(
+        answer: Answer,
+        asked: &mut Vec<PathBuf>,
+    ) -> impl FnMut(&Path, &Path) -> std::io::Result<Answer> + '_ {
+        move |project, _hooks| {
+            asked.push(project.to_path_buf());
+            Ok(answer)
+        }
+    }
+
+    #[test]
+    fn trusted_projects_go_on_without_a_question() {
+        let f = fixture(Some(r#"{"defaultProjectTrust": "never"}"#));
+        f.store.trust(&f.paths.project_dir).unwrap();
+        let mut asked = Vec::new();
+        let outcome =
+            startup_gate_with(&f.paths, &f.store, Some(&mut answering(Answer::No, &mut asked))).unwrap();
+        assert!(matches!(outcome, GateOutcome::Proceed(d) if d.trusted));
+        assert!(asked.is_empty());
+    }
+
+    #[test]
+    fn always_lets_an_explicit_false_through_with_hooks_off() {
+        let f = fixture(Some(r#"{"defaultProjectTrust": "always"}"#));
+        f.store.set_trust(&f.paths.project_dir, false).unwrap();
+        let outcome = startup_gate_with(&f.paths, &f.store, None).unwrap();
+        let GateOutcome::Proceed(decision) = outcome else {
+            panic!("{outcome:?}")
+        };
+        assert!(!decision.trusted);
+    }
+
+    #[test]
+    fn never_refuses_with_the_project_named() {
+        let f = fixture(Some(r#"{"defaultProjectTrust": "never"}"#));
+        let mut asked = Vec::new();
+        let outcome =
+            startup_gate_with(&f.paths, &f.store, Some(&mut answering(Answer::Yes, &mut asked))).unwrap();
+        let GateOutcome::Declined(declined) = outcome else {
+            panic!("{outcome:?}")
+        };
+        assert_eq!(
+            declined.message,
+            format!("elph: project is not trusted ({})", f.paths.project_dir.display())
+        );
+        assert!(asked.is_empty(), "never does not ask");
+        assert!(!f.store.is_trusted(&f.paths.project_dir));
+    }
+
+    #[test]
+    fn ask_without_a_terminal_declines_and_writes_nothing() {
+        let f = fixture(None);
+        let outcome = startup_gate_with(&f.paths, &f.store, None).unwrap();
+        let GateOutcome::Declined(declined) = outcome else {
+            panic!("{outcome:?}")
+        };
+        assert_eq!(declined.message, "elph: project trust declined; exiting");
+        assert!(!f.store.path().exists());
+        assert!(!f.store.lock_path().exists());
+    }
+
+    #[test]
+    fn ask_yes_records_true_and_goes_on() {
+        let f = fixture(None);
+        let mut asked = Vec::new();
+        let outcome =
+            startup_gate_with(&f.paths, &f.store, Some(&mut answering(Answer::Yes, &mut asked))).unwrap();
+        assert!(
+            matches!(outcome, GateOutcome::Proceed(ref d) if d.trusted),
+            "{outcome:?}"
+        );
+        assert_eq!(asked, std::slice::from_ref(&f.paths.project_dir));
+        assert!(f.store.is_trusted(&f.paths.project_dir));
+    }
+
+    #[test]
+    fn ask_no_and_ctrl_c_record_nothing() {
+        let f = fixture(None);
+        let mut asked = Vec::new();
+        let outcome =
+            startup_gate_with(&f.paths, &f.store, Some(&mut answering(Answer::No, &mut asked))).unwrap();
+        assert_eq!(
+            outcome,
+            GateOutcome::Declined(Declined {
+                message: declined_message(),
+                hint: None
+            })
+        );
+        let outcome = startup_gate_with(
+            &f.paths,
+            &f.store,
+            Some(&mut answering(Answer::Interrupted, &mut asked)),
+        )
+        .unwrap();
+        assert_eq!(outcome, GateOutcome::Interrupted);
+        assert!(!f.store.path().exists());
+    }
+
+    #[test]
+    fn a_corrupt_trust_file_declines_with_its_error_and_stays_as_it_was() {
+        let f = fixture(Some("{oops"));
+        let mut asked = Vec::new();
+        let outcome =
+            startup_gate_with(&f.paths, &f.store, Some(&mut answering(Answer::Yes, &mut asked))).unwrap();
+        let GateOutcome::Declined(declined) = outcome else {
+            panic!("{outcome:?}")
+        };
+        let text = declined.to_stderr_text();
+        assert!(text.contains("trust.json is corrupt"), "{text}");
+        assert!(asked.is_empty());
+        assert_eq!(std::fs::read_to_string(f.store.path()).unwrap(), "{oops");
+    }
+
+    #[test]
+    fn a_failed_prompt_is_an_error() {
+        let f = fixture(None);
+        let mut fail =
+            |_: &Path, _: &Path| -> std::io::Result<Answer> { Err(std::io::Error::other("no tty")) };
+        let err = startup_gate_with(&f.paths, &f.store, Some(&mut fail)).unwrap_err();
+        assert!(err.to_string().contains("no tty"), "{err}");
+    }
+
+    #[test]
+    fn shell_paths_are_quoted_when_needed() {
+        assert_eq!(shell_path(Path::new("/a/b-c")), "/a/b-c");
+        assert_eq!(shell_path(Path::new("/a b/it's")), "'/a b/it'\\''s'");
+    }
+}

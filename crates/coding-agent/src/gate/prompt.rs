@@ -1,0 +1,272 @@
+//! The trust question on the terminal: a small two-item select, drawn inline (no alternate screen).
+//!
+//! ```text
+//! Do you trust the files in this folder?
+//!
+//!   /home/me/code/project
+//!
+//! It has a .elph/hooks.json: trusting the folder lets Elph run the commands it lists.
+//! Trust only folders whose contents you know.
+//!
+//! > 1. Yes, trust /home/me/code/project
+//!   2. No, exit
+//!
+//! Up/Down to choose, Enter to confirm, Esc to exit
+//! ```
+//!
+//! Raw mode is on only while the question is asked, and a guard restores the terminal on every
+//! way out: an answer, an error, or a panic.
+
+use std::io::Write;
+use std::path::Path;
+
+use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use crossterm::style::{Attribute, Print, SetAttribute};
+use crossterm::{cursor, queue, terminal};
+
+use super::Answer;
+
+/// The select's state, apart from any terminal: which option is highlighted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TrustSelect {
+    project: String,
+    /// 0: yes, 1: no.
+    selected: usize,
+}
+
+impl TrustSelect {
+    pub fn new(project: &Path) -> Self {
+        TrustSelect {
+            project: project.display().to_string(),
+            selected: 0,
+        }
+    }
+
+    pub fn options(&self) -> [String; 2] {
+        [format!("Yes, trust {}", self.project), "No, exit".to_string()]
+    }
+
+    pub fn selected(&self) -> usize {
+        self.selected
+    }
+
+    /// Applies one key; `Some` once the person has answered.
+    pub fn handle(&mut self, key: KeyEvent) -> Option<Answer> {
+        if key.kind == KeyEventKind::Release {
+            return None;
+        }
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        match key.code {
+            KeyCode::Char('c') if ctrl => Some(Answer::Interrupted),
+            KeyCode::Char('d') if ctrl => Some(Answer::No),
+            KeyCode::Esc => Some(Answer::No),
+            KeyCode::Enter => Some(if self.selected == 0 {
+                Answer::Yes
+            } else {
+                Answer::No
+            }),
+            KeyCode::Char('1' | 'y' | 'Y') => Some(Answer::Yes),
+            KeyCode::Char('2' | 'n' | 'N' | 'q') => Some(Answer::No),
+            KeyCode::Up | KeyCode::Char('k') | KeyCode::BackTab => {
+                self.selected = (self.selected + 1) % 2;
+                None
+            }
+            KeyCode::Down | KeyCode::Char('j') | KeyCode::Tab => {
+                self.selected = (self.selected + 1) % 2;
+                None
+            }
+            _ => None,
+        }
+    }
+
+    /// The lines above the options, drawn once.
+    pub fn header(&self, hooks_file: &Path) -> Vec<String> {
+        let hooks = if hooks_file.is_file() {
+            "It has a .elph/hooks.json: trusting the folder lets Elph run the commands it lists."
+        } else {
+            "Trusting it lets Elph run the commands of its .elph/hooks.json, if it gets one."
+        };
+        vec![
+            "Do you trust the files in this folder?".to_string(),
+            String::new(),
+            format!("  {}", self.project),
+            String::new(),
+            hooks.to_string(),
+            "Trust only folders whose contents you know.".to_string(),
+            String::new(),
+        ]
+    }
+
+    /// The options and the key help, redrawn on every change. Each line fits in `width` columns.
+    pub fn body(&self, width: usize) -> Vec<String> {
+        let mut lines: Vec<String> = self
+            .options()
+            .iter()
+            .enumerate()
+            .map(|(index, option)| {
+                let marker = if index == self.selected { ">" } else { " " };
+                fit(&format!("{marker} {}. {option}", index + 1), width)
+            })
+            .collect();
+        lines.push(String::new());
+        lines.push(fit("Up/Down to choose, Enter to confirm, Esc to exit", width));
+        lines
+    }
+}
+
+/// Cuts `line` to fewer than `width` characters (so the terminal never wraps it), ending in `…`.
+fn fit(line: &str, width: usize) -> String {
+    let room = width.saturating_sub(1).max(8);
+    if line.chars().count() <= room {
+        return line.to_string();
+    }
+    let mut cut: String = line.chars().take(room - 1).collect();
+    cut.push('…');
+    cut
+}
+
+/// Puts the terminal in raw mode and hides the cursor; dropping it undoes both.
+struct RawMode;
+
+impl RawMode {
+    fn enable() -> std::io::Result<Self> {
+        terminal::enable_raw_mode()?;
+        let guard = RawMode;
+        let mut out = std::io::stdout();
+        queue!(out, cursor::Hide)?;
+        out.flush()?;
+        Ok(guard)
+    }
+}
+
+impl Drop for RawMode {
+    fn drop(&mut self) {
+        let mut out = std::io::stdout();
+        let _ = queue!(out, cursor::Show);
+        let _ = out.flush();
+        let _ = terminal::disable_raw_mode();
+    }
+}
+
+/// Asks on the terminal (stdin and stdout) whether to trust `project`.
+pub fn ask_on_terminal(project: &Path, hooks_file: &Path) -> std::io::Result<Answer> {
+    let color = std::env::var_os("NO_COLOR").is_none_or(|value| value.is_empty());
+    let mut select = TrustSelect::new(project);
+    let _raw = RawMode::enable()?;
+    let mut out = std::io::stdout().lock();
+    for (index, line) in select.header(hooks_file).iter().enumerate() {
+        if index == 0 && color {
+            queue!(
+                out,
+                SetAttribute(Attribute::Bold),
+                Print(line),
+                SetAttribute(Attribute::Reset),
+                Print("\r\n")
+            )?;
+        } else {
+            queue!(out, Print(line), Print("\r\n"))?;
+        }
+    }
+    let mut drawn = draw(&mut out, &select, 0, color)?;
+    let answer = loop {
+        match crossterm::event::read()? {
+            Event::Key(key) => {
+                if let Some(answer) = select.handle(key) {
+                    break answer;
+                }
+                drawn = draw(&mut out, &select, drawn, color)?;
+            }
+            Event::Resize(..) => drawn = draw(&mut out, &select, drawn, color)?,
+            _ => {}
+        }
+    };
+    // Leave the answer on screen in place of the options.
+    queue!(
+        out,
+        cursor::MoveToPreviousLine(drawn),
+        terminal::Clear(terminal::ClearType::FromCursorDown)
+    )?;
+    let width = terminal_width();
+    let summary = match answer {
+        Answer::Yes => fit(&format!("> {}", select.options()[0]), width),
+        Answer::No | Answer::Interrupted => fit(&format!("> {}", select.options()[1]), width),
+    };
+    queue!(out, Print(summary), Print("\r\n"))?;
+    out.flush()?;
+    Ok(answer)
+}
+
+/// Redraws the body over the `previous` lines drawn last time; returns how many it drew.
+fn draw(out: &mut impl Write, select: &TrustSelect, previous: u16, color: bool) -> std::io::Result<u16> {
+    if previous > 0 {
+        queue!(out, cursor::MoveToPreviousLine(previous))?;
+    }
+    queue!(
+        out,
+        cursor::MoveToColumn(0),
+        terminal::Clear(terminal::ClearType::FromCursorDown)
+    )?;
+    let lines = select.body(terminal_width());
+    for (index, line) in lines.iter().enumerate() {
+        if index == select.selected() && color {
+            queue!(
+                out,
+                SetAttribute(Attribute::Bold),
+                Print(line),
+                SetAttribute(Attribute::Reset),
+                Print("\r\n")
+            )?;
+        } else {
+            queue!(out, Print(line), Print("\r\n"))?;
+        }
+    }
+    out.flush()?;
+    Ok(lines.len() as u16)
+}
+
+fn terminal_width() -> usize {
+    terminal::size().map(|(cols, _)| cols as usize).unwrap_or(80)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(code: KeyCode) -> KeyEvent {
+        KeyEvent::new(code, KeyModifiers::NONE)
+    }
+
+    #[test]
+    fn enter_takes_the_highlighted_option_and_arrows_move() {
+        let mut select = TrustSelect::new(Path::new("/p"));
+        assert_eq!(select.options()[0], "Yes, trust /p");
+        assert_eq!(select.handle(key(KeyCode::Down)), None);
+        assert_eq!(select.selected(), 1);
+        assert_eq!(select.handle(key(KeyCode::Enter)), Some(Answer::No));
+        let mut select = TrustSelect::new(Path::new("/p"));
+        select.handle(key(KeyCode::Down));
+        select.handle(key(KeyCode::Up));
+        assert_eq!(select.handle(key(KeyCode::Enter)), Some(Answer::Yes));
+    }
+
+    #[test]
+    fn esc_is_no_and_ctrl_c_interrupts() {
+        let mut select = TrustSelect::new(Path::new("/p"));
+        assert_eq!(select.handle(key(KeyCode::Esc)), Some(Answer::No));
+        let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
+        assert_eq!(select.handle(ctrl_c), Some(Answer::Interrupted));
+        assert_eq!(select.handle(key(KeyCode::Char('c'))), None);
+        assert_eq!(select.handle(key(KeyCode::Char('y'))), Some(Answer::Yes));
+        assert_eq!(select.handle(key(KeyCode::Char('2'))), Some(Answer::No));
+    }
+
+    #[test]
+    fn the_body_marks_the_selection_and_never_wraps() {
+        let select = TrustSelect::new(Path::new("/a/very/long/path/to/some/project/folder"));
+        let body = select.body(30);
+        assert!(body[0].starts_with("> 1. Yes, trust /a/very"), "{body:?}");
+        assert!(body[1].starts_with("  2. No, exit"));
+        assert!(body.iter().all(|line| line.chars().count() < 30), "{body:?}");
+        assert!(body[0].ends_with('…'));
+    }
+}

@@ -1,0 +1,267 @@
+//! The hook host (SPEC.md §5): runs the configured command hooks of one event, serially, in
+//! configuration order, each as a bounded child process, and folds their outcomes with the
+//! reduction of `elph-agent`.
+//!
+//! The host decides nothing about what an outcome means: it parses stdout with
+//! `elph_agent::hooks::parse_stdout` and applies it with `Reducer::apply`. Every failure is fail-open
+//! and leaves a diagnostic naming the hook and the cause; `dispatch` never fails. Every run is also
+//! appended to `DATA_DIR/logs/hooks.jsonl` (see `runlog`).
+//!
+//! The host runs only what is in the `HookSet` it holds: discovery already left out the hooks of an
+//! untrusted project. `/reload` builds a new set and swaps it in with `replace_set`, in one step; a
+//! dispatch that is already running keeps the set it started with.
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+
+use elph_agent::hooks::limits::MAX_INPUT_BYTES;
+use elph_agent::hooks::{
+    ChainFlow, Dispatch, HookDiagnostic, HookEvent, HookPayload, HookRun, HookRunner, Reducer, RunStatus,
+    parse_stdout,
+};
+
+use super::discovery::{HookDefinition, HookSet};
+use super::process::{self, Ending, ProcessOutput, ProcessSpec};
+use super::runlog::RunLog;
+
+/// Where a hook's allowlisted variables come from.
+#[derive(Clone, Debug)]
+enum ParentEnv {
+    /// This process's environment, read at each run.
+    Process,
+    /// A fixed environment (tests, embedding).
+    Fixed(HashMap<String, OsString>),
+}
+
+impl ParentEnv {
+    fn get(&self, name: &str) -> Option<OsString> {
+        match self {
+            ParentEnv::Process => std::env::var_os(name),
+            ParentEnv::Fixed(vars) => vars.get(name).cloned(),
+        }
+    }
+}
+
+/// Runs command hooks. Cheap to share behind an `Arc`; `dispatch` takes `&self`.
+#[derive(Debug)]
+pub struct HookHost {
+    set: RwLock<Arc<HookSet>>,
+    project_dir: PathBuf,
+    log: Option<RunLog>,
+    parent_env: ParentEnv,
+}
+
+impl HookHost {
+    /// A host for `set` whose hooks run in `project_dir` and log to `data_dir/logs/hooks.jsonl`.
+    pub fn new(set: impl Into<Arc<HookSet>>, project_dir: impl Into<PathBuf>, data_dir: &Path) -> Self {
+        HookHost {
+            set: RwLock::new(set.into()),
+            project_dir: project_dir.into(),
+            log: Some(RunLog::new(data_dir)),
+            parent_env: ParentEnv::Process,
+        }
+    }
+
+    /// Does not write the run log (for `elph hooks test`, whose runs are synthetic).
+    pub fn without_run_log(mut self) -> Self {
+        self.log = None;
+        self
+    }
+
+    /// Draws the allowlisted variables from `vars` instead of this process's environment.
+    pub fn with_parent_env<K: Into<String>, V: Into<OsString>>(
+        mut self,
+        vars: impl IntoIterator<Item = (K, V)>,
+    ) -> Self {
+        self.parent_env = ParentEnv::Fixed(vars.into_iter().map(|(k, v)| (k.into(), v.into())).collect());
+        self
+    }
+
+    /// The hook set in use now.
+    pub fn set(&self) -> Arc<HookSet> {
+        self.set
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
+    /// Swaps in a new hook set in one step; the next dispatch uses it.
+    pub fn replace_set(&self, set: impl Into<Arc<HookSet>>) {
+        *self.set.write().unwrap_or_else(|poisoned| poisoned.into_inner()) = set.into();
+    }
+
+    pub fn project_dir(&self) -> &Path {
+        &self.project_dir
+    }
+
+    pub fn run_log(&self) -> Option<&RunLog> {
+        self.log.as_ref()
+    }
+
+    /// Runs the chain for `payload`. See `HookRunner::dispatch`.
+    pub async fn run_chain(&self, payload: HookPayload) -> Dispatch {
+        let set = self.set();
+        let event = payload.event();
+        let hooks = set.matching(event, payload.tool_name());
+        if hooks.is_empty() {
+            return Dispatch::empty(payload);
+        }
+        let session_id = payload.base().session_id.clone();
+        let mut reducer = Reducer::new(payload);
+        let mut runs = Vec::with_capacity(hooks.len());
+        let mut diagnostics = Vec::new();
+        for hook in hooks {
+            // Tool and context hooks see the payload as the previous hook left it.
+            let stdin = reducer.payload().to_stdin_bytes();
+            let (run, flow) = if stdin.len() - 1 > MAX_INPUT_BYTES {
+                let run = HookRun::skipped(
+                    &hook.id,
+                    event,
+                    format!(
+                        "not run: its payload is {} bytes, over the {MAX_INPUT_BYTES}-byte input limit",
+                        stdin.len() - 1
+                    ),
+                );
+                (run, ChainFlow::Continue)
+            } else {
+                let output = self.spawn_hook(hook, &session_id, &stdin).await;
+                let run = record(hook, event, &output);
+                let flow = match &run.outcome {
+                    Some(outcome) => reducer.apply(&hook.id, outcome),
+                    None => ChainFlow::Continue,
+                };
+                (run, flow)
+            };
+            diagnostics.extend(diagnostics_of(&run));
+            if let Some(log) = &self.log {
+                log.append(&run);
+            }
+            runs.push(run);
+            if flow == ChainFlow::Stop {
+                break;
+            }
+        }
+        Dispatch {
+            event,
+            runs,
+            diagnostics,
+            reduced: reducer.finish(),
+        }
+    }
+
+    async fn spawn_hook(&self, hook: &HookDefinition, session_id: &str, stdin: &[u8]) -> ProcessOutput {
+        let env = process::hook_environment(
+            &|name| self.parent_env.get(name),
+            &hook.id,
+            session_id,
+            &self.project_dir,
+        );
+        let spec = ProcessSpec {
+            program: &hook.command.path,
+            args: &hook.args,
+            cwd: &self.project_dir,
+            env: &env,
+            stdin,
+            timeout: hook.timeout,
+        };
+        process::run(&spec).await
+    }
+}
+
+#[async_trait::async_trait]
+impl HookRunner for HookHost {
+    async fn dispatch(&self, payload: HookPayload) -> Dispatch {
+        self.run_chain(payload).await
+    }
+
+    fn has_hooks(&self, event: HookEvent, tool_name: Option<&str>) -> bool {
+        self.set()
+            .hooks
+            .iter()
+            .any(|hook| hook.applies_to(event, tool_name))
+    }
+}
+
+/// The record of one run: how it ended and, after exit 0, its validated outcome.
+pub fn record(hook: &HookDefinition, event: HookEvent, output: &ProcessOutput) -> HookRun {
+    let mut run = HookRun {
+        hook_id: hook.id.clone(),
+        event,
+        status: RunStatus::Failed,
+        exit_code: output.exit_code,
+        signal: output.signal,
+        timed_out: output.timed_out,
+        spawn_error: output.spawn_error.clone(),
+        stdout_bytes: output.stdout_bytes,
+        stderr_bytes: output.stderr_bytes,
+        duration_ms: output.duration.as_millis() as u64,
+        outcome: None,
+        cause: None,
+        notes: Vec::new(),
+        stderr_tail: output.stderr_tail(),
+    };
+    if output.pipes_held_open {
+        run.notes.push(format!(
+            "its stdout or stderr was still open {} ms after it exited (held by a process it left \
+             running); that process group was killed",
+            process::EXIT_GRACE.as_millis()
+        ));
+    }
+    match output.ending() {
+        Ending::Exited(0) => match parse_stdout(event, &output.stdout) {
+            Ok(parsed) => {
+                run.status = RunStatus::Ok;
+                if let Some(parsed) = parsed {
+                    run.notes.extend(parsed.ignored);
+                    run.outcome = Some(parsed.outcome);
+                }
+            }
+            Err(error) => run.cause = Some(format!("outcome rejected: {error}")),
+        },
+        ending => run.cause = Some(failure_cause(hook, ending)),
+    }
+    run
+}
+
+fn failure_cause(hook: &HookDefinition, ending: Ending) -> String {
+    match ending {
+        Ending::SpawnFailed(why) => format!("{why} (defined in {})", hook.source.display()),
+        Ending::OutputLimit(stream) => format!(
+            "{} passed {} KiB; the hook's process group was killed and its output ignored",
+            stream.name(),
+            stream.cap() / 1024
+        ),
+        Ending::TimedOut => format!(
+            "timed out after {} ms; the hook's process group was killed (timeoutMs can be raised to 60000)",
+            hook.timeout.as_millis()
+        ),
+        Ending::Signalled(signal) => format!("killed by {}", process::signal_name(signal)),
+        Ending::Exited(code) => format!(
+            "exited with code {code}. No exit code blocks in Elph: the hook failed open and changed \
+             nothing. To block, print {{\"block\": true, \"reason\": \"…\"}} on stdout and exit 0"
+        ),
+        Ending::Unknown(why) => why,
+    }
+}
+
+/// The diagnostics one run leaves: its failure (with up to 1 KiB of stderr) and every note.
+pub fn diagnostics_of(run: &HookRun) -> Vec<HookDiagnostic> {
+    let diagnostic = |message: String| HookDiagnostic {
+        hook_id: Some(run.hook_id.clone()),
+        event: run.event,
+        message,
+    };
+    let mut diagnostics = Vec::new();
+    if let Some(cause) = &run.cause {
+        let message = if run.status == RunStatus::Failed && !run.stderr_tail.is_empty() {
+            format!("{cause}; stderr: {}", run.stderr_tail)
+        } else {
+            cause.clone()
+        };
+        diagnostics.push(diagnostic(message));
+    }
+    diagnostics.extend(run.notes.iter().cloned().map(diagnostic));
+    diagnostics
+}

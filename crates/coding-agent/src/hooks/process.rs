@@ -1,0 +1,506 @@
+//! Run one hook as a bounded child process (SPEC.md §5).
+//!
+//! The command is executed directly (never through a shell) with its literal args, in PROJECT_DIR,
+//! in a new process group, with an environment rebuilt from an allowlist. The payload is written to
+//! stdin from its own future (a hook that never reads it is not an error); stdout and stderr are
+//! read concurrently and capped; the run is bounded by the timeout. The bounds are enforced on the
+//! whole process group with `killpg`:
+//!
+//! - on timeout, and when stdout or stderr passes its cap;
+//! - a short grace after the direct child exits, if something it left behind still holds a pipe
+//!   open (the run never waits for pipe EOF alone);
+//! - when the run ends, whatever is left of the group is killed, so nothing a hook started outlives
+//!   it (a hook that wants to leave a daemon behind must start it in a session of its own);
+//! - when the future is dropped (a cancelled turn), by the guard that owns the group.
+//!
+//! A failure here is data: `run` never returns an error, it returns a `ProcessOutput` that says
+//! what happened.
+
+use std::ffi::OsString;
+use std::io;
+use std::path::Path;
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+use elph_agent::hooks::limits::{MAX_DIAGNOSTIC_STDERR_BYTES, MAX_STDERR_BYTES, MAX_STDOUT_BYTES};
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::process::{Child, Command};
+use tokio::time::Instant;
+
+/// How long the pipes may stay open after the direct child exited before the group is killed.
+pub const EXIT_GRACE: Duration = Duration::from_millis(100);
+/// After a kill, how long to keep reading what is already in the pipes.
+const DRAIN_AFTER_KILL: Duration = Duration::from_millis(50);
+/// After a kill, how long to wait for the kernel to let the child be reaped.
+const REAP_LIMIT: Duration = Duration::from_secs(2);
+/// The size of one read from a pipe.
+const CHUNK: usize = 8 * 1024;
+/// Attempts to spawn a file another thread still holds open for writing (ETXTBSY).
+const SPAWN_ATTEMPTS: u32 = 6;
+
+/// Variables a hook inherits from the agent when they are set; nothing else is passed on.
+pub const ENV_ALLOWLIST: &[&str] = &[
+    "HOME",
+    "PATH",
+    "TMPDIR",
+    "TEMP",
+    "TMP",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "LANG",
+    "LC_ALL",
+    "TZ",
+    "USERPROFILE",
+    "SystemRoot",
+    "WINDIR",
+];
+
+/// The herdr integration's variables, passed on when set.
+pub const HERDR_VARS: &[&str] = &[
+    "HERDR_ENV",
+    "HERDR_PANE_ID",
+    "HERDR_SOCKET_PATH",
+    "HERDR_BIN_PATH",
+];
+
+/// The whole environment of a hook: the allowlisted variables of `parent` that are set, then
+/// `ELPH_HOOK_ID`, `ELPH_SESSION_ID` (when `session_id` is not empty) and `ELPH_PROJECT_DIR`.
+pub fn hook_environment(
+    parent: &dyn Fn(&str) -> Option<OsString>,
+    hook_id: &str,
+    session_id: &str,
+    project_dir: &Path,
+) -> Vec<(OsString, OsString)> {
+    let mut env: Vec<(OsString, OsString)> = ENV_ALLOWLIST
+        .iter()
+        .chain(HERDR_VARS)
+        .filter_map(|name| parent(name).map(|value| (OsString::from(name), value)))
+        .collect();
+    env.push(("ELPH_HOOK_ID".into(), hook_id.into()));
+    if !session_id.is_empty() {
+        env.push(("ELPH_SESSION_ID".into(), session_id.into()));
+    }
+    env.push(("ELPH_PROJECT_DIR".into(), project_dir.as_os_str().to_owned()));
+    env
+}
+
+/// What to run.
+#[derive(Clone, Copy, Debug)]
+pub struct ProcessSpec<'a> {
+    pub program: &'a Path,
+    pub args: &'a [String],
+    pub cwd: &'a Path,
+    /// The complete environment (see `hook_environment`).
+    pub env: &'a [(OsString, OsString)],
+    /// Written to stdin, then stdin is closed.
+    pub stdin: &'a [u8],
+    pub timeout: Duration,
+}
+
+/// Which output stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stream {
+    Stdout,
+    Stderr,
+}
+
+impl Stream {
+    pub fn name(self) -> &'static str {
+        match self {
+            Stream::Stdout => "stdout",
+            Stream::Stderr => "stderr",
+        }
+    }
+
+    pub fn cap(self) -> usize {
+        match self {
+            Stream::Stdout => MAX_STDOUT_BYTES,
+            Stream::Stderr => MAX_STDERR_BYTES,
+        }
+    }
+}
+
+/// Why a run ended, most telling first.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Ending {
+    /// The command could not be started; the text says why and what to do.
+    SpawnFailed(String),
+    /// A stream passed its cap and the group was killed.
+    OutputLimit(Stream),
+    /// The timeout expired and the group was killed.
+    TimedOut,
+    /// The direct child was killed by this signal.
+    Signalled(i32),
+    /// The direct child exited with this code.
+    Exited(i32),
+    /// Waiting for the child failed (should not happen), or it could not be reaped after a kill.
+    Unknown(String),
+}
+
+/// Everything that happened to one run. Output beyond the caps was never kept.
+#[derive(Clone, Debug)]
+pub struct ProcessOutput {
+    pub spawn_error: Option<String>,
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    pub timed_out: bool,
+    pub overflow: Option<Stream>,
+    /// Why the child's status is unknown, when it is.
+    pub wait_error: Option<String>,
+    /// Up to the stdout cap.
+    pub stdout: Vec<u8>,
+    /// Up to the stderr cap.
+    pub stderr: Vec<u8>,
+    /// Bytes read from stdout (at most one read past the cap).
+    pub stdout_bytes: u64,
+    pub stderr_bytes: u64,
+    pub duration: Duration,
+    /// When the direct child's exit was seen, from the start of the run.
+    pub exited_after: Option<Duration>,
+    /// The pipes were still open `EXIT_GRACE` after the direct child exited: something it left
+    /// behind held them, and the group was killed.
+    pub pipes_held_open: bool,
+    /// The process group the hook ran in (its pid).
+    pub pgid: Option<i32>,
+}
+
+impl ProcessOutput {
+    fn new() -> Self {
+        ProcessOutput {
+            spawn_error: None,
+            exit_code: None,
+            signal: None,
+            timed_out: false,
+            overflow: None,
+            wait_error: None,
+            stdout: Vec::new(),
+            stderr: Vec::new(),
+            stdout_bytes: 0,
+            stderr_bytes: 0,
+            duration: Duration::ZERO,
+            exited_after: None,
+            pipes_held_open: false,
+            pgid: None,
+        }
+    }
+
+    pub fn ending(&self) -> Ending {
+        if let Some(error) = &self.spawn_error {
+            return Ending::SpawnFailed(error.clone());
+        }
+        if let Some(stream) = self.overflow {
+            return Ending::OutputLimit(stream);
+        }
+        if self.timed_out {
+            return Ending::TimedOut;
+        }
+        if let Some(signal) = self.signal {
+            return Ending::Signalled(signal);
+        }
+        if let Some(code) = self.exit_code {
+            return Ending::Exited(code);
+        }
+        Ending::Unknown(
+            self.wait_error
+                .clone()
+                .unwrap_or_else(|| "the hook could not be reaped after it was killed".into()),
+        )
+    }
+
+    /// Whether the direct child exited 0 and no bound was hit.
+    pub fn succeeded(&self) -> bool {
+        self.ending() == Ending::Exited(0)
+    }
+
+    /// Up to 1 KiB of the end of stderr, as text, trimmed.
+    pub fn stderr_tail(&self) -> String {
+        tail(&self.stderr, MAX_DIAGNOSTIC_STDERR_BYTES)
+    }
+}
+
+/// The last `max` bytes of `bytes` as (lossy) text, starting on a character boundary, trimmed.
+pub fn tail(bytes: &[u8], max: usize) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let text = text.trim_end();
+    let mut start = text.len().saturating_sub(max);
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    text[start..].trim_start().to_string()
+}
+
+/// Kills the process group it owns when asked, and always when dropped.
+struct GroupGuard {
+    pgid: Option<Pid>,
+}
+
+impl GroupGuard {
+    fn kill(&self) {
+        if let Some(pgid) = self.pgid {
+            // ESRCH (the group is already gone) is the normal case at the end of a run.
+            let _ = killpg(pgid, Signal::SIGKILL);
+        }
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Runs one hook to completion within its bounds. Never fails: see `ProcessOutput::ending`.
+///
+/// Dropping the future kills the hook's process group.
+pub async fn run(spec: &ProcessSpec<'_>) -> ProcessOutput {
+    let started = Instant::now();
+    let mut out = ProcessOutput::new();
+    let mut child = match spawn(spec).await {
+        Ok(child) => child,
+        Err(error) => {
+            out.spawn_error = Some(describe_spawn_error(spec.program, &error));
+            out.duration = started.elapsed();
+            return out;
+        }
+    };
+    out.pgid = child.id().map(|pid| pid as i32);
+    let guard = GroupGuard {
+        pgid: out.pgid.map(Pid::from_raw),
+    };
+    let stdin = child.stdin.take();
+    let (Some(mut stdout), Some(mut stderr)) = (child.stdout.take(), child.stderr.take()) else {
+        unreachable!("stdout and stderr are piped");
+    };
+
+    // A hook may exit without reading its input: the write then fails with EPIPE, which is fine.
+    let write = async move {
+        if let Some(mut pipe) = stdin {
+            let _ = pipe.write_all(spec.stdin).await;
+            drop(pipe);
+        }
+    };
+    tokio::pin!(write);
+
+    let timeout_at = started + spec.timeout;
+    let far = started + Duration::from_secs(86_400 * 365);
+    let mut status: Option<ExitStatus> = None;
+    let mut waited = false;
+    let mut stdin_open = true;
+    let mut out_open = true;
+    let mut err_open = true;
+    let mut killed = false;
+    // When to stop reading the pipes: a grace after the child's exit, or a short drain after a kill.
+    let mut pipes_cutoff: Option<Instant> = None;
+    // After a kill: when to stop waiting for the child to be reaped.
+    let mut reap_limit: Option<Instant> = None;
+    let mut out_chunk = [0u8; CHUNK];
+    let mut err_chunk = [0u8; CHUNK];
+
+    loop {
+        if waited && !out_open && !err_open {
+            break;
+        }
+        let mut kill_now = false;
+        tokio::select! {
+            biased;
+            read = stdout.read(&mut out_chunk), if out_open => match read {
+                Ok(0) | Err(_) => out_open = false,
+                Ok(n) => {
+                    out.stdout_bytes += n as u64;
+                    if !keep(&mut out.stdout, &out_chunk[..n], Stream::Stdout.cap()) {
+                        out.overflow.get_or_insert(Stream::Stdout);
+                        out_open = false;
+                        kill_now = true;
+                    }
+                }
+            },
+            read = stderr.read(&mut err_chunk), if err_open => match read {
+                Ok(0) | Err(_) => err_open = false,
+                Ok(n) => {
+                    out.stderr_bytes += n as u64;
+                    if !keep(&mut out.stderr, &err_chunk[..n], Stream::Stderr.cap()) {
+                        out.overflow.get_or_insert(Stream::Stderr);
+                        err_open = false;
+                        kill_now = true;
+                    }
+                }
+            },
+            result = child.wait(), if !waited => {
+                waited = true;
+                out.exited_after = Some(started.elapsed());
+                match result {
+                    Ok(exit) => status = Some(exit),
+                    Err(error) => out.wait_error = Some(format!("cannot wait for the hook: {error}")),
+                }
+                if !killed && (out_open || err_open) {
+                    let now = Instant::now();
+                    pipes_cutoff = Some((now + EXIT_GRACE).min(timeout_at.max(now)));
+                }
+            },
+            () = &mut write, if stdin_open => stdin_open = false,
+            () = tokio::time::sleep_until(timeout_at), if !killed && !waited => {
+                out.timed_out = true;
+                kill_now = true;
+            },
+            () = tokio::time::sleep_until(pipes_cutoff.unwrap_or(far)), if pipes_cutoff.is_some() => {
+                if killed {
+                    // Something outside the group still holds a pipe: stop reading.
+                    out_open = false;
+                    err_open = false;
+                    pipes_cutoff = None;
+                } else {
+                    out.pipes_held_open = true;
+                    kill_now = true;
+                }
+            },
+            () = tokio::time::sleep_until(reap_limit.unwrap_or(far)), if reap_limit.is_some() && !waited => {
+                break;
+            },
+        }
+        if kill_now && !killed {
+            guard.kill();
+            killed = true;
+            let now = Instant::now();
+            pipes_cutoff = (out_open || err_open).then_some(now + DRAIN_AFTER_KILL);
+            reap_limit = Some(now + REAP_LIMIT);
+        }
+    }
+
+    if let Some(exit) = status {
+        out.exit_code = exit.code();
+        out.signal = std::os::unix::process::ExitStatusExt::signal(&exit);
+    }
+    drop(guard);
+    out.duration = started.elapsed();
+    out
+}
+
+/// Appends `chunk` to `buf` up to `cap` bytes; false when the chunk passes the cap.
+fn keep(buf: &mut Vec<u8>, chunk: &[u8], cap: usize) -> bool {
+    let room = cap.saturating_sub(buf.len());
+    if chunk.len() > room {
+        buf.extend_from_slice(&chunk[..room]);
+        return false;
+    }
+    buf.extend_from_slice(chunk);
+    true
+}
+
+async fn spawn(spec: &ProcessSpec<'_>) -> io::Result<Child> {
+    let mut command = Command::new(spec.program);
+    command
+        .args(spec.args)
+        .current_dir(spec.cwd)
+        .env_clear()
+        .envs(spec.env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    let mut attempt = 1;
+    loop {
+        match command.spawn() {
+            // A file that another thread of this process still has open for writing (a script that
+            // was just written, while another thread forked) cannot be executed for a moment.
+            Err(error) if error.raw_os_error() == Some(libc::ETXTBSY) && attempt < SPAWN_ATTEMPTS => {
+                tokio::time::sleep(Duration::from_millis(5 << attempt)).await;
+                attempt += 1;
+            }
+            result => return result,
+        }
+    }
+}
+
+/// Says why `program` could not be started, and what to do about it.
+pub fn describe_spawn_error(program: &Path, error: &io::Error) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let shown = program.display();
+    match std::fs::metadata(program) {
+        Err(_) if error.kind() == io::ErrorKind::NotFound => {
+            if program.is_absolute() || program.components().count() > 1 {
+                format!("command not found: {shown} does not exist")
+            } else {
+                format!("command not found: '{shown}' is not on PATH")
+            }
+        }
+        Ok(meta) if meta.is_dir() => format!("cannot run {shown}: it is a directory, not an executable"),
+        Ok(meta) if meta.permissions().mode() & 0o111 == 0 => {
+            format!("cannot run {shown}: it is not executable (run `chmod +x {shown}`)")
+        }
+        Ok(_) if error.kind() == io::ErrorKind::NotFound => {
+            format!("cannot run {shown}: the interpreter on its #! line was not found")
+        }
+        Ok(_) if error.raw_os_error() == Some(libc::ENOEXEC) => format!(
+            "cannot run {shown}: not a program this system can run (a script needs a first line such as #!/bin/sh)"
+        ),
+        _ => format!("cannot run {shown}: {error}"),
+    }
+}
+
+/// A signal's name, for messages.
+pub fn signal_name(signal: i32) -> String {
+    Signal::try_from(signal)
+        .map(|signal| signal.as_str().to_string())
+        .unwrap_or_else(|_| format!("signal {signal}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn environment_is_the_allowlist_plus_elph_variables() {
+        let parent = |name: &str| -> Option<OsString> {
+            match name {
+                "HOME" => Some("/home/u".into()),
+                "PATH" => Some("/usr/bin".into()),
+                "HERDR_PANE_ID" => Some("7".into()),
+                "OPENAI_API_KEY" => Some("sk-secret".into()),
+                _ => None,
+            }
+        };
+        let env = hook_environment(&parent, "audit", "s-1", Path::new("/p"));
+        let names: Vec<_> = env.iter().map(|(k, _)| k.to_str().unwrap()).collect();
+        assert_eq!(
+            names,
+            [
+                "HOME",
+                "PATH",
+                "HERDR_PANE_ID",
+                "ELPH_HOOK_ID",
+                "ELPH_SESSION_ID",
+                "ELPH_PROJECT_DIR"
+            ]
+        );
+        let without_session = hook_environment(&parent, "audit", "", Path::new("/p"));
+        assert!(!without_session.iter().any(|(k, _)| k == "ELPH_SESSION_ID"));
+    }
+
+    #[test]
+    fn keep_stops_at_the_cap() {
+        let mut buf = Vec::new();
+        assert!(keep(&mut buf, b"abc", 4));
+        assert!(keep(&mut buf, b"d", 4));
+        assert!(!keep(&mut buf, b"e", 4));
+        assert_eq!(buf, b"abcd");
+    }
+
+    #[test]
+    fn tail_keeps_the_end_on_a_char_boundary() {
+        assert_eq!(tail(b"hello\n", 1024), "hello");
+        let text = "é".repeat(600);
+        let t = tail(text.as_bytes(), 1024);
+        assert!(t.len() <= 1024 && t.chars().all(|c| c == 'é'));
+        assert_eq!(tail(b"abcdef", 3), "def");
+    }
+
+    #[test]
+    fn signal_names() {
+        assert_eq!(signal_name(9), "SIGKILL");
+        assert_eq!(signal_name(15), "SIGTERM");
+    }
+}

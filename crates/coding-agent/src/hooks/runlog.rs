@@ -1,0 +1,144 @@
+//! The hook run log: one JSON line per hook run in `DATA_DIR/logs/hooks.jsonl`.
+//!
+//! Every run is logged, successful ones too, so `elph doctor` can count runs, failures and timeouts
+//! and compute latency percentiles from it. A line holds the time, the hook id, the event, the
+//! duration, how the run ended and the cause of a failure — never the payload or the hook's output,
+//! which may hold user data. Writing the log never fails a hook run: errors are swallowed.
+
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use elph_agent::hooks::{HookEvent, HookRun, RunStatus};
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+
+/// The file name under `DATA_DIR/logs/`.
+pub const FILE_NAME: &str = "hooks.jsonl";
+
+/// One line of the log.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunLogEntry {
+    /// RFC 3339, UTC.
+    pub time: String,
+    pub hook_id: String,
+    pub event: HookEvent,
+    pub duration_ms: u64,
+    pub exit: Option<i32>,
+    pub signal: Option<i32>,
+    pub timed_out: bool,
+    /// `ok`, `failed` or `skipped`.
+    pub status: String,
+    pub cause: Option<String>,
+}
+
+impl RunLogEntry {
+    pub fn from_run(run: &HookRun, at: OffsetDateTime) -> Self {
+        RunLogEntry {
+            time: at.format(&Rfc3339).unwrap_or_default(),
+            hook_id: run.hook_id.clone(),
+            event: run.event,
+            duration_ms: run.duration_ms,
+            exit: run.exit_code,
+            signal: run.signal,
+            timed_out: run.timed_out,
+            status: match run.status {
+                RunStatus::Ok => "ok",
+                RunStatus::Failed => "failed",
+                RunStatus::Skipped => "skipped",
+            }
+            .into(),
+            cause: run.cause.clone(),
+        }
+    }
+}
+
+/// Appends run records to `DATA_DIR/logs/hooks.jsonl`, creating the folder when first needed.
+#[derive(Clone, Debug)]
+pub struct RunLog {
+    path: PathBuf,
+}
+
+impl RunLog {
+    pub fn new(data_dir: &Path) -> Self {
+        RunLog {
+            path: data_dir.join("logs").join(FILE_NAME),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends one line for `run`. Errors are swallowed: the log never fails a hook run.
+    pub fn append(&self, run: &HookRun) {
+        let _ = self.try_append(&RunLogEntry::from_run(run, OffsetDateTime::now_utc()));
+    }
+
+    fn try_append(&self, entry: &RunLogEntry) -> std::io::Result<()> {
+        let mut line = serde_json::to_vec(entry)?;
+        line.push(b'\n');
+        let open = || OpenOptions::new().create(true).append(true).open(&self.path);
+        let mut file = match open() {
+            Ok(file) => file,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                if let Some(dir) = self.path.parent() {
+                    std::fs::create_dir_all(dir)?;
+                }
+                open()?
+            }
+            Err(error) => return Err(error),
+        };
+        // One write per line: appends of whole lines do not interleave between processes.
+        file.write_all(&line)
+    }
+
+    /// Reads every well-formed line of the log (for `elph doctor` and tests); a missing file is empty.
+    pub fn read(&self) -> Vec<RunLogEntry> {
+        std::fs::read_to_string(&self.path)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|line| serde_json::from_str(line).ok())
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn appends_lines_and_creates_the_folder_lazily() {
+        let data = tempfile::tempdir().unwrap();
+        let log = RunLog::new(data.path());
+        assert!(!data.path().join("logs").exists());
+        let mut run = HookRun::skipped("audit", HookEvent::Stop, "payload too large");
+        log.append(&run);
+        run.status = RunStatus::Ok;
+        run.cause = None;
+        run.exit_code = Some(0);
+        run.duration_ms = 12;
+        log.append(&run);
+        let entries = log.read();
+        assert_eq!(entries.len(), 2);
+        assert_eq!(entries[0].status, "skipped");
+        assert_eq!(entries[0].cause.as_deref(), Some("payload too large"));
+        assert_eq!(entries[1].status, "ok");
+        assert_eq!(entries[1].exit, Some(0));
+        assert_eq!(entries[1].duration_ms, 12);
+        let time = &entries[1].time;
+        assert!(
+            time.len() >= 20 && time.as_bytes()[10] == b'T' && time.ends_with('Z'),
+            "{time}"
+        );
+    }
+
+    #[test]
+    fn an_unwritable_log_is_swallowed() {
+        let data = tempfile::tempdir().unwrap();
+        std::fs::write(data.path().join("logs"), "a file, not a folder").unwrap();
+        RunLog::new(data.path()).append(&HookRun::skipped("a", HookEvent::Stop, "x"));
+    }
+}

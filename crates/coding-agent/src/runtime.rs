@@ -1,0 +1,197 @@
+//! One agent session for a project, assembled the same way for every front end: trust decision,
+//! hook set and host, provider, tools, stored transcript, and the harness around them.
+
+use std::sync::Arc;
+
+use anyhow::Context;
+use elph_agent::harness::{
+    AgentEvent, AgentHarness, ApprovalPolicy, Approver, CompactionSettings, HarnessConfig, Transcript,
+};
+use elph_agent::hooks::{HookRegistry, SessionSource};
+use elph_agent::tools::ToolCatalog;
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::hooks::HookSet;
+use crate::hooks::host::HookHost;
+use crate::hooks::reload::HookLoader;
+use crate::paths::Paths;
+use crate::settings::Settings;
+use crate::store::{SessionSink, SessionStore};
+use crate::trust::{TrustDecision, TrustStore};
+
+/// Which session to run in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SessionChoice {
+    /// A new stored session.
+    New,
+    /// The project's most recent session.
+    Continue,
+    /// A given stored session.
+    Resume(String),
+    /// A new session that stores nothing.
+    Ephemeral,
+}
+
+#[derive(Clone, Debug)]
+pub struct RuntimeOptions {
+    pub model: Option<String>,
+    pub approval: ApprovalPolicy,
+    pub max_turns: Option<u32>,
+    pub session: SessionChoice,
+}
+
+impl Default for RuntimeOptions {
+    fn default() -> Self {
+        RuntimeOptions {
+            model: None,
+            approval: ApprovalPolicy::Auto,
+            max_turns: None,
+            session: SessionChoice::New,
+        }
+    }
+}
+
+/// Everything one session needs.
+pub struct Runtime {
+    pub paths: Paths,
+    pub trust: TrustDecision,
+    pub host: Arc<HookHost>,
+    pub loader: HookLoader,
+    pub store: Option<Arc<SessionStore>>,
+    pub harness: AgentHarness,
+    /// Whether the session is new or resumed (for sessionStart).
+    pub source: SessionSource,
+    pub model: String,
+}
+
+fn new_session_id() -> String {
+    uuid::Uuid::now_v7().to_string()
+}
+
+impl Runtime {
+    pub fn build(
+        paths: Paths,
+        options: &RuntimeOptions,
+        approver: Arc<dyn Approver>,
+        events: UnboundedSender<AgentEvent>,
+    ) -> anyhow::Result<Runtime> {
+        let settings = Settings::load(&paths.config_dir)?;
+        let env_model = std::env::var("ELPH_MODEL").ok().filter(|m| !m.is_empty());
+        let provider = elph_ai::resolve(
+            options.model.as_deref(),
+            env_model.as_deref(),
+            settings.model.as_deref(),
+            &paths.config_dir,
+            &|name| std::env::var(name).ok(),
+        )?;
+        let model = format!("{}/{}", provider.provider_name(), provider.model_id());
+
+        let loader = HookLoader::new(paths.clone());
+        let (trust, set) = loader.load();
+        let host = Arc::new(HookHost::new(set, paths.project_dir.clone(), &paths.data_dir));
+
+        let (store, session_id, transcript, source) = open_session(&paths, &options.session, &model)?;
+        let mut config = HarnessConfig::new(session_id, paths.project_dir.clone());
+        config.approval = options.approval;
+        if let Some(max_turns) = options.max_turns {
+            config.max_turns = max_turns;
+        }
+        config.compaction = CompactionSettings {
+            threshold: settings
+                .compaction_threshold
+                .unwrap_or(CompactionSettings::default().threshold),
+            ..CompactionSettings::default()
+        };
+        let harness = AgentHarness::new(
+            Arc::from(provider),
+            Arc::new(ToolCatalog::native()),
+            HookRegistry::new(host.clone()),
+            config,
+        )
+        .with_approver(approver)
+        .with_events(events)
+        .with_transcript(transcript);
+        Ok(Runtime {
+            paths,
+            trust,
+            host,
+            loader,
+            store,
+            harness,
+            source,
+            model,
+        })
+    }
+
+    pub fn session_id(&self) -> &str {
+        self.harness.session_id()
+    }
+
+    /// `/reload`: re-reads trust and both hook files and swaps the new set in one step. Returns the
+    /// new set, whose diagnostics the front end shows.
+    pub fn reload(&mut self) -> Arc<HookSet> {
+        let (trust, set) = self.loader.reload(&self.host);
+        self.trust = trust;
+        set
+    }
+
+    /// `/trust` or `/untrust`: records the decision, then reloads the hook set at once.
+    pub fn set_trust(&mut self, trusted: bool) -> Result<Arc<HookSet>, crate::trust::TrustError> {
+        let store = TrustStore::new(&self.paths.config_dir);
+        if trusted {
+            store.trust(&self.paths.project_dir)?;
+        } else {
+            store.untrust(&self.paths.project_dir)?;
+        }
+        Ok(self.reload())
+    }
+}
+
+type OpenedSession = (Option<Arc<SessionStore>>, String, Transcript, SessionSource);
+
+fn open_session(paths: &Paths, choice: &SessionChoice, model: &str) -> anyhow::Result<OpenedSession> {
+    if *choice == SessionChoice::Ephemeral {
+        return Ok((None, new_session_id(), Transcript::new(), SessionSource::New));
+    }
+    let store = Arc::new(SessionStore::open(&paths.data_dir)?);
+    let project = paths.project_dir.as_path();
+    let resumed = match choice {
+        SessionChoice::Continue => Some(
+            store
+                .last_session(project)?
+                .with_context(|| {
+                    format!(
+                        "no earlier session for {}; start one without -c",
+                        project.display()
+                    )
+                })?
+                .id,
+        ),
+        SessionChoice::Resume(id) => Some(
+            store
+                .session(id)?
+                .with_context(|| format!("no session '{id}'; `elph sessions` lists this project's sessions"))?
+                .id,
+        ),
+        _ => None,
+    };
+    let sink = |id: &str| -> Arc<dyn elph_agent::harness::TranscriptSink> {
+        Arc::new(SessionSink {
+            store: store.clone(),
+            session_id: id.to_string(),
+        })
+    };
+    match resumed {
+        Some(id) => {
+            let entries = store.load_entries(&id)?;
+            let transcript = Transcript::resume(entries, Some(sink(&id)));
+            Ok((Some(store.clone()), id, transcript, SessionSource::Resume))
+        }
+        None => {
+            let id = new_session_id();
+            store.create_session(&id, project, model)?;
+            let transcript = Transcript::new().with_sink(sink(&id));
+            Ok((Some(store.clone()), id, transcript, SessionSource::New))
+        }
+    }
+}

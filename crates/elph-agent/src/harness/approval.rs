@@ -1,0 +1,70 @@
+//! Native approval: the `--approval` policy, and who answers when a call needs approval.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The native policy for tools that change files or run commands (read-only tools always run).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ApprovalPolicy {
+    /// Run every call.
+    #[default]
+    Auto,
+    /// Ask before each mutating call.
+    Ask,
+    /// Refuse every mutating call.
+    Deny,
+}
+
+impl std::str::FromStr for ApprovalPolicy {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "auto" => Ok(ApprovalPolicy::Auto),
+            "ask" => Ok(ApprovalPolicy::Ask),
+            "deny" => Ok(ApprovalPolicy::Deny),
+            other => Err(format!(
+                "unknown approval policy '{other}'; expected auto, ask or deny"
+            )),
+        }
+    }
+}
+
+/// A tool call waiting for the user's decision.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ApprovalRequest {
+    pub tool_call_id: String,
+    pub tool_name: String,
+    pub input: Value,
+    /// Why approval is needed, in words for the user.
+    pub reason: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ApprovalDecision {
+    AllowOnce,
+    /// Allow this tool for the rest of the session.
+    AllowForSession,
+    Deny,
+}
+
+/// Asks the user. Front ends with a user (TUI, ACP) implement it.
+#[async_trait::async_trait]
+pub trait Approver: Send + Sync {
+    /// `None` when there is no one to ask (headless): the call is denied.
+    async fn approve(&self, request: &ApprovalRequest) -> Option<ApprovalDecision>;
+}
+
+/// Headless: there is no one to ask.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoApprover;
+
+#[async_trait::async_trait]
+impl Approver for NoApprover {
+    async fn approve(&self, _request: &ApprovalRequest) -> Option<ApprovalDecision> {
+        None
+    }
+}

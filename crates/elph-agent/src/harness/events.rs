@@ -1,0 +1,68 @@
+//! What the harness tells its front end while it works.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::hooks::payload::StopStatus;
+use crate::hooks::runner::Dispatch;
+use crate::messages::{ContentBlock, ToolCall};
+use elph_ai::provider::Usage;
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "camelCase", rename_all_fields = "camelCase")]
+pub enum AgentEvent {
+    SessionStarted {
+        session_id: String,
+    },
+    TurnStarted {
+        prompt: String,
+    },
+    TextDelta {
+        text: String,
+    },
+    AssistantMessage {
+        text: String,
+        tool_calls: Vec<ToolCall>,
+    },
+    ToolCallStarted {
+        tool_call_id: String,
+        tool_name: String,
+        input: Value,
+    },
+    /// Approval was asked (or refused for want of someone to ask).
+    ApprovalNeeded {
+        tool_call_id: String,
+        tool_name: String,
+        reason: String,
+    },
+    ToolCallFinished {
+        tool_call_id: String,
+        tool_name: String,
+        content: Vec<ContentBlock>,
+        details: Value,
+        is_error: bool,
+        /// Whether the tool ran at all (false: blocked, denied, or invalid arguments).
+        ran: bool,
+    },
+    /// One event's hook chain ran (at least one hook).
+    Hooks {
+        dispatch: Dispatch,
+    },
+    /// Something the user should see that is not part of the conversation.
+    Notice {
+        message: String,
+    },
+    Usage {
+        usage: Usage,
+    },
+    Compacted {
+        entries_compacted: u64,
+    },
+    TurnEnded {
+        status: StopStatus,
+        error: Option<String>,
+    },
+    SessionEnded {
+        reason: String,
+    },
+}

@@ -1,0 +1,406 @@
+//! The agent harness: the turn loop every front end drives.
+//!
+//! One user turn: userPromptSubmit, beforeAgent, then model requests (each preceded by the context
+//! hook) and tool calls (each through preToolUse, native approval, execution, and the post-tool
+//! hooks), until the model answers without tool calls; then stop, whatever happened.
+
+pub mod approval;
+mod compaction;
+pub mod events;
+mod tool_call;
+pub mod transcript;
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use elph_ai::provider::{Provider, Request, StreamEvent, Usage};
+use tokio::sync::mpsc::UnboundedSender;
+use tokio_util::sync::CancellationToken;
+
+use crate::hooks::payload::{
+    BeforeAgentPayload, ContextPayload, PayloadBase, SessionEndPayload, SessionSource, SessionStartPayload,
+    StopPayload, StopStatus, UserPromptSubmitPayload,
+};
+use crate::hooks::reduce::Reduced;
+use crate::hooks::runner::Dispatch;
+use crate::hooks::{HookPayload, HookRegistry};
+use crate::messages::Message;
+use crate::tools::{ToolCatalog, ToolContext};
+pub use approval::{ApprovalDecision, ApprovalPolicy, ApprovalRequest, Approver, NoApprover};
+pub use compaction::{CompactOutcome, CompactionSettings};
+pub use events::AgentEvent;
+pub use transcript::{Entry, Transcript, TranscriptSink};
+
+/// The default system prompt; beforeAgent hooks may append to it but never replace it.
+pub const DEFAULT_SYSTEM_PROMPT: &str = "You are Elph, a coding agent working in the user's project folder. \
+Use the tools to read, search and change files and to run commands. Keep answers short and concrete.";
+
+#[derive(Clone, Debug)]
+pub struct HarnessConfig {
+    pub session_id: String,
+    pub project_dir: PathBuf,
+    pub system_prompt: String,
+    /// Model requests allowed in one user turn.
+    pub max_turns: u32,
+    pub approval: ApprovalPolicy,
+    pub compaction: CompactionSettings,
+}
+
+impl HarnessConfig {
+    pub fn new(session_id: impl Into<String>, project_dir: impl Into<PathBuf>) -> Self {
+        HarnessConfig {
+            session_id: session_id.into(),
+            project_dir: project_dir.into(),
+            system_prompt: DEFAULT_SYSTEM_PROMPT.to_string(),
+            max_turns: 50,
+            approval: ApprovalPolicy::Auto,
+            compaction: CompactionSettings::default(),
+        }
+    }
+}
+
+/// How a user turn ended.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TurnResult {
+    pub status: StopStatus,
+    /// The last assistant text of the turn.
+    pub text: String,
+    pub error: Option<String>,
+}
+
+/// Temporary material of one user turn: never stored.
+#[derive(Default)]
+struct TurnScope {
+    system_prompt: String,
+    extra_messages: Vec<Message>,
+}
+
+pub struct AgentHarness {
+    provider: Arc<dyn Provider>,
+    tools: Arc<ToolCatalog>,
+    hooks: HookRegistry,
+    approver: Arc<dyn Approver>,
+    config: HarnessConfig,
+    transcript: Transcript,
+    events: Option<UnboundedSender<AgentEvent>>,
+    allowed_for_session: HashSet<String>,
+    last_usage: Option<Usage>,
+    started: bool,
+}
+
+/// Awaits `future` unless `cancel` fires first.
+async fn unless_cancelled<F: std::future::Future>(
+    cancel: &CancellationToken,
+    future: F,
+) -> Option<F::Output> {
+    tokio::select! {
+        biased;
+        _ = cancel.cancelled() => None,
+        output = future => Some(output),
+    }
+}
+
+impl AgentHarness {
+    pub fn new(
+        provider: Arc<dyn Provider>,
+        tools: Arc<ToolCatalog>,
+        hooks: HookRegistry,
+        config: HarnessConfig,
+    ) -> Self {
+        AgentHarness {
+            provider,
+            tools,
+            hooks,
+            approver: Arc::new(NoApprover),
+            config,
+            transcript: Transcript::new(),
+            events: None,
+            allowed_for_session: HashSet::new(),
+            last_usage: None,
+            started: false,
+        }
+    }
+
+    pub fn with_approver(mut self, approver: Arc<dyn Approver>) -> Self {
+        self.approver = approver;
+        self
+    }
+
+    pub fn with_events(mut self, events: UnboundedSender<AgentEvent>) -> Self {
+        self.events = Some(events);
+        self
+    }
+
+    pub fn with_transcript(mut self, transcript: Transcript) -> Self {
+        self.transcript = transcript;
+        self
+    }
+
+    pub fn config(&self) -> &HarnessConfig {
+        &self.config
+    }
+
+    pub fn config_mut(&mut self) -> &mut HarnessConfig {
+        &mut self.config
+    }
+
+    pub fn session_id(&self) -> &str {
+        &self.config.session_id
+    }
+
+    pub fn transcript(&self) -> &Transcript {
+        &self.transcript
+    }
+
+    pub fn hooks(&self) -> &HookRegistry {
+        &self.hooks
+    }
+
+    pub fn provider(&self) -> &Arc<dyn Provider> {
+        &self.provider
+    }
+
+    pub fn last_usage(&self) -> Option<Usage> {
+        self.last_usage
+    }
+
+    fn base(&self) -> PayloadBase {
+        PayloadBase::new(self.config.session_id.clone(), self.config.project_dir.clone())
+    }
+
+    fn emit(&self, event: AgentEvent) {
+        if let Some(events) = &self.events {
+            let _ = events.send(event);
+        }
+    }
+
+    fn notice(&self, message: impl Into<String>) {
+        self.emit(AgentEvent::Notice {
+            message: message.into(),
+        });
+    }
+
+    /// Runs one event's hooks and reports them to the front end.
+    async fn dispatch(&self, payload: HookPayload) -> Dispatch {
+        let dispatch = self.hooks.dispatch(payload).await;
+        if !dispatch.runs.is_empty() || !dispatch.diagnostics.is_empty() {
+            self.emit(AgentEvent::Hooks {
+                dispatch: dispatch.clone(),
+            });
+        }
+        dispatch
+    }
+
+    /// Fires sessionStart once for this session (created or resumed).
+    pub async fn start_session(&mut self, source: SessionSource) {
+        if self.started {
+            return;
+        }
+        self.started = true;
+        self.emit(AgentEvent::SessionStarted {
+            session_id: self.config.session_id.clone(),
+        });
+        let payload = HookPayload::SessionStart(SessionStartPayload {
+            base: self.base(),
+            source,
+        });
+        self.dispatch(payload).await;
+    }
+
+    /// Fires sessionEnd on orderly shutdown.
+    pub async fn end_session(&mut self, reason: &str) {
+        let payload = HookPayload::SessionEnd(SessionEndPayload {
+            base: self.base(),
+            reason: reason.to_string(),
+        });
+        self.dispatch(payload).await;
+        self.emit(AgentEvent::SessionEnded {
+            reason: reason.to_string(),
+        });
+    }
+
+    /// Runs one user turn to its end. Cancelling kills running hooks and tools; stop hooks run anyway.
+    pub async fn run_turn(&mut self, prompt: &str, cancel: &CancellationToken) -> TurnResult {
+        self.emit(AgentEvent::TurnStarted {
+            prompt: prompt.to_string(),
+        });
+        let result = self.turn(prompt, cancel).await;
+        let payload = HookPayload::Stop(StopPayload {
+            base: self.base(),
+            status: result.status,
+        });
+        self.dispatch(payload).await;
+        self.emit(AgentEvent::TurnEnded {
+            status: result.status,
+            error: result.error.clone(),
+        });
+        result
+    }
+
+    fn cancelled(&self, text: String) -> TurnResult {
+        TurnResult {
+            status: StopStatus::Cancelled,
+            text,
+            error: Some("cancelled".into()),
+        }
+    }
+
+    fn store(&mut self, message: Message) {
+        if let Err(err) = self.transcript.push_message(message) {
+            self.notice(format!("could not store the transcript entry: {err}"));
+        }
+    }
+
+    async fn turn(&mut self, prompt: &str, cancel: &CancellationToken) -> TurnResult {
+        let payload = HookPayload::UserPromptSubmit(UserPromptSubmitPayload {
+            base: self.base(),
+            prompt: prompt.into(),
+        });
+        if unless_cancelled(cancel, self.dispatch(payload)).await.is_none() {
+            return self.cancelled(String::new());
+        }
+
+        let payload = HookPayload::BeforeAgent(BeforeAgentPayload {
+            base: self.base(),
+            prompt: prompt.into(),
+            system_prompt: self.config.system_prompt.clone(),
+        });
+        let Some(before) = unless_cancelled(cancel, self.dispatch(payload)).await else {
+            return self.cancelled(String::new());
+        };
+        let mut scope = TurnScope {
+            system_prompt: self.config.system_prompt.clone(),
+            ..Default::default()
+        };
+        if let Reduced::BeforeAgent {
+            system_prompt_additions,
+            messages,
+        } = before.reduced
+        {
+            scope.system_prompt =
+                Reduced::apply_system_prompt(&self.config.system_prompt, &system_prompt_additions);
+            scope.extra_messages = messages;
+        }
+
+        self.store(Message::user(prompt));
+        let mut last_text = String::new();
+        for _ in 0..self.config.max_turns {
+            if self.compact_if_needed(&scope, cancel).await == Some(CompactOutcome::Interrupted) {
+                return self.cancelled(last_text);
+            }
+            let messages = self.request_messages(&scope);
+            let payload = HookPayload::Context(ContextPayload {
+                base: self.base(),
+                messages: messages.clone(),
+            });
+            let messages = if self.hooks.has_hooks(crate::hooks::HookEvent::Context, None) {
+                let Some(context) = unless_cancelled(cancel, self.dispatch(payload)).await else {
+                    return self.cancelled(last_text);
+                };
+                match context.reduced {
+                    Reduced::Context {
+                        messages: Some(replacement),
+                    } => replacement,
+                    _ => messages,
+                }
+            } else {
+                messages
+            };
+            let request = Request {
+                system_prompt: scope.system_prompt.clone(),
+                messages,
+                tools: self.tools.specs(),
+                max_tokens: None,
+            };
+            let events = self.events.clone();
+            let mut on_event = move |event: StreamEvent| {
+                if let (Some(events), StreamEvent::TextDelta(text)) = (&events, event) {
+                    let _ = events.send(AgentEvent::TextDelta { text });
+                }
+            };
+            let provider = self.provider.clone();
+            let answer = match unless_cancelled(cancel, provider.stream(&request, &mut on_event)).await {
+                None => return self.cancelled(last_text),
+                Some(Err(err)) => {
+                    return TurnResult {
+                        status: StopStatus::Failed,
+                        text: last_text,
+                        error: Some(err.to_string()),
+                    };
+                }
+                Some(Ok(turn)) => turn,
+            };
+            if let Some(usage) = answer.usage {
+                self.last_usage = Some(usage);
+                self.emit(AgentEvent::Usage { usage });
+            }
+            last_text = answer.text.clone();
+            self.emit(AgentEvent::AssistantMessage {
+                text: answer.text.clone(),
+                tool_calls: answer.tool_calls.clone(),
+            });
+            self.store(Message::assistant(answer.text, answer.tool_calls.clone()));
+            if answer.tool_calls.is_empty() {
+                return TurnResult {
+                    status: StopStatus::Completed,
+                    text: last_text,
+                    error: None,
+                };
+            }
+            let mut all_terminate = true;
+            let ctx = ToolContext {
+                project_dir: self.config.project_dir.clone(),
+            };
+            for (index, call) in answer.tool_calls.iter().enumerate() {
+                let Some(done) = unless_cancelled(cancel, self.tool_call(call, &ctx)).await else {
+                    for pending in &answer.tool_calls[index..] {
+                        self.store(Message::tool_result(
+                            pending.id.clone(),
+                            vec![crate::messages::ContentBlock::text("cancelled by the user")],
+                            true,
+                        ));
+                    }
+                    return self.cancelled(last_text);
+                };
+                all_terminate &= done.terminate;
+                self.store(Message::tool_result(call.id.clone(), done.content, done.is_error));
+            }
+            if all_terminate {
+                self.notice("a postToolUse hook asked to end the turn (terminate)");
+                return TurnResult {
+                    status: StopStatus::Completed,
+                    text: last_text,
+                    error: None,
+                };
+            }
+        }
+        TurnResult {
+            status: StopStatus::Failed,
+            text: last_text,
+            error: Some(format!(
+                "stopped after {} model requests in one turn (raise --max-turns to allow more)",
+                self.config.max_turns
+            )),
+        }
+    }
+
+    /// The provider-bound messages of the next request: the stored context with this turn's
+    /// temporary beforeAgent messages right after the turn's prompt.
+    fn request_messages(&self, scope: &TurnScope) -> Vec<Message> {
+        let mut messages = self.transcript.context_messages();
+        if !scope.extra_messages.is_empty() {
+            let at = messages
+                .iter()
+                .rposition(|message| matches!(message, Message::User { .. }))
+                .map_or(messages.len(), |index| index + 1);
+            messages.splice(at..at, scope.extra_messages.iter().cloned());
+        }
+        messages
+    }
+
+    /// Tools allowed for the rest of the session by the user.
+    pub fn allowed_for_session(&self) -> &HashSet<String> {
+        &self.allowed_for_session
+    }
+}

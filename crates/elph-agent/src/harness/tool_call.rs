@@ -1,0 +1,199 @@
+//! One tool call: schema check, preToolUse, native approval, execution, post-tool hooks.
+
+use serde_json::Value;
+
+use super::approval::{ApprovalDecision, ApprovalPolicy, ApprovalRequest};
+use super::{AgentEvent, AgentHarness};
+use crate::hooks::HookPayload;
+use crate::hooks::payload::{PreToolUsePayload, ToolResultPayload};
+use crate::hooks::reduce::{Reduced, Verdict};
+use crate::messages::{ContentBlock, ToolCall};
+use crate::tools::{ToolContext, ToolOutput};
+
+/// The result the model receives for one call.
+pub(super) struct ToolCallDone {
+    pub content: Vec<ContentBlock>,
+    pub is_error: bool,
+    pub terminate: bool,
+}
+
+impl AgentHarness {
+    fn finish_call(&self, call: &ToolCall, output: ToolOutput, ran: bool, terminate: bool) -> ToolCallDone {
+        self.emit(AgentEvent::ToolCallFinished {
+            tool_call_id: call.id.clone(),
+            tool_name: call.name.clone(),
+            content: output.content.clone(),
+            details: output.details,
+            is_error: output.is_error,
+            ran,
+        });
+        ToolCallDone {
+            content: output.content,
+            is_error: output.is_error,
+            terminate,
+        }
+    }
+
+    pub(super) async fn tool_call(&mut self, call: &ToolCall, ctx: &ToolContext) -> ToolCallDone {
+        self.emit(AgentEvent::ToolCallStarted {
+            tool_call_id: call.id.clone(),
+            tool_name: call.name.clone(),
+            input: call.input.clone(),
+        });
+        let Some(tool) = self.tools.get(&call.name).cloned() else {
+            let known: Vec<&str> = self.tools.names().collect();
+            let output = ToolOutput::error(format!(
+                "unknown tool '{}'; available tools: {}",
+                call.name,
+                known.join(", ")
+            ));
+            return self.finish_call(call, output, false, false);
+        };
+        if let Err(error) = self.tools.validate(&call.name, &call.input) {
+            return self.finish_call(call, ToolOutput::error(error), false, false);
+        }
+
+        let payload = HookPayload::PreToolUse(PreToolUsePayload {
+            base: self.base(),
+            tool_name: call.name.clone(),
+            tool_call_id: call.id.clone(),
+            tool_input: call.input.clone(),
+        });
+        let mut input = call.input.clone();
+        let mut hook_ask: Option<Verdict> = None;
+        if self
+            .hooks
+            .has_hooks(crate::hooks::HookEvent::PreToolUse, Some(&call.name))
+        {
+            let dispatch = self.dispatch(payload).await;
+            if let Reduced::PreToolUse {
+                tool_input,
+                input_changed,
+                blocked,
+                ask,
+            } = dispatch.reduced
+            {
+                if let Some(verdict) = blocked {
+                    let text = format!("Tool call {}.", verdict.describe("blocked"));
+                    return self.finish_call(call, ToolOutput::error(text), false, false);
+                }
+                if input_changed {
+                    if let Err(error) = self.tools.validate(&call.name, &tool_input) {
+                        let text = format!(
+                            "a preToolUse hook rewrote the arguments, and the result is invalid: {error}"
+                        );
+                        return self.finish_call(call, ToolOutput::error(text), false, false);
+                    }
+                    input = tool_input;
+                }
+                hook_ask = ask;
+            }
+        }
+
+        if let Some(refusal) = self.approve(call, &input, tool.mutates(), hook_ask).await {
+            return self.finish_call(call, ToolOutput::error(refusal), false, false);
+        }
+
+        let output = tool.execute(input.clone(), ctx).await;
+        self.post_tool(call, input, output).await
+    }
+
+    /// Native approval, with a hook's `ask` on top. `Some(reason)` when the call may not run.
+    async fn approve(
+        &mut self,
+        call: &ToolCall,
+        input: &Value,
+        mutates: bool,
+        hook_ask: Option<Verdict>,
+    ) -> Option<String> {
+        let policy = self.config.approval;
+        if mutates && policy == ApprovalPolicy::Deny {
+            return Some(format!(
+                "Tool call denied: {} changes files or runs commands, and the approval policy is deny.",
+                call.name
+            ));
+        }
+        let policy_asks =
+            mutates && policy == ApprovalPolicy::Ask && !self.allowed_for_session.contains(&call.name);
+        if !policy_asks && hook_ask.is_none() {
+            return None;
+        }
+        let reason = match &hook_ask {
+            Some(verdict) => verdict.describe("approval requested"),
+            None => format!(
+                "{} changes files or runs commands (approval policy: ask)",
+                call.name
+            ),
+        };
+        self.emit(AgentEvent::ApprovalNeeded {
+            tool_call_id: call.id.clone(),
+            tool_name: call.name.clone(),
+            reason: reason.clone(),
+        });
+        let request = ApprovalRequest {
+            tool_call_id: call.id.clone(),
+            tool_name: call.name.clone(),
+            input: input.clone(),
+            reason: reason.clone(),
+        };
+        match self.approver.approve(&request).await {
+            Some(ApprovalDecision::AllowOnce) => None,
+            Some(ApprovalDecision::AllowForSession) => {
+                // A hook's ask is per call: only the native policy's question is remembered.
+                if hook_ask.is_none() {
+                    self.allowed_for_session.insert(call.name.clone());
+                }
+                None
+            }
+            Some(ApprovalDecision::Deny) => Some(format!("Tool call denied by the user ({reason}).")),
+            None => Some(format!(
+                "Tool call denied: it needs approval ({reason}), and there is no one to approve it in this mode."
+            )),
+        }
+    }
+
+    async fn post_tool(&mut self, call: &ToolCall, input: Value, output: ToolOutput) -> ToolCallDone {
+        let event = if output.is_error {
+            crate::hooks::HookEvent::PostToolUseFailure
+        } else {
+            crate::hooks::HookEvent::PostToolUse
+        };
+        if !self.hooks.has_hooks(event, Some(&call.name)) {
+            return self.finish_call(call, output, true, false);
+        }
+        let result = ToolResultPayload {
+            base: self.base(),
+            tool_name: call.name.clone(),
+            tool_call_id: call.id.clone(),
+            tool_input: input,
+            content: output.content.clone(),
+            details: output.details.clone(),
+            is_error: output.is_error,
+        };
+        let payload = if output.is_error {
+            HookPayload::PostToolUseFailure(result)
+        } else {
+            HookPayload::PostToolUse(result)
+        };
+        let dispatch = self.dispatch(payload).await;
+        match dispatch.reduced {
+            Reduced::ToolResult {
+                content,
+                details,
+                is_error,
+                terminate,
+                ..
+            } => self.finish_call(
+                call,
+                ToolOutput {
+                    content,
+                    details,
+                    is_error,
+                },
+                true,
+                terminate,
+            ),
+            _ => self.finish_call(call, output, true, false),
+        }
+    }
+}

@@ -1,0 +1,149 @@
+//! The tool catalog: every tool the model may call, with its JSON Schema, and the native tools.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use elph_ai::provider::ToolSpec;
+use serde_json::Value;
+
+use crate::messages::ContentBlock;
+
+/// What a tool call produced. A failure is a result with `is_error`, never a Rust error.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolOutput {
+    pub content: Vec<ContentBlock>,
+    pub details: Value,
+    pub is_error: bool,
+}
+
+impl ToolOutput {
+    pub fn text(text: impl Into<String>) -> Self {
+        ToolOutput {
+            content: vec![ContentBlock::text(text)],
+            details: Value::Null,
+            is_error: false,
+        }
+    }
+
+    pub fn error(text: impl Into<String>) -> Self {
+        ToolOutput {
+            content: vec![ContentBlock::text(text)],
+            details: Value::Null,
+            is_error: true,
+        }
+    }
+
+    pub fn with_details(mut self, details: Value) -> Self {
+        self.details = details;
+        self
+    }
+}
+
+/// Where a tool runs.
+#[derive(Clone, Debug)]
+pub struct ToolContext {
+    /// The project folder: relative paths resolve against it, and shell commands run in it.
+    pub project_dir: PathBuf,
+}
+
+/// A tool the model can call. Dropping the `execute` future cancels the call and must stop any
+/// work it started (child processes included).
+#[async_trait::async_trait]
+pub trait Tool: Send + Sync {
+    fn name(&self) -> &str;
+    fn description(&self) -> &str;
+    /// The JSON Schema of the arguments.
+    fn input_schema(&self) -> Value;
+    /// Whether the tool changes files or runs commands; native approval asks or denies these.
+    fn mutates(&self) -> bool;
+    async fn execute(&self, input: Value, ctx: &ToolContext) -> ToolOutput;
+}
+
+struct Entry {
+    tool: Arc<dyn Tool>,
+    validator: jsonschema::Validator,
+}
+
+/// The registered tools by name, each with its compiled argument schema.
+#[derive(Default)]
+pub struct ToolCatalog {
+    tools: BTreeMap<String, Entry>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CatalogError {
+    #[error("tool '{0}' is registered twice")]
+    Duplicate(String),
+    #[error("tool '{name}' has an invalid input schema: {reason}")]
+    BadSchema { name: String, reason: String },
+}
+
+impl ToolCatalog {
+    pub fn new() -> Self {
+        ToolCatalog::default()
+    }
+
+    /// A catalog of the seven native tools.
+    pub fn native() -> Self {
+        let mut catalog = ToolCatalog::new();
+        for tool in native::all() {
+            catalog
+                .register(tool)
+                .expect("native tools have unique names and valid schemas");
+        }
+        catalog
+    }
+
+    pub fn register(&mut self, tool: Arc<dyn Tool>) -> Result<(), CatalogError> {
+        let name = tool.name().to_string();
+        if self.tools.contains_key(&name) {
+            return Err(CatalogError::Duplicate(name));
+        }
+        let validator =
+            jsonschema::validator_for(&tool.input_schema()).map_err(|err| CatalogError::BadSchema {
+                name: name.clone(),
+                reason: err.to_string(),
+            })?;
+        self.tools.insert(name, Entry { tool, validator });
+        Ok(())
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.tools.get(name).map(|entry| &entry.tool)
+    }
+
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.tools.keys().map(String::as_str)
+    }
+
+    /// What the provider is told about the tools.
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        self.tools
+            .values()
+            .map(|entry| ToolSpec {
+                name: entry.tool.name().to_string(),
+                description: entry.tool.description().to_string(),
+                input_schema: entry.tool.input_schema(),
+            })
+            .collect()
+    }
+
+    /// Checks arguments against the tool's schema; the error names the first problem and where.
+    pub fn validate(&self, name: &str, input: &Value) -> Result<(), String> {
+        let entry = self
+            .tools
+            .get(name)
+            .ok_or_else(|| format!("unknown tool '{name}'"))?;
+        match entry.validator.iter_errors(input).next() {
+            None => Ok(()),
+            Some(error) => {
+                let at = error.instance_path().as_str();
+                let at = if at.is_empty() { "arguments" } else { at };
+                Err(format!("invalid arguments for {name}: {at}: {error}"))
+            }
+        }
+    }
+}
+
+pub mod native;

@@ -1,0 +1,131 @@
+//! The seven native tools: one module per tool, plus the helpers they share (`paths` for
+//! resolving and describing paths, `walk` for the bounded tree walk of `grep` and `find_path`,
+//! `process` for the bounded shell child of `shell_exec`).
+//!
+//! Every tool re-checks its arguments (the catalog's schema check is the first line, the typed
+//! parse here the second) and reports every failure as an error result, never a panic.
+
+use std::sync::Arc;
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use super::{Tool, ToolOutput};
+
+mod edit_file;
+mod find_path;
+mod grep;
+mod list_dir;
+mod paths;
+mod process;
+mod read_file;
+mod shell_exec;
+mod walk;
+mod write_file;
+
+pub use edit_file::EditFile;
+pub use find_path::FindPath;
+pub use grep::Grep;
+pub use list_dir::ListDir;
+pub use read_file::ReadFile;
+pub use shell_exec::ShellExec;
+pub use write_file::WriteFile;
+
+/// The most text one tool result carries (shell_exec keeps this much per stream).
+pub const OUTPUT_CAP: usize = 64 * 1024;
+
+/// read_file, write_file, edit_file, list_dir, grep, find_path, shell_exec.
+pub fn all() -> Vec<Arc<dyn Tool>> {
+    vec![
+        Arc::new(ReadFile),
+        Arc::new(WriteFile),
+        Arc::new(EditFile),
+        Arc::new(ListDir),
+        Arc::new(Grep),
+        Arc::new(FindPath),
+        Arc::new(ShellExec),
+    ]
+}
+
+/// Parses a tool's arguments into its typed form; the error result names the tool and the problem.
+fn parse_args<T: DeserializeOwned>(tool: &str, input: Value) -> Result<T, ToolOutput> {
+    serde_json::from_value(input)
+        .map_err(|error| ToolOutput::error(format!("invalid arguments for {tool}: {error}")))
+}
+
+/// Cuts `text` to at most `max` bytes on a character boundary; true when it cut.
+fn truncate_at_boundary(text: &mut String, max: usize) -> bool {
+    if text.len() <= max {
+        return false;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text.truncate(end);
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn all_lists_the_seven_in_order() {
+        let names: Vec<String> = all().iter().map(|tool| tool.name().to_string()).collect();
+        assert_eq!(
+            names,
+            [
+                "read_file",
+                "write_file",
+                "edit_file",
+                "list_dir",
+                "grep",
+                "find_path",
+                "shell_exec"
+            ]
+        );
+    }
+
+    #[test]
+    fn every_schema_is_a_closed_2020_12_object() {
+        for tool in all() {
+            let schema = tool.input_schema();
+            assert_eq!(
+                schema["$schema"],
+                "https://json-schema.org/draft/2020-12/schema",
+                "{}",
+                tool.name()
+            );
+            assert_eq!(schema["type"], "object", "{}", tool.name());
+            assert_eq!(schema["additionalProperties"], false, "{}", tool.name());
+            let properties = schema["properties"].as_object().expect("properties");
+            for required in schema["required"].as_array().expect("required") {
+                assert!(
+                    properties.contains_key(required.as_str().unwrap()),
+                    "{}",
+                    tool.name()
+                );
+            }
+            for (name, property) in properties {
+                let description = property["description"].as_str().unwrap_or_default();
+                assert!(
+                    description.len() > 10,
+                    "{}.{name} needs a description",
+                    tool.name()
+                );
+            }
+            assert!(tool.description().len() > 40, "{}", tool.name());
+        }
+    }
+
+    #[test]
+    fn truncation_respects_char_boundaries() {
+        let mut text = "aé".to_string();
+        assert!(truncate_at_boundary(&mut text, 2));
+        assert_eq!(text, "a");
+        let mut short = "abc".to_string();
+        assert!(!truncate_at_boundary(&mut short, 3));
+        assert_eq!(short, "abc");
+    }
+}

@@ -1,0 +1,169 @@
+//! `edit_file`: replace an exact piece of text in a file, once or everywhere.
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{parse_args, paths};
+use crate::tools::{Tool, ToolContext, ToolOutput};
+
+pub struct EditFile;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    path: String,
+    old_text: String,
+    new_text: String,
+    #[serde(default)]
+    replace_all: bool,
+}
+
+#[async_trait::async_trait]
+impl Tool for EditFile {
+    fn name(&self) -> &str {
+        "edit_file"
+    }
+
+    fn description(&self) -> &str {
+        "Replace an exact piece of text in an existing file. `old_text` must match the file \
+         byte for byte, including whitespace and indentation, and must occur exactly once unless \
+         `replace_all` is true; include a few surrounding lines to make it unique. Read the file \
+         first so the text matches what is really there."
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "properties": {
+                "path": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "The file to edit: relative to the project folder, or absolute."
+                },
+                "old_text": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "The exact text to find, copied from the file (not empty)."
+                },
+                "new_text": {
+                    "type": "string",
+                    "description": "The text to put in its place (may be empty to delete)."
+                },
+                "replace_all": {
+                    "type": "boolean",
+                    "description": "Replace every occurrence instead of requiring exactly one. Default: false."
+                }
+            },
+            "required": ["path", "old_text", "new_text"],
+            "additionalProperties": false
+        })
+    }
+
+    fn mutates(&self) -> bool {
+        true
+    }
+
+    async fn execute(&self, input: Value, ctx: &ToolContext) -> ToolOutput {
+        let args: Args = match parse_args(self.name(), input) {
+            Ok(args) => args,
+            Err(error) => return error,
+        };
+        let path = &args.path;
+        if args.old_text.is_empty() {
+            return ToolOutput::error(
+                "old_text must not be empty; use write_file to create or rewrite a file",
+            );
+        }
+        if args.old_text == args.new_text {
+            return ToolOutput::error("old_text and new_text are the same; there is nothing to change");
+        }
+        let full = paths::resolve(ctx, path);
+        let bytes = match tokio::fs::read(&full).await {
+            Ok(bytes) => bytes,
+            Err(error) => return ToolOutput::error(paths::describe_io("edit", path, &error)),
+        };
+        let Ok(text) = String::from_utf8(bytes) else {
+            return ToolOutput::error(format!("cannot edit {path}: it is not UTF-8 text"));
+        };
+        let (edited, replacements) = match replace(&text, &args.old_text, &args.new_text, args.replace_all) {
+            Ok(done) => done,
+            Err(Mismatch::NotFound) => return ToolOutput::error(not_found(path, &text, &args.old_text)),
+            Err(Mismatch::Ambiguous(count)) => {
+                return ToolOutput::error(format!(
+                    "old_text occurs {count} times in {path}; include more surrounding lines to make \
+                     it unique, or set replace_all to true to replace all {count}"
+                ));
+            }
+        };
+        if let Err(error) = tokio::fs::write(&full, edited.as_bytes()).await {
+            return ToolOutput::error(paths::describe_io("write", path, &error));
+        }
+        let noun = if replacements == 1 {
+            "replacement"
+        } else {
+            "replacements"
+        };
+        ToolOutput::text(format!("Edited {path}: {replacements} {noun}"))
+            .with_details(json!({ "path": path, "replacements": replacements }))
+    }
+}
+
+#[derive(Debug, PartialEq)]
+enum Mismatch {
+    NotFound,
+    Ambiguous(usize),
+}
+
+/// The text with `old` replaced, and how many times it was.
+fn replace(text: &str, old: &str, new: &str, all: bool) -> Result<(String, usize), Mismatch> {
+    let count = text.matches(old).count();
+    match count {
+        0 => Err(Mismatch::NotFound),
+        1 => Ok((text.replacen(old, new, 1), 1)),
+        _ if all => Ok((text.replace(old, new), count)),
+        _ => Err(Mismatch::Ambiguous(count)),
+    }
+}
+
+/// Why `old` was not found, with a hint when a likely cause is visible.
+fn not_found(path: &str, text: &str, old: &str) -> String {
+    let mut message = format!("old_text was not found in {path}");
+    if text.contains("\r\n") && old.contains('\n') && !old.contains("\r\n") {
+        message.push_str("; the file uses CRLF (\\r\\n) line endings, so old_text must too");
+    } else if text.contains(old.trim()) && old.trim() != old {
+        message.push_str("; it does occur with different leading or trailing whitespace");
+    } else {
+        message.push_str("; read the file again and copy the text exactly, including indentation");
+    }
+    message
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replaces_a_unique_match() {
+        assert_eq!(replace("a b c", "b", "x", false), Ok(("a x c".into(), 1)));
+    }
+
+    #[test]
+    fn refuses_several_matches_unless_all() {
+        assert_eq!(replace("b b b", "b", "x", false), Err(Mismatch::Ambiguous(3)));
+        assert_eq!(replace("b b b", "b", "x", true), Ok(("x x x".into(), 3)));
+        assert_eq!(replace("abc", "z", "x", true), Err(Mismatch::NotFound));
+    }
+
+    #[test]
+    fn counts_non_overlapping_matches() {
+        assert_eq!(replace("aaaa", "aa", "b", true), Ok(("bb".into(), 2)));
+    }
+
+    #[test]
+    fn not_found_hints() {
+        assert!(not_found("f", "a\r\nb\r\n", "a\nb").contains("CRLF"));
+        assert!(not_found("f", "    let x = 1;\n", "let x = 1;\n  ").contains("whitespace"));
+        assert!(not_found("f", "abc", "zzz").contains("copy the text exactly"));
+    }
+}

@@ -1,0 +1,270 @@
+//! `grep`: search file contents with a regular expression, recursively, as `path:line:text`.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+
+use regex::bytes::{Regex, RegexBuilder};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::paths::{self, Shown};
+use super::walk::{self, Cancel, Flow, Kind, PathGlob};
+use super::{OUTPUT_CAP, parse_args, truncate_at_boundary};
+use crate::tools::{Tool, ToolContext, ToolOutput};
+
+pub struct Grep;
+
+const DEFAULT_MAX_RESULTS: usize = 200;
+const MAX_MAX_RESULTS: u64 = 5000;
+/// Longer matching lines are cut to this many bytes.
+const MAX_LINE_BYTES: usize = 400;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    pattern: String,
+    #[serde(default)]
+    path: Option<String>,
+    #[serde(default)]
+    glob: Option<String>,
+    #[serde(default)]
+    case_insensitive: bool,
+    #[serde(default)]
+    max_results: Option<u64>,
+}
+
+#[async_trait::async_trait]
+impl Tool for Grep {
+    fn name(&self) -> &str {
+        "grep"
+    }
+
+    fn description(&self) -> &str {
+        "Search file contents for a regular expression (Rust regex syntax, like ripgrep), \
+         recursively from a folder or in one file. Prints one `path:line:text` line per matching \
+         line, in path order. Skips binary files and the .git, target and node_modules folders. \
+         Use `glob` to limit the files searched (for example \"*.rs\" or \"src/**/*.ts\")."
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "properties": {
+                "pattern": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "The regular expression to search for (Rust regex syntax; escape literal characters such as ( [ . * with a backslash)."
+                },
+                "path": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "The folder to search recursively, or a single file: relative to the project folder, or absolute. Default: \".\" (the project folder)."
+                },
+                "glob": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "Only search files whose name matches this glob (\"*.rs\"), or, if it contains '/', whose path from `path` matches it (\"src/**/*.rs\")."
+                },
+                "case_insensitive": {
+                    "type": "boolean",
+                    "description": "Ignore letter case. Default: false."
+                },
+                "max_results": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": MAX_MAX_RESULTS,
+                    "description": "Stop after this many matching lines. Default: 200."
+                }
+            },
+            "required": ["pattern"],
+            "additionalProperties": false
+        })
+    }
+
+    fn mutates(&self) -> bool {
+        false
+    }
+
+    async fn execute(&self, input: Value, ctx: &ToolContext) -> ToolOutput {
+        let args: Args = match parse_args(self.name(), input) {
+            Ok(args) => args,
+            Err(error) => return error,
+        };
+        let regex = match RegexBuilder::new(&args.pattern)
+            .case_insensitive(args.case_insensitive)
+            .build()
+        {
+            Ok(regex) => regex,
+            Err(error) => return ToolOutput::error(format!("invalid regular expression: {error}")),
+        };
+        let glob = match args.glob.as_deref().map(PathGlob::new).transpose() {
+            Ok(glob) => glob,
+            Err(message) => return ToolOutput::error(message),
+        };
+        let max_results = args
+            .max_results
+            .map_or(DEFAULT_MAX_RESULTS, |max| max.clamp(1, MAX_MAX_RESULTS) as usize);
+        let shown = args.path.unwrap_or_else(|| ".".to_string());
+        let root = paths::resolve(ctx, &shown);
+        let cancel = Cancel::default();
+        let _stop_on_drop = cancel.on_drop();
+        let search = Search {
+            regex,
+            glob,
+            max_results,
+            cancel,
+        };
+        let task_shown = shown.clone();
+        let found = tokio::task::spawn_blocking(move || search.run(&root, &task_shown)).await;
+        match found {
+            Ok(Ok(found)) => found.into_output(),
+            Ok(Err(message)) => ToolOutput::error(message),
+            Err(error) => ToolOutput::error(format!("searching {shown} failed: {error}")),
+        }
+    }
+}
+
+struct Search {
+    regex: Regex,
+    glob: Option<PathGlob>,
+    max_results: usize,
+    cancel: Cancel,
+}
+
+#[derive(Default)]
+struct Found {
+    text: String,
+    matches: usize,
+    files: usize,
+    /// Stopped at max_results.
+    hit_max: bool,
+    /// Stopped at the output cap.
+    hit_cap: bool,
+    unreadable: usize,
+    max_results: usize,
+}
+
+impl Search {
+    fn run(&self, root: &Path, shown: &str) -> Result<Found, String> {
+        let metadata =
+            std::fs::metadata(root).map_err(|error| paths::describe_io("search", shown, &error))?;
+        let mut found = Found {
+            max_results: self.max_results,
+            ..Found::default()
+        };
+        if metadata.is_file() {
+            self.search_file(root, shown, &mut found);
+            return Ok(found);
+        }
+        if !metadata.is_dir() {
+            return Err(format!(
+                "cannot search {shown}: it is neither a file nor a directory"
+            ));
+        }
+        let show = Shown::new(shown);
+        found.unreadable = walk::walk(root, &self.cancel, &mut |entry| {
+            if entry.kind != Kind::File || self.glob.as_ref().is_some_and(|glob| !glob.matches(entry)) {
+                return Flow::Continue;
+            }
+            if self.search_file(&entry.full, &show.show(&entry.relative), &mut found) {
+                Flow::Continue
+            } else {
+                Flow::Stop
+            }
+        });
+        Ok(found)
+    }
+
+    /// Appends the matching lines of one file; false once no more results are wanted.
+    fn search_file(&self, full: &Path, shown: &str, found: &mut Found) -> bool {
+        let Ok(file) = File::open(full) else {
+            found.unreadable += 1;
+            return true;
+        };
+        let mut reader = BufReader::with_capacity(64 * 1024, file);
+        match reader.fill_buf() {
+            Ok(head) if paths::looks_binary(head) => return true,
+            Ok(_) => {}
+            Err(_) => {
+                found.unreadable += 1;
+                return true;
+            }
+        }
+        let mut line = Vec::new();
+        let mut number = 0u64;
+        let mut matched_here = false;
+        loop {
+            line.clear();
+            match reader.read_until(b'\n', &mut line) {
+                Ok(0) | Err(_) => return true,
+                Ok(_) => {}
+            }
+            number += 1;
+            let content = trim_line_end(&line);
+            if !self.regex.is_match(content) {
+                continue;
+            }
+            if found.matches >= self.max_results {
+                found.hit_max = true;
+                return false;
+            }
+            let mut text = String::from_utf8_lossy(content).into_owned();
+            if truncate_at_boundary(&mut text, MAX_LINE_BYTES) {
+                text.push_str(" […]");
+            }
+            let entry = format!("{shown}:{number}:{text}\n");
+            if found.text.len() + entry.len() > OUTPUT_CAP {
+                found.hit_cap = true;
+                return false;
+            }
+            found.text.push_str(&entry);
+            found.matches += 1;
+            if !matched_here {
+                matched_here = true;
+                found.files += 1;
+            }
+            if self.cancel.is_set() {
+                return false;
+            }
+        }
+    }
+}
+
+fn trim_line_end(line: &[u8]) -> &[u8] {
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    line.strip_suffix(b"\r").unwrap_or(line)
+}
+
+impl Found {
+    fn into_output(mut self) -> ToolOutput {
+        let truncated = self.hit_max || self.hit_cap;
+        if self.matches == 0 {
+            self.text.push_str("No matches found.");
+        } else if self.hit_max {
+            self.text.push_str(&format!(
+                "[stopped after {} matches; narrow the pattern, path or glob, or raise max_results]",
+                self.max_results
+            ));
+        } else if self.hit_cap {
+            self.text.push_str(&format!(
+                "[output truncated at 64 KiB after {} matches; narrow the pattern, path or glob]",
+                self.matches
+            ));
+        } else {
+            self.text.pop();
+        }
+        if self.unreadable > 0 {
+            self.text.push_str(&format!(
+                "\n[{} files or folders could not be read]",
+                self.unreadable
+            ));
+        }
+        ToolOutput::text(self.text).with_details(json!({
+            "matches": self.matches,
+            "files": self.files,
+            "truncated": truncated,
+        }))
+    }
+}

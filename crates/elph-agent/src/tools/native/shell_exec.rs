@@ -1,0 +1,141 @@
+//! `shell_exec`: run a shell command in the project folder, bounded in time and output.
+
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::parse_args;
+use super::process::{self, RunResult};
+use crate::tools::{Tool, ToolContext, ToolOutput};
+
+pub struct ShellExec;
+
+pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
+pub const MAX_TIMEOUT_MS: u64 = 600_000;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    command: String,
+    #[serde(default)]
+    timeout_ms: Option<u64>,
+}
+
+#[async_trait::async_trait]
+impl Tool for ShellExec {
+    fn name(&self) -> &str {
+        "shell_exec"
+    }
+
+    fn description(&self) -> &str {
+        "Run a command with /bin/sh -c in the project folder and return its stdout, then its \
+         stderr, then its exit code. stdin is closed, so interactive prompts fail instead of \
+         waiting. Output is capped: of each stream the first and last 32 KiB are kept. The command \
+         and everything it started are killed when the timeout expires. Background processes \
+         that keep stdout or stderr open are killed shortly after the command exits; to leave a \
+         server running, redirect its output (`server > server.log 2>&1 &`)."
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "properties": {
+                "command": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "The shell command line, as typed in a POSIX shell (pipes, &&, redirections work)."
+                },
+                "timeout_ms": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": MAX_TIMEOUT_MS,
+                    "description": "Kill the command after this many milliseconds. Default: 120000 (2 minutes); at most 600000."
+                }
+            },
+            "required": ["command"],
+            "additionalProperties": false
+        })
+    }
+
+    fn mutates(&self) -> bool {
+        true
+    }
+
+    async fn execute(&self, input: Value, ctx: &ToolContext) -> ToolOutput {
+        let args: Args = match parse_args(self.name(), input) {
+            Ok(args) => args,
+            Err(error) => return error,
+        };
+        if args.command.trim().is_empty() {
+            return ToolOutput::error("command must not be empty");
+        }
+        let timeout_ms = args
+            .timeout_ms
+            .unwrap_or(DEFAULT_TIMEOUT_MS)
+            .clamp(1, MAX_TIMEOUT_MS);
+        let result = process::run(&args.command, &ctx.project_dir, Duration::from_millis(timeout_ms)).await;
+        render(&result, timeout_ms)
+    }
+}
+
+fn render(result: &RunResult, timeout_ms: u64) -> ToolOutput {
+    if let Some(error) = &result.spawn_error {
+        return ToolOutput::error(error.clone()).with_details(json!({
+            "exitCode": null,
+            "signal": null,
+            "timedOut": false,
+            "truncated": false,
+        }));
+    }
+    let mut text = String::new();
+    for capture in [&result.stdout, &result.stderr] {
+        let part = capture.render();
+        if !part.is_empty() {
+            text.push_str(&part);
+            if !text.ends_with('\n') {
+                text.push('\n');
+            }
+        }
+    }
+    let status = if result.timed_out {
+        format!("killed after timeout ({timeout_ms} ms)")
+    } else if let Some(code) = result.exit_code {
+        format!("exit code {code}")
+    } else if let Some(signal) = result.signal {
+        let name = Signal::try_from(signal)
+            .map(Signal::as_str)
+            .unwrap_or("unknown signal");
+        format!("killed by signal {signal} ({name})")
+    } else {
+        result
+            .wait_error
+            .clone()
+            .unwrap_or_else(|| "the command's exit status is unknown".into())
+    };
+    text.push_str(&status);
+    if result.leftovers_killed {
+        text.push_str(
+            "\n[background processes still holding stdout or stderr open were killed when the command \
+             exited; redirect their output (`cmd > file.log 2>&1 &`) to keep them running]",
+        );
+    }
+    let truncated = result.stdout.omitted() > 0 || result.stderr.omitted() > 0;
+    let failed = result.timed_out || result.exit_code != Some(0);
+    let output = if failed {
+        ToolOutput::error(text)
+    } else {
+        ToolOutput::text(text)
+    };
+    output.with_details(json!({
+        "exitCode": result.exit_code,
+        "signal": result.signal,
+        "timedOut": result.timed_out,
+        "truncated": truncated,
+        "stdoutBytes": result.stdout.total(),
+        "stderrBytes": result.stderr.total(),
+        "durationMs": result.duration.as_millis() as u64,
+    }))
+}

@@ -1,0 +1,199 @@
+//! The tree walk behind `grep` and `find_path`: depth first, in name order (so results are
+//! stable), never following symbolic links into folders, skipping `.git`, `target` and
+//! `node_modules`, and stopping early when asked to or when the call is cancelled.
+//! Also the glob rule both tools share.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use globset::{GlobBuilder, GlobMatcher};
+
+/// Folders that are never entered: version control data, build output, installed packages.
+pub const SKIPPED_DIRS: &[&str] = &[".git", "target", "node_modules"];
+
+/// What kind of entry the walk found. Links are reported as links and never followed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    File,
+    Dir,
+    Link,
+    Other,
+}
+
+/// One entry below the root.
+#[derive(Debug)]
+pub struct Entry {
+    /// The path from the root, with '/' separators.
+    pub relative: String,
+    pub full: PathBuf,
+    pub name: String,
+    pub kind: Kind,
+}
+
+/// What the visitor wants next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flow {
+    Continue,
+    Stop,
+}
+
+/// Set when the tool call's future is dropped, so a walk on a blocking thread stops soon after.
+#[derive(Clone, Debug, Default)]
+pub struct Cancel(Arc<AtomicBool>);
+
+impl Cancel {
+    pub fn is_set(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    /// A guard that sets the flag when dropped: hold it across the await of the walk.
+    pub fn on_drop(&self) -> CancelOnDrop {
+        CancelOnDrop(self.clone())
+    }
+}
+
+pub struct CancelOnDrop(Cancel);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.0.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Visits every entry below `root` (not `root` itself). Returns how many folders could not be read.
+pub fn walk(root: &Path, cancel: &Cancel, visit: &mut dyn FnMut(&Entry) -> Flow) -> usize {
+    let mut unreadable = 0;
+    let mut stack: Vec<Entry> = Vec::new();
+    push_children(root, "", &mut stack, &mut unreadable);
+    while let Some(entry) = stack.pop() {
+        if cancel.is_set() {
+            break;
+        }
+        if entry.kind == Kind::Dir && SKIPPED_DIRS.contains(&entry.name.as_str()) {
+            continue;
+        }
+        if visit(&entry) == Flow::Stop {
+            break;
+        }
+        if entry.kind == Kind::Dir {
+            push_children(&entry.full, &entry.relative, &mut stack, &mut unreadable);
+        }
+    }
+    unreadable
+}
+
+/// Pushes the entries of `dir` so that they pop in name order.
+fn push_children(dir: &Path, relative: &str, stack: &mut Vec<Entry>, unreadable: &mut usize) {
+    let Ok(reader) = std::fs::read_dir(dir) else {
+        *unreadable += 1;
+        return;
+    };
+    let mut children: Vec<Entry> = reader
+        .filter_map(Result::ok)
+        .map(|entry| {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let kind = match entry.file_type() {
+                Ok(kind) if kind.is_symlink() => Kind::Link,
+                Ok(kind) if kind.is_dir() => Kind::Dir,
+                Ok(kind) if kind.is_file() => Kind::File,
+                _ => Kind::Other,
+            };
+            let relative = if relative.is_empty() {
+                name.clone()
+            } else {
+                format!("{relative}/{name}")
+            };
+            Entry {
+                relative,
+                full: entry.path(),
+                name,
+                kind,
+            }
+        })
+        .collect();
+    children.sort_by(|a, b| b.name.cmp(&a.name));
+    stack.extend(children);
+}
+
+/// A glob as the tools take it. Without a '/', it matches an entry's name at any depth
+/// (`*.rs`); with one, it matches the whole path from the search root (`src/**/*.rs`), where `*`
+/// stays within one folder and `**` crosses folders. A leading `/` or `./` anchors at the root.
+#[derive(Clone, Debug)]
+pub struct PathGlob {
+    matcher: GlobMatcher,
+    whole_path: bool,
+}
+
+impl PathGlob {
+    pub fn new(glob: &str) -> Result<Self, String> {
+        let anchored = glob.strip_prefix("./").or_else(|| glob.strip_prefix('/'));
+        let pattern = anchored.unwrap_or(glob);
+        let pattern = pattern.trim_end_matches('/');
+        if pattern.is_empty() {
+            return Err(format!("invalid glob {glob:?}: it is empty"));
+        }
+        let whole_path = anchored.is_some() || pattern.contains('/');
+        let matcher = GlobBuilder::new(pattern)
+            .literal_separator(true)
+            .backslash_escape(true)
+            .build()
+            .map_err(|error| format!("invalid glob {glob:?}: {}", error.kind()))?
+            .compile_matcher();
+        Ok(PathGlob { matcher, whole_path })
+    }
+
+    pub fn matches(&self, entry: &Entry) -> bool {
+        if self.whole_path {
+            self.matcher.is_match(&entry.relative)
+        } else {
+            self.matcher.is_match(&entry.name)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(relative: &str) -> Entry {
+        let name = relative.rsplit('/').next().unwrap().to_string();
+        Entry {
+            relative: relative.into(),
+            full: PathBuf::from(relative),
+            name,
+            kind: Kind::File,
+        }
+    }
+
+    #[test]
+    fn globs_without_a_slash_match_names_at_any_depth() {
+        let glob = PathGlob::new("*.rs").unwrap();
+        assert!(glob.matches(&entry("a.rs")));
+        assert!(glob.matches(&entry("src/deep/b.rs")));
+        assert!(!glob.matches(&entry("src/b.rsx")));
+    }
+
+    #[test]
+    fn globs_with_a_slash_match_the_whole_path() {
+        let glob = PathGlob::new("src/*.rs").unwrap();
+        assert!(glob.matches(&entry("src/a.rs")));
+        assert!(!glob.matches(&entry("src/x/a.rs")));
+        assert!(!glob.matches(&entry("lib/src/a.rs")));
+        let deep = PathGlob::new("**/*.rs").unwrap();
+        assert!(deep.matches(&entry("a.rs")));
+        assert!(deep.matches(&entry("x/y/a.rs")));
+        let anchored = PathGlob::new("/Cargo.toml").unwrap();
+        assert!(anchored.matches(&entry("Cargo.toml")));
+        assert!(!anchored.matches(&entry("crates/a/Cargo.toml")));
+    }
+
+    #[test]
+    fn braces_and_classes_work_and_bad_globs_are_errors() {
+        let glob = PathGlob::new("*.{rs,toml}").unwrap();
+        assert!(glob.matches(&entry("Cargo.toml")));
+        assert!(glob.matches(&entry("a/b.rs")));
+        assert!(PathGlob::new("a[").unwrap_err().contains("invalid glob"));
+        assert!(PathGlob::new("").is_err());
+    }
+}

@@ -1,0 +1,83 @@
+//! `write_file`: create or overwrite a file with the given text, creating its parent folders.
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{parse_args, paths};
+use crate::tools::{Tool, ToolContext, ToolOutput};
+
+pub struct WriteFile;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    path: String,
+    content: String,
+}
+
+#[async_trait::async_trait]
+impl Tool for WriteFile {
+    fn name(&self) -> &str {
+        "write_file"
+    }
+
+    fn description(&self) -> &str {
+        "Write text to a file, replacing everything it contained; missing parent folders are \
+         created. Use it to create new files or to rewrite small files completely; to change part \
+         of an existing file, prefer edit_file."
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "properties": {
+                "path": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "The file to write: relative to the project folder, or absolute."
+                },
+                "content": {
+                    "type": "string",
+                    "description": "The complete new contents of the file."
+                }
+            },
+            "required": ["path", "content"],
+            "additionalProperties": false
+        })
+    }
+
+    fn mutates(&self) -> bool {
+        true
+    }
+
+    async fn execute(&self, input: Value, ctx: &ToolContext) -> ToolOutput {
+        let args: Args = match parse_args(self.name(), input) {
+            Ok(args) => args,
+            Err(error) => return error,
+        };
+        let full = paths::resolve(ctx, &args.path);
+        let existed = match tokio::fs::metadata(&full).await {
+            Ok(metadata) if metadata.is_dir() => {
+                return ToolOutput::error(format!("cannot write {}: it is a directory", args.path));
+            }
+            Ok(_) => true,
+            Err(_) => false,
+        };
+        if let Some(parent) = full.parent()
+            && let Err(error) = tokio::fs::create_dir_all(parent).await
+        {
+            return ToolOutput::error(paths::describe_io("create the folders for", &args.path, &error));
+        }
+        if let Err(error) = tokio::fs::write(&full, args.content.as_bytes()).await {
+            return ToolOutput::error(paths::describe_io("write", &args.path, &error));
+        }
+        let bytes = args.content.len();
+        let verb = if existed { "Overwrote" } else { "Created" };
+        ToolOutput::text(format!("{verb} {} ({bytes} bytes)", args.path)).with_details(json!({
+            "path": args.path,
+            "bytes": bytes,
+            "created": !existed,
+        }))
+    }
+}

@@ -1,0 +1,266 @@
+//! Choosing the model and building its provider: precedence, catalogs, errors.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use elph_ai::{ProviderError, resolve};
+use serde_json::json;
+use test_support::fake_model::{FakeModelServer, FakeReply, Wire};
+
+use super::{run, simple_request};
+
+fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> + use<> {
+    let map: HashMap<String, String> = pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    move |name| map.get(name).cloned()
+}
+
+fn no_env(_: &str) -> Option<String> {
+    None
+}
+
+fn write_script(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, json!({"turns": [{"text": text}]}).to_string()).unwrap();
+}
+
+fn write_provider(config_dir: &Path, file: &str, def: serde_json::Value) {
+    let dir = config_dir.join("providers");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join(file), def.to_string()).unwrap();
+}
+
+#[tokio::test]
+async fn flag_beats_env_beats_settings() {
+    let dir = tempfile::tempdir().unwrap();
+    let config_dir = dir.path().join("config");
+    let flag = dir.path().join("flag.json");
+    let env = dir.path().join("env.json");
+    write_script(&flag, "from flag");
+    write_script(&env, "from env");
+    write_script(&config_dir.join("scripts/settings.json"), "from settings");
+    let flag_spec = format!("scripted/{}", flag.display());
+    let env_spec = format!("scripted/{}", env.display());
+    // A relative scripted path in settings.json is relative to CONFIG_DIR.
+    let settings_spec = "scripted/scripts/settings.json";
+
+    let cases = [
+        (
+            Some(flag_spec.as_str()),
+            Some(env_spec.as_str()),
+            Some(settings_spec),
+            "from flag",
+        ),
+        (None, Some(env_spec.as_str()), Some(settings_spec), "from env"),
+        (Some(""), None, Some(settings_spec), "from settings"),
+    ];
+    for (flag, env_model, settings, expected) in cases {
+        let provider = resolve(flag, env_model, settings, &config_dir, &no_env).unwrap();
+        assert_eq!(provider.provider_name(), "scripted");
+        let (turn, _) = run(provider.as_ref(), &simple_request()).await;
+        assert_eq!(turn.unwrap().text, expected);
+    }
+}
+
+#[test]
+fn no_model_anywhere_says_how_to_set_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let error = resolve(None, Some(""), None, dir.path(), &no_env).err().unwrap();
+    assert!(matches!(error, ProviderError::NoModel { .. }));
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "no model configured: pass --model PROVIDER/MODEL, set ELPH_MODEL, or set \"model\" in {} \
+             (scripted/PATH runs offline)",
+            dir.path().join("settings.json").display()
+        )
+    );
+}
+
+#[test]
+fn missing_keys_and_bad_specs_are_explained() {
+    let dir = tempfile::tempdir().unwrap();
+    let error = resolve(Some("openai/gpt-4.1"), None, None, dir.path(), &no_env)
+        .err()
+        .unwrap();
+    assert_eq!(
+        error.to_string(),
+        "OPENAI_API_KEY is not set; export it, or use --model scripted/PATH to run offline"
+    );
+    let error = resolve(
+        None,
+        None,
+        Some("anthropic/claude-x"),
+        dir.path(),
+        &env_of(&[("ANTHROPIC_API_KEY", "")]),
+    )
+    .err()
+    .unwrap();
+    assert!(
+        error.to_string().starts_with("ANTHROPIC_API_KEY is not set"),
+        "{error}"
+    );
+    let error = resolve(None, Some("gpt-4.1"), None, dir.path(), &no_env)
+        .err()
+        .unwrap();
+    assert!(
+        error
+            .to_string()
+            .contains("invalid model \"gpt-4.1\" (from ELPH_MODEL)"),
+        "{error}"
+    );
+    let error = resolve(Some("mystery/model"), None, None, dir.path(), &no_env)
+        .err()
+        .unwrap();
+    let text = error.to_string();
+    assert!(
+        text.contains("unknown provider \"mystery\" (from --model)"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&dir.path().join("providers").display().to_string()),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn builtin_providers_read_keys_and_base_urls_from_the_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let openai = FakeModelServer::start(Wire::OpenAi).await;
+    let anthropic = FakeModelServer::start(Wire::Anthropic).await;
+    openai.enqueue(FakeReply::text("from openai"));
+    anthropic.enqueue(FakeReply::text("from anthropic"));
+    let env = env_of(&[
+        ("OPENAI_API_KEY", "sk-o"),
+        ("OPENAI_BASE_URL", &openai.base_url()),
+        ("ANTHROPIC_API_KEY", "sk-a"),
+        ("ANTHROPIC_BASE_URL", &anthropic.base_url()),
+    ]);
+
+    let provider = resolve(Some("openai/gpt-4.1"), None, None, dir.path(), &env).unwrap();
+    assert_eq!(
+        (provider.provider_name(), provider.model_id()),
+        ("openai", "gpt-4.1")
+    );
+    assert_eq!(provider.context_window(), 1_047_576);
+    assert_eq!(
+        run(provider.as_ref(), &simple_request()).await.0.unwrap().text,
+        "from openai"
+    );
+    assert_eq!(openai.recorded()[0].header("authorization"), Some("Bearer sk-o"));
+    assert_eq!(openai.requests()[0]["model"], json!("gpt-4.1"));
+
+    let provider = resolve(None, Some("anthropic/claude-sonnet-4-5"), None, dir.path(), &env).unwrap();
+    assert_eq!(provider.provider_name(), "anthropic");
+    assert_eq!(provider.context_window(), 200_000);
+    assert_eq!(
+        run(provider.as_ref(), &simple_request()).await.0.unwrap().text,
+        "from anthropic"
+    );
+    assert_eq!(anthropic.recorded()[0].header("x-api-key"), Some("sk-a"));
+}
+
+#[tokio::test]
+async fn custom_providers_from_the_catalog_reuse_the_adapters() {
+    let dir = tempfile::tempdir().unwrap();
+    let openai = FakeModelServer::start(Wire::OpenAi).await;
+    let anthropic = FakeModelServer::start(Wire::Anthropic).await;
+    write_provider(
+        dir.path(),
+        "local.json",
+        json!({"name": "local", "api": "openai-chat", "baseUrl": openai.base_url(), "apiKeyEnv": "LOCAL_KEY",
+               "models": [{"id": "qwen3/coder", "contextWindow": 32768}]}),
+    );
+    write_provider(
+        dir.path(),
+        "proxy.json",
+        json!({"name": "proxy", "api": "anthropic-messages", "baseUrl": anthropic.base_url()}),
+    );
+    std::fs::write(dir.path().join("providers/notes.txt"), "not a provider").unwrap();
+    openai.enqueue(FakeReply::text("local answer"));
+    anthropic.enqueue(FakeReply::text("proxy answer"));
+    let env = env_of(&[("LOCAL_KEY", "local-secret")]);
+
+    let provider = resolve(Some("local/qwen3/coder"), None, None, dir.path(), &env).unwrap();
+    assert_eq!(
+        (provider.provider_name(), provider.model_id()),
+        ("local", "qwen3/coder")
+    );
+    assert_eq!(provider.context_window(), 32768);
+    assert_eq!(
+        run(provider.as_ref(), &simple_request()).await.0.unwrap().text,
+        "local answer"
+    );
+    assert_eq!(
+        openai.recorded()[0].header("authorization"),
+        Some("Bearer local-secret")
+    );
+
+    let provider = resolve(Some("proxy/claude-haiku-4-5"), None, None, dir.path(), &env).unwrap();
+    assert_eq!(provider.context_window(), 200_000);
+    assert_eq!(
+        run(provider.as_ref(), &simple_request()).await.0.unwrap().text,
+        "proxy answer"
+    );
+    assert_eq!(
+        anthropic.recorded()[0].header("x-api-key"),
+        None,
+        "no apiKeyEnv, no key"
+    );
+
+    let error = resolve(Some("local/qwen3"), None, None, dir.path(), &no_env)
+        .err()
+        .unwrap();
+    assert_eq!(
+        error.to_string(),
+        "LOCAL_KEY is not set; export it, or use --model scripted/PATH to run offline"
+    );
+    let error = resolve(Some("other/x"), None, None, dir.path(), &no_env)
+        .err()
+        .unwrap();
+    assert!(error.to_string().ends_with("(found: local, proxy)"), "{error}");
+}
+
+#[test]
+fn bad_provider_files_name_the_file_and_the_problem() {
+    let cases = [
+        (json!({"name": "x", "api": "grpc", "baseUrl": "http://h"}), "grpc"),
+        (
+            json!({"name": "x", "api": "openai-chat", "baseUrl": "http://h", "apiKey": "k"}),
+            "apiKey",
+        ),
+        (
+            json!({"name": "openai", "api": "openai-chat", "baseUrl": "http://h"}),
+            "built-in",
+        ),
+        (
+            json!({"name": "x", "api": "openai-chat", "baseUrl": "ftp://h"}),
+            "http://",
+        ),
+        (json!({"name": "x", "api": "openai-chat"}), "baseUrl"),
+    ];
+    for (def, expected) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        write_provider(dir.path(), "bad.json", def);
+        let error = resolve(Some("x/m"), None, None, dir.path(), &no_env)
+            .err()
+            .unwrap();
+        let text = error.to_string();
+        let path = dir.path().join("providers/bad.json");
+        assert!(
+            text.starts_with(&format!("provider file {}: ", path.display())),
+            "{text}"
+        );
+        assert!(text.contains(expected), "{text}");
+    }
+
+    let dir = tempfile::tempdir().unwrap();
+    let def = json!({"name": "twin", "api": "openai-chat", "baseUrl": "http://h"});
+    write_provider(dir.path(), "a.json", def.clone());
+    write_provider(dir.path(), "b.json", def);
+    let error = elph_ai::Catalog::load(dir.path()).unwrap_err();
+    assert!(error.to_string().contains("already defined in"), "{error}");
+    assert!(error.to_string().contains("b.json"), "{error}");
+}

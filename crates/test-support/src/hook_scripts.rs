@@ -1,0 +1,145 @@
+//! Hook fixtures: small `#!/bin/sh` scripts written into temp dirs, a look at a process group
+//! through /proc, this process's resident memory, and the path of the `trivial-hook` binary.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// Writes `#!/bin/sh` and `body` to `dir/name`, executable, and returns its path.
+pub fn write_script(dir: &Path, name: &str, body: &str) -> PathBuf {
+    let path = dir.join(name);
+    write_with_mode(&path, &format!("#!/bin/sh\n{body}\n"), 0o755);
+    path
+}
+
+/// Writes `contents` to `path` with `mode`, creating parent folders.
+pub fn write_with_mode(path: &Path, contents: &str, mode: u32) {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).expect("create the script's folder");
+    }
+    std::fs::write(path, contents).expect("write the script");
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod the script");
+}
+
+/// A process seen in /proc.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProcInfo {
+    pub pid: i32,
+    pub pgrp: i32,
+    /// The state letter: R, S, D, Z, T...
+    pub state: char,
+    pub command: String,
+}
+
+/// Every process whose process group is `pgid`, zombies included.
+pub fn processes_in_group(pgid: i32) -> Vec<ProcInfo> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(proc_info)
+        .filter(|info| info.pgrp == pgid)
+        .collect()
+}
+
+/// The processes of group `pgid` that are still alive (not zombies), waiting up to `settle` for
+/// the ones just sent SIGKILL to finish dying.
+pub fn live_group_members(pgid: i32, settle: Duration) -> Vec<ProcInfo> {
+    let deadline = Instant::now() + settle;
+    loop {
+        let live: Vec<ProcInfo> = processes_in_group(pgid)
+            .into_iter()
+            .filter(|info| info.state != 'Z' && info.state != 'X')
+            .collect();
+        if live.is_empty() || Instant::now() >= deadline {
+            return live;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn proc_info(pid: i32) -> Option<ProcInfo> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // `pid (comm) state ppid pgrp ...`; comm may hold spaces and parentheses.
+    let open = stat.find('(')?;
+    let close = stat.rfind(')')?;
+    let command = stat[open + 1..close].to_string();
+    let mut rest = stat[close + 1..].split_whitespace();
+    let state = rest.next()?.chars().next()?;
+    let _ppid = rest.next()?;
+    let pgrp = rest.next()?.parse().ok()?;
+    Some(ProcInfo {
+        pid,
+        pgrp,
+        state,
+        command,
+    })
+}
+
+/// This process's resident set size in KiB (VmRSS of /proc/self/status).
+pub fn vm_rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("read /proc/self/status");
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS in /proc/self/status")
+}
+
+/// The path of the `trivial-hook` binary of this crate, in the same target folder and profile as
+/// the running test or benchmark, built with cargo first when it is not there yet.
+pub fn trivial_hook_binary() -> PathBuf {
+    let exe = std::env::current_exe().expect("current_exe");
+    // target/PROFILE/deps/NAME-HASH
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("the test binary lives in target/PROFILE/deps");
+    let binary = profile_dir.join("trivial-hook");
+    if binary.is_file() {
+        return binary;
+    }
+    let target_dir = profile_dir.parent().expect("target folder");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut command = std::process::Command::new(cargo);
+    command
+        .args([
+            "build",
+            "--quiet",
+            "-p",
+            "test-support",
+            "--bin",
+            "trivial-hook",
+            "--target-dir",
+        ])
+        .arg(target_dir);
+    match profile_dir.file_name().and_then(|name| name.to_str()) {
+        Some("debug") => {}
+        Some("release") => {
+            command.arg("--release");
+        }
+        Some(other) => {
+            command.args(["--profile", other]);
+        }
+        None => {}
+    }
+    let status = command.status().expect("run cargo to build trivial-hook");
+    assert!(status.success(), "cargo build of trivial-hook failed");
+    assert!(binary.is_file(), "{} was not built", binary.display());
+    binary
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_process_is_in_its_own_group_listing() {
+        let me = std::process::id() as i32;
+        let info = proc_info(me).unwrap();
+        assert_eq!(info.pid, me);
+        assert!(processes_in_group(info.pgrp).iter().any(|p| p.pid == me));
+        assert!(vm_rss_kib() > 0);
+    }
+}

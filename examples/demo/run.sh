@@ -1,0 +1,37 @@
+#!/bin/sh
+# The offline demo: a scripted model works in a copy of examples/demo/project, whose hooks audit,
+# block, rewrite, add context and redact. Nothing outside a temporary folder is touched.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+elph="${ELPH_BIN:-$root/target/debug/elph}"
+if [ ! -x "$elph" ]; then
+  echo "build Elph first: cargo build -p coding-agent" >&2
+  exit 1
+fi
+work=$(mktemp -d "${TMPDIR:-/tmp}/elph-demo.XXXXXX")
+trap 'rm -rf "$work"' EXIT INT TERM
+cp -R "$here/project" "$work/project"
+ELPH_HOME="$work/config"
+ELPH_DATA_DIR="$work/data"
+export ELPH_HOME ELPH_DATA_DIR
+unset ELPH_PROJECT_DIR ELPH_MODEL
+
+echo "== Trusting the demo project (a temporary copy), so its .elph/hooks.json loads"
+"$elph" trust "$work/project"
+echo
+echo "== The hooks it declares"
+"$elph" hooks list --cwd "$work/project" | sed "s#$work/##g"
+echo
+echo "== Running one turn with the scripted model (offline)"
+echo "   (hook activity on stderr, marked • for effects and ! for problems)"
+"$elph" run --cwd "$work/project" --model "scripted/$here/script.json" \
+  "Tidy up the build output and write down what you did." 2>&1 | sed "s#$work/##g"
+echo
+echo "== What the hooks left behind"
+echo "-- build/ still exists (rm -rf was blocked):"
+ls "$work/project/build"
+echo "-- the notes landed in docs/ (write_file was rewritten):"
+cat "$work/project/docs/notes.txt"
+echo "-- .elph/audit.log has one line per tool call:"
+wc -l < "$work/project/.elph/audit.log" | tr -d ' '
