@@ -19,16 +19,33 @@ fn main() {
 /// A turn-shaped mix: prompt, tool call, tool output (~1.5 KB), answer; a summary every 1,000.
 fn entry(n: usize) -> Entry {
     if n % 1_000 == 999 {
-        return Entry::Summary { summary: "The story so far. ".repeat(40), entries_compacted: n as u64, first_kept: n - 10 };
+        return Entry::Summary {
+            summary: "The story so far. ".repeat(40),
+            entries_compacted: n as u64,
+            first_kept: n - 10,
+        };
     }
     let message = match n % 4 {
-        0 => Message::user(format!("Please look at src/module_{n}.rs and fix the failing test in it.")),
+        0 => Message::user(format!(
+            "Please look at src/module_{n}.rs and fix the failing test in it."
+        )),
         1 => Message::assistant(
             "Let me look at the file first.",
-            vec![ToolCall { id: format!("call_{n}"), name: "read_file".into(), input: json!({"path": format!("src/module_{n}.rs")}) }],
+            vec![ToolCall {
+                id: format!("call_{n}"),
+                name: "read_file".into(),
+                input: json!({"path": format!("src/module_{n}.rs")}),
+            }],
         ),
-        2 => Message::tool_result(format!("call_{n}"), vec![ContentBlock::text("fn main() {}\n".repeat(120))], false),
-        _ => Message::assistant("The test failed because the fixture path was wrong; fixed it. ".repeat(4), vec![]),
+        2 => Message::tool_result(
+            format!("call_{n}"),
+            vec![ContentBlock::text("fn main() {}\n".repeat(120))],
+            false,
+        ),
+        _ => Message::assistant(
+            "The test failed because the fixture path was wrong; fixed it. ".repeat(4),
+            vec![],
+        ),
     };
     Entry::Message { message }
 }
@@ -43,7 +60,9 @@ fn temp_dir() -> tempfile::TempDir {
 
 fn store_with(dir: &Path, entries: &[Entry]) -> SessionStore {
     let store = SessionStore::open(dir).unwrap();
-    store.create_session("bench", Path::new("/project"), "scripted/bench.json").unwrap();
+    store
+        .create_session("bench", Path::new("/project"), "scripted/bench.json")
+        .unwrap();
     for entry in entries {
         store.append("bench", entry).unwrap();
     }
@@ -65,8 +84,16 @@ fn baseline_serialize_10k_entries(bencher: divan::Bencher) {
 
 #[divan::bench(sample_count = 20)]
 fn baseline_deserialize_10k_entries(bencher: divan::Bencher) {
-    let lines: Vec<String> = entries().iter().map(|entry| serde_json::to_string(entry).unwrap()).collect();
-    bencher.bench(|| lines.iter().map(|line| serde_json::from_str::<Entry>(line).unwrap()).collect::<Vec<_>>());
+    let lines: Vec<String> = entries()
+        .iter()
+        .map(|entry| serde_json::to_string(entry).unwrap())
+        .collect();
+    bencher.bench(|| {
+        lines
+            .iter()
+            .map(|line| serde_json::from_str::<Entry>(line).unwrap())
+            .collect::<Vec<_>>()
+    });
 }
 
 #[divan::bench(sample_count = 5, sample_size = 1)]
@@ -99,7 +126,9 @@ fn list_and_last_session_beside_a_10k_entry_session(bencher: divan::Bencher) {
     let store = store_with(dir.path(), &entries());
     for n in 0..100 {
         let id = format!("other-{n}");
-        store.create_session(&id, Path::new("/project"), "scripted/bench.json").unwrap();
+        store
+            .create_session(&id, Path::new("/project"), "scripted/bench.json")
+            .unwrap();
         store.append(&id, &entry(0)).unwrap();
     }
     bencher.bench(|| {

@@ -2,6 +2,7 @@
 
 mod hooks;
 mod run;
+mod sessions;
 mod trust;
 
 use std::path::PathBuf;
@@ -51,6 +52,8 @@ pub enum Command {
     Untrust(trust::UntrustArgs),
     /// Run one turn headless: the answer on stdout, for scripts and CI.
     Run(run::RunArgs),
+    /// List the project's stored sessions, newest first.
+    Sessions(sessions::SessionsArgs),
 }
 
 /// Parses the arguments, runs the command, and maps the result to an exit code.
@@ -82,6 +85,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         Some(Command::Trust(args)) => trust::run_trust(cli.cwd.as_deref(), args),
         Some(Command::Untrust(args)) => trust::run_untrust(cli.cwd.as_deref(), args),
         Some(Command::Run(args)) => run::run(cli.cwd.as_deref(), args),
+        Some(Command::Sessions(args)) => sessions::run(cli.cwd.as_deref(), args),
         None => interactive(cli.cwd.as_deref()),
     }
 }

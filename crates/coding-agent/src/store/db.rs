@@ -76,7 +76,9 @@ pub struct SessionStore {
 
 impl std::fmt::Debug for SessionStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SessionStore").field("path", &self.path).finish_non_exhaustive()
+        f.debug_struct("SessionStore")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
     }
 }
 
@@ -89,11 +91,17 @@ impl SessionStore {
         let path = data_dir.join(DB_FILE);
         create_private_file(&path);
         let conn = Connection::open(&path).map_err(|e| match StoreError::sqlite(&path, "opening it", e) {
-            StoreError::Sqlite { source, .. } => StoreError::Open { path: path.clone(), source },
+            StoreError::Sqlite { source, .. } => StoreError::Open {
+                path: path.clone(),
+                source,
+            },
             other => other,
         })?;
         configure(&conn, &path)?;
-        let mut store = SessionStore { path, conn: Mutex::new(conn) };
+        let mut store = SessionStore {
+            path,
+            conn: Mutex::new(conn),
+        };
         store.migrate()?;
         Ok(store)
     }
@@ -120,7 +128,10 @@ impl SessionStore {
         );
         match inserted {
             Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::ConstraintViolation) => {
-                return Err(StoreError::SessionExists { path: self.path.clone(), id: id.to_string() });
+                return Err(StoreError::SessionExists {
+                    path: self.path.clone(),
+                    id: id.to_string(),
+                });
             }
             other => other.map_err(|e| self.err("creating a session", e))?,
         };
@@ -251,7 +262,8 @@ impl SessionStore {
                  ORDER BY updated_at DESC, id DESC"
             ))
             .and_then(|mut s| {
-                s.query_map([project_key(project_dir)], info_from_row)?.collect::<Result<Vec<_>, _>>()
+                s.query_map([project_key(project_dir)], info_from_row)?
+                    .collect::<Result<Vec<_>, _>>()
             })
             .map_err(|e| self.err("listing sessions", e))
     }
@@ -287,15 +299,22 @@ impl SessionStore {
             return Ok(());
         }
         // Re-read under the write lock: another process may be creating the schema right now.
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(err)?;
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(err)?;
         match user_version(&tx).map_err(err)? {
             0 => {
                 tx.execute_batch(SCHEMA_V1).map_err(err)?;
-                tx.pragma_update(None, "user_version", SCHEMA_VERSION).map_err(err)?;
+                tx.pragma_update(None, "user_version", SCHEMA_VERSION)
+                    .map_err(err)?;
                 tx.commit().map_err(err)
             }
             SCHEMA_VERSION => Ok(()),
-            found => Err(StoreError::TooNew { path: path.clone(), found, supported: SCHEMA_VERSION }),
+            found => Err(StoreError::TooNew {
+                path: path.clone(),
+                found,
+                supported: SCHEMA_VERSION,
+            }),
         }
     }
 
@@ -310,7 +329,10 @@ impl SessionStore {
     }
 
     fn no_such_session(&self, id: &str) -> StoreError {
-        StoreError::NoSuchSession { path: self.path.clone(), id: id.to_string() }
+        StoreError::NoSuchSession {
+            path: self.path.clone(),
+            id: id.to_string(),
+        }
     }
 }
 
@@ -320,7 +342,9 @@ fn configure(conn: &Connection, path: &Path) -> Result<(), StoreError> {
     // The first statement that reads the file: a file that is not a database fails here.
     // On a file system without shared memory SQLite keeps its rollback journal; everything still
     // works, only concurrent readers wait for writers.
-    let _mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0)).map_err(err)?;
+    let _mode: String = conn
+        .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
+        .map_err(err)?;
     conn.pragma_update(None, "synchronous", "NORMAL").map_err(err)?;
     conn.pragma_update(None, "foreign_keys", true).map_err(err)?;
     Ok(())
@@ -362,7 +386,10 @@ pub(crate) fn title_of(message: &Message) -> Option<String> {
 /// `text` on one line with whitespace runs and control characters collapsed to one space, cut to
 /// `max` characters (the last one an ellipsis when cut).
 pub(crate) fn one_line(text: &str, max: usize) -> String {
-    let cleaned: String = text.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+    let cleaned: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
     let joined = cleaned.split_whitespace().collect::<Vec<_>>().join(" ");
     if joined.chars().count() <= max {
         return joined;
@@ -378,7 +405,8 @@ fn now_micros() -> i64 {
 }
 
 fn from_micros(micros: i64) -> OffsetDateTime {
-    OffsetDateTime::from_unix_timestamp_nanos(i128::from(micros) * 1_000).unwrap_or(OffsetDateTime::UNIX_EPOCH)
+    OffsetDateTime::from_unix_timestamp_nanos(i128::from(micros) * 1_000)
+        .unwrap_or(OffsetDateTime::UNIX_EPOCH)
 }
 
 fn create_private_dir(dir: &Path) -> Result<(), StoreError> {
@@ -386,9 +414,10 @@ fn create_private_dir(dir: &Path) -> Result<(), StoreError> {
     builder.recursive(true);
     #[cfg(unix)]
     std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    builder
-        .create(dir)
-        .map_err(|source| StoreError::CreateDir { path: dir.to_path_buf(), source })
+    builder.create(dir).map_err(|source| StoreError::CreateDir {
+        path: dir.to_path_buf(),
+        source,
+    })
 }
 
 /// Creates an empty database file readable by its owner only (transcripts hold code and

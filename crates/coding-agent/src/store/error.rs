@@ -37,7 +37,11 @@ pub enum StoreError {
         "the session database {path} has schema version {found}, but this Elph only knows \
          version {supported}: update Elph, or point ELPH_DATA_DIR at another folder"
     )]
-    TooNew { path: PathBuf, found: i64, supported: i64 },
+    TooNew {
+        path: PathBuf,
+        found: i64,
+        supported: i64,
+    },
 
     #[error(
         "the session database {path} stayed locked by another process for more than {seconds} s \
@@ -88,7 +92,9 @@ impl StoreError {
     pub(crate) fn sqlite(path: &Path, action: &'static str, source: rusqlite::Error) -> StoreError {
         let path = path.to_path_buf();
         match source.sqlite_error_code() {
-            Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt) => StoreError::Corrupt { path, source },
+            Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt) => {
+                StoreError::Corrupt { path, source }
+            }
             Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => StoreError::Busy {
                 path,
                 action,

@@ -21,13 +21,20 @@ pub fn format_sessions(sessions: &[SessionInfo], now: OffsetDateTime) -> String 
                 one_line(&session.id, usize::MAX),
                 ago(session.updated_at, now),
                 session.entry_count.to_string(),
-                session.title.as_deref().map_or_else(|| "(no prompt yet)".to_string(), |t| one_line(t, TITLE_WIDTH)),
+                session
+                    .title
+                    .as_deref()
+                    .map_or_else(|| "(no prompt yet)".to_string(), |t| one_line(t, TITLE_WIDTH)),
             ]
         })
         .collect();
     let header = ["ID", "UPDATED", "ENTRIES", "TITLE"].map(String::from);
     let width = |column: usize| {
-        std::iter::once(&header).chain(&rows).map(|row| row[column].chars().count()).max().unwrap_or(0)
+        std::iter::once(&header)
+            .chain(&rows)
+            .map(|row| row[column].chars().count())
+            .max()
+            .unwrap_or(0)
     };
     let (id, updated, entries) = (width(0), width(1), width(2));
     let mut out = String::new();
@@ -61,7 +68,11 @@ mod tests {
     #[test]
     fn ages_read_naturally() {
         let now = datetime!(2025-06-10 12:00 UTC);
-        assert_eq!(ago(now + Duration::seconds(5), now), "just now", "clock skew is not negative");
+        assert_eq!(
+            ago(now + Duration::seconds(5), now),
+            "just now",
+            "clock skew is not negative"
+        );
         assert_eq!(ago(now - Duration::seconds(59), now), "just now");
         assert_eq!(ago(now - Duration::minutes(5), now), "5 min ago");
         assert_eq!(ago(now - Duration::hours(1), now), "1 hour ago");

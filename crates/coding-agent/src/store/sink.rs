@@ -15,12 +15,18 @@ pub struct SessionSink {
 
 impl SessionSink {
     pub fn new(store: Arc<SessionStore>, session_id: impl Into<String>) -> Self {
-        SessionSink { store, session_id: session_id.into() }
+        SessionSink {
+            store,
+            session_id: session_id.into(),
+        }
     }
 }
 
 impl TranscriptSink for SessionSink {
     fn append(&self, entry: &Entry) -> Result<(), String> {
-        self.store.append(&self.session_id, entry).map(|_| ()).map_err(|e| e.to_string())
+        self.store
+            .append(&self.session_id, entry)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
     }
 }

@@ -7,3 +7,5 @@ mod store;
 mod trust;
 mod trust_gate_pty;
 mod run_e2e;
+mod demo;
+mod sessions_e2e;

@@ -8,8 +8,7 @@ use std::sync::{Arc, Barrier, mpsc};
 use std::time::Duration;
 
 use coding_agent::store::{
-    DB_FILE, SessionInfo, SessionSink, SessionStore, StoreError, TITLE_CHARS, format_sessions,
-    new_session_id,
+    DB_FILE, SessionInfo, SessionSink, SessionStore, StoreError, TITLE_CHARS, format_sessions, new_session_id,
 };
 use elph_agent::harness::{Entry, Transcript, TranscriptSink};
 use elph_agent::messages::{ContentBlock, Message, ToolCall};
@@ -24,7 +23,9 @@ fn store_in(dir: &Path) -> SessionStore {
 }
 
 fn user(text: &str) -> Entry {
-    Entry::Message { message: Message::user(text) }
+    Entry::Message {
+        message: Message::user(text),
+    }
 }
 
 /// A realistic conversation: prompt, tool call, tool result (error, with an image), a summary.
@@ -34,7 +35,11 @@ fn conversation() -> Vec<Entry> {
         Entry::Message {
             message: Message::assistant(
                 "Looking.",
-                vec![ToolCall { id: "call_1".into(), name: "shell_exec".into(), input: json!({"command": "ls"}) }],
+                vec![ToolCall {
+                    id: "call_1".into(),
+                    name: "shell_exec".into(),
+                    input: json!({"command": "ls"}),
+                }],
             ),
         },
         Entry::Message {
@@ -42,21 +47,34 @@ fn conversation() -> Vec<Entry> {
                 "call_1",
                 vec![
                     ContentBlock::text("ls: permission denied"),
-                    ContentBlock::Image { data: "AAAA".into(), mime_type: "image/png".into() },
+                    ContentBlock::Image {
+                        data: "AAAA".into(),
+                        mime_type: "image/png".into(),
+                    },
                 ],
                 true,
             ),
         },
-        Entry::Summary { summary: "The user asked for a listing; ls failed.".into(), entries_compacted: 3, first_kept: 2 },
+        Entry::Summary {
+            summary: "The user asked for a listing; ls failed.".into(),
+            entries_compacted: 3,
+            first_kept: 2,
+        },
         user("Try again with sudo"),
-        Entry::Message { message: Message::assistant("No — I will not use sudo.", vec![]) },
+        Entry::Message {
+            message: Message::assistant("No — I will not use sudo.", vec![]),
+        },
     ]
 }
 
 /// The `n`th entry the SIGKILL and concurrency tests write: big enough to span several pages.
 fn numbered(n: usize) -> Entry {
     Entry::Message {
-        message: Message::tool_result(format!("call_{n}"), vec![ContentBlock::text(format!("{n}:{}", "x".repeat(6_000)))], false),
+        message: Message::tool_result(
+            format!("call_{n}"),
+            vec![ContentBlock::text(format!("{n}:{}", "x".repeat(6_000)))],
+            false,
+        ),
     }
 }
 
@@ -67,7 +85,11 @@ fn create_append_load_round_trip() {
     store.create_session("s1", Path::new("/proj"), MODEL).unwrap();
     let entries = conversation();
     for (index, entry) in entries.iter().enumerate() {
-        assert_eq!(store.append("s1", entry).unwrap(), index as u64, "seq is the transcript index");
+        assert_eq!(
+            store.append("s1", entry).unwrap(),
+            index as u64,
+            "seq is the transcript index"
+        );
     }
     assert_eq!(store.load_entries("s1").unwrap(), entries);
 
@@ -75,7 +97,11 @@ fn create_append_load_round_trip() {
     assert_eq!(info.id, "s1");
     assert_eq!(info.project_dir, Path::new("/proj"));
     assert_eq!(info.model, MODEL);
-    assert_eq!(info.title.as_deref(), Some("List the files, please"), "the first user prompt");
+    assert_eq!(
+        info.title.as_deref(),
+        Some("List the files, please"),
+        "the first user prompt"
+    );
     assert_eq!(info.entry_count, entries.len() as u64);
     assert!(info.updated_at >= info.created_at);
 }
@@ -98,14 +124,22 @@ fn entries_are_stored_with_their_kind_and_json_body() {
         .collect::<Result<_, _>>()
         .unwrap();
     let kinds: Vec<&str> = rows.iter().map(|(_, kind, _)| kind.as_str()).collect();
-    assert_eq!(kinds, ["message", "message", "message", "summary", "message", "message"]);
-    assert_eq!(rows.iter().map(|(seq, ..)| *seq).collect::<Vec<_>>(), [0, 1, 2, 3, 4, 5]);
+    assert_eq!(
+        kinds,
+        ["message", "message", "message", "summary", "message", "message"]
+    );
+    assert_eq!(
+        rows.iter().map(|(seq, ..)| *seq).collect::<Vec<_>>(),
+        [0, 1, 2, 3, 4, 5]
+    );
     let summary: serde_json::Value = serde_json::from_str(&rows[3].2).unwrap();
     assert_eq!(
         summary,
         json!({"kind": "summary", "summary": "The user asked for a listing; ls failed.", "entriesCompacted": 3, "firstKept": 2})
     );
-    let version: i64 = conn.query_row("PRAGMA user_version", [], |row| row.get(0)).unwrap();
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .unwrap();
     assert_eq!(version, coding_agent::store::SCHEMA_VERSION);
 }
 
@@ -115,15 +149,38 @@ fn title_is_the_first_user_prompt_on_one_short_line() {
     let store = store_in(dir.path());
     store.create_session("s", Path::new("/p"), MODEL).unwrap();
     assert_eq!(store.session("s").unwrap().unwrap().title, None);
-    store.append("s", &Entry::Message { message: Message::assistant("hello", vec![]) }).unwrap();
-    store.append("s", &Entry::Summary { summary: "x".into(), entries_compacted: 1, first_kept: 1 }).unwrap();
-    assert_eq!(store.session("s").unwrap().unwrap().title, None, "only a user message names a session");
+    store
+        .append(
+            "s",
+            &Entry::Message {
+                message: Message::assistant("hello", vec![]),
+            },
+        )
+        .unwrap();
+    store
+        .append(
+            "s",
+            &Entry::Summary {
+                summary: "x".into(),
+                entries_compacted: 1,
+                first_kept: 1,
+            },
+        )
+        .unwrap();
+    assert_eq!(
+        store.session("s").unwrap().unwrap().title,
+        None,
+        "only a user message names a session"
+    );
 
     let prompt = format!("Fix the\n\tbuild\x1b[2J {}", "and everything else ".repeat(10));
     store.append("s", &user(&prompt)).unwrap();
     store.append("s", &user("a later prompt")).unwrap();
     let title = store.session("s").unwrap().unwrap().title.unwrap();
-    assert!(title.starts_with("Fix the build [2J and everything else"), "{title}");
+    assert!(
+        title.starts_with("Fix the build [2J and everything else"),
+        "{title}"
+    );
     assert_eq!(title.chars().count(), TITLE_CHARS);
     assert!(title.ends_with('…'));
 }
@@ -137,15 +194,31 @@ fn last_session_is_the_newest_of_the_project_only() {
 
     store.create_session("a", here, MODEL).unwrap();
     store.create_session("b", here, MODEL).unwrap();
-    assert_eq!(store.last_session(here).unwrap().unwrap().id, "b", "the newer session");
+    assert_eq!(
+        store.last_session(here).unwrap().unwrap().id,
+        "b",
+        "the newer session"
+    );
     store.append("a", &user("back to a")).unwrap();
-    assert_eq!(store.last_session(here).unwrap().unwrap().id, "a", "the most recently updated one");
+    assert_eq!(
+        store.last_session(here).unwrap().unwrap().id,
+        "a",
+        "the most recently updated one"
+    );
 
     store.create_session("other", elsewhere, MODEL).unwrap();
     store.append("other", &user("elsewhere")).unwrap();
-    assert_eq!(store.last_session(here).unwrap().unwrap().id, "a", "other projects are ignored");
+    assert_eq!(
+        store.last_session(here).unwrap().unwrap().id,
+        "a",
+        "other projects are ignored"
+    );
     assert_eq!(store.last_session(elsewhere).unwrap().unwrap().id, "other");
-    assert_eq!(store.last_session(Path::new("/work")).unwrap(), None, "no prefix matching");
+    assert_eq!(
+        store.last_session(Path::new("/work")).unwrap(),
+        None,
+        "no prefix matching"
+    );
 
     // Many quick alternating writes: the order stays exact even within one clock tick.
     for round in 0..50 {
@@ -166,7 +239,9 @@ fn list_is_newest_first_with_counts_and_camel_case_json() {
             store.append(id, &user(&format!("{id} prompt {i}"))).unwrap();
         }
     }
-    store.create_session("not-listed", Path::new("/other"), MODEL).unwrap();
+    store
+        .create_session("not-listed", Path::new("/other"), MODEL)
+        .unwrap();
     store.append("two", &user("latest")).unwrap();
 
     let sessions = store.list(project).unwrap();
@@ -176,11 +251,25 @@ fn list_is_newest_first_with_counts_and_camel_case_json() {
 
     let value = serde_json::to_value(&sessions[0]).unwrap();
     let keys: Vec<&str> = value.as_object().unwrap().keys().map(String::as_str).collect();
-    assert_eq!(keys, ["id", "projectDir", "createdAt", "updatedAt", "model", "title", "entryCount"]);
+    assert_eq!(
+        keys,
+        [
+            "id",
+            "projectDir",
+            "createdAt",
+            "updatedAt",
+            "model",
+            "title",
+            "entryCount"
+        ]
+    );
     assert_eq!(value["projectDir"], "/proj");
     assert_eq!(value["entryCount"], 4);
     let updated = value["updatedAt"].as_str().unwrap();
-    assert!(updated.ends_with('Z') && updated.contains('T'), "RFC 3339 in UTC: {updated}");
+    assert!(
+        updated.ends_with('Z') && updated.contains('T'),
+        "RFC 3339 in UTC: {updated}"
+    );
 }
 
 #[test]
@@ -192,17 +281,29 @@ fn unknown_and_duplicate_sessions_are_clear_errors() {
     assert!(matches!(error, StoreError::NoSuchSession { .. }), "{error:?}");
     let message = error.to_string();
     assert!(message.contains("nope") && message.contains(DB_FILE), "{message}");
-    assert!(matches!(store.load_entries("nope"), Err(StoreError::NoSuchSession { .. })));
+    assert!(matches!(
+        store.load_entries("nope"),
+        Err(StoreError::NoSuchSession { .. })
+    ));
 
     store.create_session("s", Path::new("/p"), MODEL).unwrap();
-    let error = store.create_session("s", Path::new("/p"), "openai/gpt").unwrap_err();
+    let error = store
+        .create_session("s", Path::new("/p"), "openai/gpt")
+        .unwrap_err();
     assert!(matches!(error, StoreError::SessionExists { .. }), "{error:?}");
-    assert_eq!(store.session("s").unwrap().unwrap().model, MODEL, "the first session is untouched");
+    assert_eq!(
+        store.session("s").unwrap().unwrap().model,
+        MODEL,
+        "the first session is untouched"
+    );
     assert_eq!(store.load_entries("s").unwrap(), []);
 
     store.set_model("s", "anthropic/claude").unwrap();
     assert_eq!(store.session("s").unwrap().unwrap().model, "anthropic/claude");
-    assert!(matches!(store.set_model("nope", "x"), Err(StoreError::NoSuchSession { .. })));
+    assert!(matches!(
+        store.set_model("nope", "x"),
+        Err(StoreError::NoSuchSession { .. })
+    ));
 }
 
 #[test]
@@ -213,7 +314,9 @@ fn the_database_lives_in_data_dir_in_wal_mode_and_private() {
     assert_eq!(store.path(), data_dir.join(DB_FILE));
     assert!(store.path().is_file());
     let conn = rusqlite::Connection::open(store.path()).unwrap();
-    let mode: String = conn.query_row("PRAGMA journal_mode", [], |row| row.get(0)).unwrap();
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode", [], |row| row.get(0))
+        .unwrap();
     assert_eq!(mode, "wal");
     #[cfg(unix)]
     {
@@ -252,7 +355,10 @@ fn the_sink_persists_a_transcript_and_resumes_it() {
 
     let orphan = SessionSink::new(Arc::clone(&store), "missing");
     let error = orphan.append(&user("lost")).unwrap_err();
-    assert!(error.contains("missing"), "the sink's error names the session: {error}");
+    assert!(
+        error.contains("missing"),
+        "the sink's error names the session: {error}"
+    );
 }
 
 /// Two connections, as two `elph` processes on one DATA_DIR would have, writing at the same time.
@@ -286,18 +392,25 @@ fn two_connections_appending_concurrently_keep_everything() {
     }
 
     let check = store_in(dir.path());
-    let expected: Vec<Vec<Entry>> =
-        (0..4).map(|thread| (0..EACH).map(|n| numbered(thread * 10_000 + n)).collect()).collect();
+    let expected: Vec<Vec<Entry>> = (0..4)
+        .map(|thread| (0..EACH).map(|n| numbered(thread * 10_000 + n)).collect())
+        .collect();
     assert_eq!(check.load_entries("left").unwrap(), expected[0]);
     assert_eq!(check.load_entries("right").unwrap(), expected[1]);
     // Both connections wrote the shared session: every entry once, each writer's in its order.
     let shared = check.load_entries("shared").unwrap();
     assert_eq!(shared.len(), 2 * EACH);
     for thread in [2, 3] {
-        let mine: Vec<&Entry> = shared.iter().filter(|entry| expected[thread].contains(entry)).collect();
+        let mine: Vec<&Entry> = shared
+            .iter()
+            .filter(|entry| expected[thread].contains(entry))
+            .collect();
         assert_eq!(mine, expected[thread].iter().collect::<Vec<_>>());
     }
-    assert_eq!(check.session("shared").unwrap().unwrap().entry_count, 2 * EACH as u64);
+    assert_eq!(
+        check.session("shared").unwrap().unwrap().entry_count,
+        2 * EACH as u64
+    );
 }
 
 #[test]
@@ -314,7 +427,14 @@ fn a_store_dropped_without_closing_loses_nothing() {
 
     let reopened = store_in(dir.path());
     assert_eq!(reopened.load_entries("s").unwrap(), conversation());
-    assert_eq!(reopened.last_session(Path::new("/p")).unwrap().unwrap().entry_count, 6);
+    assert_eq!(
+        reopened
+            .last_session(Path::new("/p"))
+            .unwrap()
+            .unwrap()
+            .entry_count,
+        6
+    );
 }
 
 const KILL_CHILD_ENV: &str = "ELPH_STORE_TEST_KILL_CHILD";
@@ -331,7 +451,9 @@ fn sigkill_child_appender() {
     let start = match store.session(KILL_SESSION).unwrap() {
         Some(info) => info.entry_count as usize,
         None => {
-            store.create_session(KILL_SESSION, Path::new("/p"), MODEL).unwrap();
+            store
+                .create_session(KILL_SESSION, Path::new("/p"), MODEL)
+                .unwrap();
             0
         }
     };
@@ -351,7 +473,12 @@ fn sigkill_mid_append_loses_nothing_committed() {
     // Three children in turn, each killed at a different point while appending to one session.
     for (round, kill_after) in [40, 75, 130].into_iter().enumerate() {
         let mut child = Command::new(std::env::current_exe().unwrap())
-            .args(["suite::store::sigkill_child_appender", "--exact", "--nocapture", "--test-threads=1"])
+            .args([
+                "suite::store::sigkill_child_appender",
+                "--exact",
+                "--nocapture",
+                "--test-threads=1",
+            ])
             .env(KILL_CHILD_ENV, dir.path())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -362,7 +489,8 @@ fn sigkill_mid_append_loses_nothing_committed() {
         let (lines, seen) = mpsc::channel();
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if let Some(seq) = line.strip_prefix("committed ")
+                // libtest's own "test … ... " may share the first line.
+                if let Some((_, seq)) = line.rsplit_once("committed ")
                     && lines.send(seq.parse::<usize>().unwrap()).is_err()
                 {
                     break;
@@ -382,21 +510,34 @@ fn sigkill_mid_append_loses_nothing_committed() {
         child.kill().unwrap(); // SIGKILL, while it keeps appending
         let status = child.wait().unwrap();
         #[cfg(unix)]
-        assert_eq!(std::os::unix::process::ExitStatusExt::signal(&status), Some(9), "{status}");
-        assert_eq!(reported[0], committed, "round {round}: the child went on from the last entry");
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&status),
+            Some(9),
+            "{status}"
+        );
+        assert_eq!(
+            reported[0], committed,
+            "round {round}: the child went on from the last entry"
+        );
         let last_reported = *reported.last().unwrap();
 
         // Reopen without any repair step.
         let store = store_in(dir.path());
         let entries = store.load_entries(KILL_SESSION).unwrap();
-        assert!(entries.len() > last_reported, "round {round}: {} <= {last_reported}", entries.len());
+        assert!(
+            entries.len() > last_reported,
+            "round {round}: {} <= {last_reported}",
+            entries.len()
+        );
         for (n, entry) in entries.iter().enumerate() {
             assert_eq!(entry, &numbered(n), "round {round}: entry {n}");
         }
         store.integrity_check().unwrap();
         drop(store);
         let conn = rusqlite::Connection::open(dir.path().join(DB_FILE)).unwrap();
-        let check: String = conn.query_row("PRAGMA integrity_check", [], |row| row.get(0)).unwrap();
+        let check: String = conn
+            .query_row("PRAGMA integrity_check", [], |row| row.get(0))
+            .unwrap();
         assert_eq!(check, "ok");
         committed = entries.len();
     }
@@ -418,7 +559,11 @@ fn a_file_that_is_not_a_database_is_reported_not_replaced() {
 
     let error = SessionStore::open(dir.path()).unwrap_err();
     assert_names_path_and_says_move(&error, &db);
-    assert_eq!(std::fs::read_to_string(&db).unwrap(), junk, "the file is left as it was");
+    assert_eq!(
+        std::fs::read_to_string(&db).unwrap(),
+        junk,
+        "the file is left as it was"
+    );
 }
 
 #[test]
@@ -436,7 +581,9 @@ fn damaged_pages_are_reported_as_corrupt() {
     bytes[4096..].fill(0x55); // every page but the first (the header and the schema)
     std::fs::write(&db, &bytes).unwrap();
 
-    let error = SessionStore::open(dir.path()).and_then(|store| store.load_entries("s").map(drop)).unwrap_err();
+    let error = SessionStore::open(dir.path())
+        .and_then(|store| store.load_entries("s").map(drop))
+        .unwrap_err();
     assert_names_path_and_says_move(&error, &db);
 }
 
@@ -445,7 +592,10 @@ fn a_newer_schema_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     drop(store_in(dir.path()));
     let db = dir.path().join(DB_FILE);
-    rusqlite::Connection::open(&db).unwrap().pragma_update(None, "user_version", 99).unwrap();
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .pragma_update(None, "user_version", 99)
+        .unwrap();
     let error = SessionStore::open(dir.path()).unwrap_err();
     assert!(matches!(error, StoreError::TooNew { found: 99, .. }), "{error:?}");
     assert!(error.to_string().contains(&db.display().to_string()));
@@ -465,7 +615,12 @@ fn sessions_table_for_people() {
     };
     let table = format_sessions(
         &[
-            session("0197a1b2-0000-7000-8000-000000000001", 3, 12, Some("Fix the build")),
+            session(
+                "0197a1b2-0000-7000-8000-000000000001",
+                3,
+                12,
+                Some("Fix the build"),
+            ),
             session("0197a1b2-0000-7000-8000-000000000000", 60 * 30, 140, None),
         ],
         now,
