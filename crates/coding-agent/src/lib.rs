@@ -1,5 +1,6 @@
 //! The `elph` binary's library: paths, hook discovery, trust, the hook host, and the front ends.
 
+pub mod acp;
 pub mod cli;
 pub mod diagnostics;
 pub mod gate;
@@ -10,3 +11,4 @@ pub mod runtime;
 pub mod settings;
 pub mod store;
 pub mod trust;
+pub mod tui;

@@ -31,7 +31,13 @@ impl TestEnv {
             std::fs::create_dir_all(dir).expect("create test folder");
         }
         let project = std::fs::canonicalize(&project).expect("canonical project");
-        TestEnv { root, home, config_dir, data_dir, project }
+        TestEnv {
+            root,
+            home,
+            config_dir,
+            data_dir,
+            project,
+        }
     }
 
     /// Records the project as trusted in trust.json.
@@ -43,12 +49,19 @@ impl TestEnv {
     pub fn write_project_hooks(&self, hooks: &Value) {
         let dir = self.project.join(".elph");
         std::fs::create_dir_all(&dir).expect("create .elph");
-        std::fs::write(dir.join("hooks.json"), serde_json::to_string_pretty(hooks).unwrap()).expect("write hooks.json");
+        std::fs::write(
+            dir.join("hooks.json"),
+            serde_json::to_string_pretty(hooks).unwrap(),
+        )
+        .expect("write hooks.json");
     }
 
     pub fn write_home_hooks(&self, hooks: &Value) {
-        std::fs::write(self.config_dir.join("hooks.json"), serde_json::to_string_pretty(hooks).unwrap())
-            .expect("write hooks.json");
+        std::fs::write(
+            self.config_dir.join("hooks.json"),
+            serde_json::to_string_pretty(hooks).unwrap(),
+        )
+        .expect("write hooks.json");
     }
 
     /// Writes an executable `#!/bin/sh` script under `PROJECT/.elph/hooks/` and returns its path.

@@ -9,9 +9,9 @@ use clap::Subcommand;
 use super::exit;
 #[path = "hooks_test.rs"]
 mod hooks_test;
+use crate::hooks::HookSet;
 use crate::hooks::config::read_file;
 use crate::hooks::discovery::{FileLoad, HookScope, merge};
-use crate::hooks::HookSet;
 use crate::paths::Paths;
 
 #[derive(Debug, Subcommand)]

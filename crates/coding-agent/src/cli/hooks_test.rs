@@ -34,7 +34,7 @@ const DEFAULT_SYSTEM_PROMPT: &str = "You are Elph, a coding agent.";
     elph hooks test preToolUse --tool shell_exec --input '{\"command\": \"rm -rf /\"}'\n  \
     elph hooks test beforeAgent --prompt 'fix the tests'\n  \
     elph hooks test postToolUse --payload payload.json --json\n  \
-    echo '{\"toolName\": \"read_file\", \"toolCallId\": \"c1\", \"toolInput\": {}}' | elph hooks test preToolUse --payload -\n\n\
+    elph hooks test preToolUse --payload - < payload.json\n\n\
     Events: sessionStart userPromptSubmit beforeAgent context preToolUse postToolUse postToolUseFailure \
     preCompact postCompact stop sessionEnd")]
 pub struct TestArgs {
@@ -581,12 +581,9 @@ fn describe_block(block: &ContentBlock) -> String {
 /// The outcome as the hook would have written it: fields it left out are not shown as null.
 fn without_nulls(outcome: &HookOutcome) -> Value {
     match serde_json::to_value(outcome) {
-        Ok(Value::Object(fields)) => Value::Object(
-            fields
-                .into_iter()
-                .filter(|(_, value)| !value.is_null())
-                .collect(),
-        ),
+        Ok(Value::Object(fields)) => {
+            Value::Object(fields.into_iter().filter(|(_, value)| !value.is_null()).collect())
+        }
         Ok(other) => other,
         Err(_) => Value::Null,
     }

@@ -1,5 +1,6 @@
 //! The command line: argument parsing and dispatch to one module per command.
 
+mod doctor;
 mod hooks;
 mod run;
 mod sessions;
@@ -37,6 +38,11 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
 
+    /// The model of the terminal UI: PROVIDER/MODEL, e.g. openai/gpt-4.1, anthropic/claude-sonnet-4-5,
+    /// or scripted/PATH (offline). Otherwise $ELPH_MODEL, then `model` in CONFIG_DIR/settings.json.
+    #[arg(long, value_name = "PROVIDER/MODEL")]
+    pub model: Option<String>,
+
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -52,6 +58,10 @@ pub enum Command {
     Untrust(trust::UntrustArgs),
     /// Run one turn headless: the answer on stdout, for scripts and CI.
     Run(run::RunArgs),
+    /// Check the setup: paths, trust, hook files, every hook and its recent runs, with fixes.
+    Doctor(doctor::DoctorArgs),
+    /// Serve the Agent Client Protocol on stdin/stdout, for editors such as Zed.
+    Acp(crate::acp::AcpArgs),
     /// List the project's stored sessions, newest first.
     Sessions(sessions::SessionsArgs),
 }
@@ -85,13 +95,16 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         Some(Command::Trust(args)) => trust::run_trust(cli.cwd.as_deref(), args),
         Some(Command::Untrust(args)) => trust::run_untrust(cli.cwd.as_deref(), args),
         Some(Command::Run(args)) => run::run(cli.cwd.as_deref(), args),
+        Some(Command::Doctor(args)) => doctor::run(cli.cwd.as_deref(), args),
+        Some(Command::Acp(args)) => crate::acp::run(cli.cwd.as_deref(), args),
         Some(Command::Sessions(args)) => sessions::run(cli.cwd.as_deref(), args),
-        None => interactive(cli.cwd.as_deref()),
+        None => interactive(cli.cwd.as_deref(), cli.model),
     }
 }
 
-/// `elph` without a subcommand: the trust gate first, before the datastore or any UI opens.
-fn interactive(cwd: Option<&std::path::Path>) -> anyhow::Result<u8> {
+/// `elph` without a subcommand: the trust gate first, before the datastore or any UI opens; then
+/// the terminal UI, with the project's hooks only if the project is trusted.
+fn interactive(cwd: Option<&std::path::Path>, model: Option<String>) -> anyhow::Result<u8> {
     use crate::gate::{GateOutcome, has_terminal, startup_gate};
     let paths = crate::paths::Paths::from_env(cwd)?;
     let store = crate::trust::TrustStore::new(&paths.config_dir);
@@ -101,10 +114,6 @@ fn interactive(cwd: Option<&std::path::Path>) -> anyhow::Result<u8> {
             Ok(exit::TRUST_DECLINED)
         }
         GateOutcome::Interrupted => Ok(exit::INTERRUPTED),
-        GateOutcome::Proceed(_decision) => {
-            // The TUI opens here, with the project's hooks only if `_decision.trusted`.
-            eprintln!("elph: the terminal UI is not available in this build yet; use `elph run`");
-            Ok(exit::ERROR)
-        }
+        GateOutcome::Proceed(decision) => crate::tui::run(paths, model, decision),
     }
 }

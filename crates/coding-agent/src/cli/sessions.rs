@@ -30,8 +30,15 @@ pub fn run(cwd: Option<&Path>, args: SessionsArgs) -> anyhow::Result<u8> {
     } else if sessions.is_empty() {
         writeln!(out, "no sessions for {} yet", paths.project_dir.display())?;
     } else {
-        write!(out, "{}", format_sessions(&sessions, time::OffsetDateTime::now_utc()))?;
-        writeln!(out, "resume one with `elph run --session ID`, or the latest with `elph run -c`")?;
+        write!(
+            out,
+            "{}",
+            format_sessions(&sessions, time::OffsetDateTime::now_utc())
+        )?;
+        writeln!(
+            out,
+            "resume one with `elph run --session ID`, or the latest with `elph run -c`"
+        )?;
     }
     Ok(exit::SUCCESS)
 }

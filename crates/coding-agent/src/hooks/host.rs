@@ -15,8 +15,9 @@ use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
+use std::time::Duration;
 
-use elph_agent::hooks::limits::MAX_INPUT_BYTES;
+use elph_agent::hooks::limits::{MAX_INPUT_BYTES, MAX_TIMEOUT};
 use elph_agent::hooks::{
     ChainFlow, Dispatch, HookDiagnostic, HookEvent, HookPayload, HookRun, HookRunner, Reducer, RunStatus,
     parse_stdout,
@@ -164,7 +165,8 @@ impl HookHost {
             cwd: &self.project_dir,
             env: &env,
             stdin,
-            timeout: hook.timeout,
+            // Discovery already checked the range; the host holds the bound on its own too.
+            timeout: hook.timeout.clamp(Duration::from_millis(1), MAX_TIMEOUT),
         };
         process::run(&spec).await
     }

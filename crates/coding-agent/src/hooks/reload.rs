@@ -24,7 +24,10 @@ pub struct HookLoader {
 
 impl HookLoader {
     pub fn new(paths: Paths) -> Self {
-        HookLoader { paths, last_good: Mutex::new(HashMap::new()) }
+        HookLoader {
+            paths,
+            last_good: Mutex::new(HashMap::new()),
+        }
     }
 
     pub fn paths(&self) -> &Paths {
@@ -55,7 +58,10 @@ impl HookLoader {
 
     fn read(&self, path: PathBuf, scope: HookScope, kept: &mut Vec<Diagnostic>) -> FileLoad {
         let mut load = FileLoad::read(path.clone(), scope);
-        let mut last_good = self.last_good.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut last_good = self
+            .last_good
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         match &load.result {
             Ok(Some(contents)) => {
                 last_good.insert(path, contents.clone());

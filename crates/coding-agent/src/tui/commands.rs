@@ -57,11 +57,11 @@ impl SlashCommand {
             SlashCommand::Help => "Show commands and keys",
             SlashCommand::Trust => TrustSlashCommand::Trust.description(),
             SlashCommand::Untrust => TrustSlashCommand::Untrust.description(),
-            SlashCommand::Reload => "Re-read trust and both hooks.json files, and swap the hook set",
+            SlashCommand::Reload => "Re-read trust and both hooks.json files",
             SlashCommand::Compact => "Summarize the older conversation to free context",
             SlashCommand::New => "End this session and start a new one",
             SlashCommand::Resume => "Resume an earlier session of this project",
-            SlashCommand::Hooks => "Active hooks, their sources, recent runs and diagnostics",
+            SlashCommand::Hooks => "Active hooks, sources, recent runs, diagnostics",
             SlashCommand::Quit => "End the session and exit",
         }
     }
@@ -72,7 +72,10 @@ impl SlashCommand {
 
     /// Whether the command needs the agent (and so waits while a turn runs).
     pub fn needs_agent(self) -> bool {
-        !matches!(self, SlashCommand::Help | SlashCommand::Hooks | SlashCommand::Quit)
+        !matches!(
+            self,
+            SlashCommand::Help | SlashCommand::Hooks | SlashCommand::Quit
+        )
     }
 }
 
@@ -162,7 +165,10 @@ mod tests {
     fn parses_commands_and_arguments() {
         assert_eq!(
             parse("/compact keep the plan"),
-            Some(Parsed::Command(SlashCommand::Compact, Some("keep the plan".into())))
+            Some(Parsed::Command(
+                SlashCommand::Compact,
+                Some("keep the plan".into())
+            ))
         );
         assert_eq!(parse(" /quit "), Some(Parsed::Command(SlashCommand::Quit, None)));
         assert_eq!(parse("/nope x"), Some(Parsed::Unknown("nope".into())));

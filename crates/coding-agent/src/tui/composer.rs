@@ -75,7 +75,10 @@ impl Composer {
 
     /// Inserts text at the cursor (a paste: line breaks normalized, tabs as spaces).
     pub fn insert_str(&mut self, text: &str) {
-        let text = text.replace("\r\n", "\n").replace('\r', "\n").replace('\t', "    ");
+        let text = text
+            .replace("\r\n", "\n")
+            .replace('\r', "\n")
+            .replace('\t', "    ");
         let text: String = text.chars().filter(|c| *c == '\n' || !c.is_control()).collect();
         self.text.insert_str(self.cursor, &text);
         self.cursor += text.len();
@@ -155,7 +158,9 @@ impl Composer {
         }
         let column = self.column();
         let next_start = end + 1;
-        let next_end = self.text[next_start..].find('\n').map_or(self.text.len(), |i| next_start + i);
+        let next_end = self.text[next_start..]
+            .find('\n')
+            .map_or(self.text.len(), |i| next_start + i);
         self.cursor = self.at_column(next_start, next_end, column);
     }
 
@@ -192,7 +197,9 @@ impl Composer {
     }
 
     fn line_end(&self) -> usize {
-        self.text[self.cursor..].find('\n').map_or(self.text.len(), |i| self.cursor + i)
+        self.text[self.cursor..]
+            .find('\n')
+            .map_or(self.text.len(), |i| self.cursor + i)
     }
 
     /// The cursor's column in characters.
@@ -305,7 +312,10 @@ mod tests {
         composer.handle_key(key(KeyCode::Enter, KeyModifiers::ALT));
         composer.handle_key(key(KeyCode::Char('j'), KeyModifiers::CONTROL));
         assert_eq!(composer.text(), "a\nb\n\n");
-        assert_eq!(composer.handle_key(key(KeyCode::Enter, KeyModifiers::NONE)), Edit::Ignored);
+        assert_eq!(
+            composer.handle_key(key(KeyCode::Enter, KeyModifiers::NONE)),
+            Edit::Ignored
+        );
     }
 
     #[test]
@@ -369,6 +379,9 @@ mod tests {
         assert_eq!(cursor, (1, 0));
         let mut composer = typed("ab\ncd");
         composer.handle_key(key(KeyCode::Home, KeyModifiers::NONE));
-        assert_eq!(composer.layout(10), (vec!["ab".to_string(), "cd".to_string()], (1, 0)));
+        assert_eq!(
+            composer.layout(10),
+            (vec!["ab".to_string(), "cd".to_string()], (1, 0))
+        );
     }
 }

@@ -63,7 +63,10 @@ pub fn render(text: &str, width: usize, indent: &str) -> Vec<Line<'static>> {
         }
         if is_rule(trimmed) {
             let rule = "─".repeat(width.saturating_sub(wrap::width(indent)).min(40));
-            lines.push(Line::from(vec![Span::raw(indent.to_string()), Span::styled(rule, marker_style())]));
+            lines.push(Line::from(vec![
+                Span::raw(indent.to_string()),
+                Span::styled(rule, marker_style()),
+            ]));
             continue;
         }
         if let Some(quoted) = trimmed.strip_prefix('>') {
@@ -79,7 +82,10 @@ pub fn render(text: &str, width: usize, indent: &str) -> Vec<Line<'static>> {
         let depth = (raw.len() - trimmed.len()) / 2;
         if let Some((bullet, rest)) = list_item(trimmed) {
             let lead = format!("{indent}{}", "  ".repeat(depth));
-            let first = vec![Span::raw(lead.clone()), Span::styled(bullet.clone(), marker_style())];
+            let first = vec![
+                Span::raw(lead.clone()),
+                Span::styled(bullet.clone(), marker_style()),
+            ];
             let hang = vec![Span::raw(format!("{lead}{}", " ".repeat(wrap::width(&bullet))))];
             lines.extend(wrap(&inline(rest), width, &first, &hang));
             continue;
@@ -112,10 +118,7 @@ fn heading(line: &str) -> Option<(usize, &str)> {
 
 fn is_rule(line: &str) -> bool {
     let compact: String = line.chars().filter(|c| !c.is_whitespace()).collect();
-    compact.len() >= 3
-        && ['-', '*', '_']
-            .iter()
-            .any(|m| compact.chars().all(|c| c == *m))
+    compact.len() >= 3 && ['-', '*', '_'].iter().any(|m| compact.chars().all(|c| c == *m))
 }
 
 /// `- x`, `* x`, `+ x` → `• `; `1. x`, `2) x` → `1. `. Returns the bullet to draw and the text.
@@ -220,7 +223,10 @@ mod tests {
     use super::*;
 
     fn texts(lines: &[Line<'_>]) -> Vec<String> {
-        lines.iter().map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect()).collect()
+        lines
+            .iter()
+            .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())
+            .collect()
     }
 
     #[test]
@@ -247,7 +253,10 @@ mod tests {
 
     #[test]
     fn list_items_hang_when_wrapped() {
-        assert_eq!(texts(&render("- alpha beta gamma", 12, "")), vec!["• alpha beta", "  gamma"]);
+        assert_eq!(
+            texts(&render("- alpha beta gamma", 12, "")),
+            vec!["• alpha beta", "  gamma"]
+        );
     }
 
     #[test]

@@ -38,7 +38,12 @@ pub fn sanitize(text: &str) -> String {
 
 /// Wraps `spans` (one logical line, no newlines) to `width` cells. The first row starts with
 /// `first`, the others with `rest`; both prefixes should have the same width.
-pub fn wrap(spans: &[Span<'_>], width: usize, first: &[Span<'static>], rest: &[Span<'static>]) -> Vec<Line<'static>> {
+pub fn wrap(
+    spans: &[Span<'_>],
+    width: usize,
+    first: &[Span<'static>],
+    rest: &[Span<'static>],
+) -> Vec<Line<'static>> {
     let prefix_width = |spans: &[Span<'static>]| spans.iter().map(|s| self::width(&s.content)).sum::<usize>();
     let prefix_width = prefix_width(first).max(prefix_width(rest));
     let room = width.saturating_sub(prefix_width).max(1);
@@ -103,11 +108,22 @@ pub fn wrap(spans: &[Span<'_>], width: usize, first: &[Span<'static>], rest: &[S
 }
 
 /// Wraps plain text that may hold newlines, every line in `style`.
-pub fn wrap_text(text: &str, style: Style, width: usize, first: &[Span<'static>], rest: &[Span<'static>]) -> Vec<Line<'static>> {
+pub fn wrap_text(
+    text: &str,
+    style: Style,
+    width: usize,
+    first: &[Span<'static>],
+    rest: &[Span<'static>],
+) -> Vec<Line<'static>> {
     let mut lines = Vec::new();
     for (index, line) in sanitize(text).split('\n').enumerate() {
         let prefix = if index == 0 { first } else { rest };
-        lines.extend(wrap(&[Span::styled(line.to_string(), style)], width, prefix, rest));
+        lines.extend(wrap(
+            &[Span::styled(line.to_string(), style)],
+            width,
+            prefix,
+            rest,
+        ));
     }
     lines
 }
@@ -160,7 +176,10 @@ mod tests {
     use super::*;
 
     fn texts(lines: &[Line<'_>]) -> Vec<String> {
-        lines.iter().map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect()).collect()
+        lines
+            .iter()
+            .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())
+            .collect()
     }
 
     #[test]

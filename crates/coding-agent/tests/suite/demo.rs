@@ -13,13 +13,20 @@ async fn the_offline_demo_shows_each_hook_at_work() {
         .env("HOME", home.path())
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("ELPH_BIN", env!("CARGO_BIN_EXE_elph"));
-    let output = tokio::time::timeout(Duration::from_secs(120), tokio::task::spawn_blocking(move || command.output()))
-        .await
-        .expect("the demo finishes")
-        .unwrap()
-        .unwrap();
+    let output = tokio::time::timeout(
+        Duration::from_secs(120),
+        tokio::task::spawn_blocking(move || command.output()),
+    )
+    .await
+    .expect("the demo finishes")
+    .unwrap()
+    .unwrap();
     let text = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "{text}\n{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     for expected in [
         "hook 'house-rules' added to the system prompt",
         "hook 'redact-secrets' replaced the tool result",
@@ -30,7 +37,10 @@ async fn the_offline_demo_shows_each_hook_at_work() {
     ] {
         assert!(text.contains(expected), "missing {expected:?} in:\n{text}");
     }
-    assert!(!text.contains("sk-demo-0123456789abcdef"), "the secret never reaches the output");
+    assert!(
+        !text.contains("sk-demo-0123456789abcdef"),
+        "the secret never reaches the output"
+    );
     let audit_lines = text.lines().last().unwrap().trim();
     assert_eq!(audit_lines, "4", "one audit line per tool call");
 }

@@ -6,6 +6,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use test_support::hook_scripts::write_script;
 
+const ELPH: &str = env!("CARGO_BIN_EXE_elph");
 const DEADLINE: Duration = Duration::from_secs(60);
 
 /// HOME, CONFIG_DIR, DATA_DIR and a project, all in one temp folder.
@@ -56,7 +57,7 @@ impl World {
     }
 
     fn elph(&self) -> assert_cmd::Command {
-        let mut command = assert_cmd::Command::cargo_bin("elph").unwrap();
+        let mut command = assert_cmd::Command::new(ELPH);
         command
             .env_clear()
             .env("HOME", &self.home)

@@ -366,6 +366,7 @@ async fn assert_timeout_kills_group(body: &str) {
     let started = Instant::now();
     let dispatch = within(host.dispatch(fx.stop())).await;
     let elapsed = started.elapsed();
+    println!("timeout {timeout:?}: ended after {elapsed:?}");
     let run = only_run(&dispatch);
     assert!(run.timed_out, "{run:#?}");
     assert_eq!(run.status, RunStatus::Failed);
@@ -419,6 +420,7 @@ async fn a_grandchild_holding_the_pipes_does_not_hold_the_agent() {
     let done = unix_nanos_now();
     let exited: u128 = std::fs::read_to_string(&stamp).unwrap().trim().parse().unwrap();
     let after_exit = Duration::from_nanos((done - exited) as u64);
+    println!("finished {after_exit:?} after the hook exited");
     assert!(
         after_exit <= Duration::from_millis(250),
         "finished {after_exit:?} after the hook exited; the bound is 250 ms"
@@ -444,6 +446,38 @@ async fn a_grandchild_holding_the_pipes_does_not_hold_the_agent() {
         .unwrap();
     let left = live_group_members(pgid, SETTLE);
     assert!(left.is_empty(), "the grandchild survived: {left:?}");
+}
+
+#[tokio::test]
+async fn nothing_a_hook_started_outlives_it() {
+    let fx = Fixture::new();
+    let pid_file = fx.out("pid");
+    // The background job lets go of the pipes, so the run ends as soon as the hook exits.
+    let program = fx.script(
+        "detached.sh",
+        &format!(
+            "echo $$ > '{}'\nsleep 1000 < /dev/null > /dev/null 2>&1 &\necho '{{}}'",
+            pid_file.display()
+        ),
+    );
+    let host = fx.host(vec![fx.hook("detached", HookEvent::Stop, &program)]);
+    let started = Instant::now();
+    let dispatch = within(host.dispatch(fx.stop())).await;
+    assert!(
+        started.elapsed() < Duration::from_millis(500),
+        "{:?}",
+        started.elapsed()
+    );
+    let run = only_run(&dispatch);
+    assert_eq!(run.status, RunStatus::Ok);
+    assert!(run.notes.is_empty(), "no grace was needed: {:?}", run.notes);
+    let pgid: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let left = live_group_members(pgid, SETTLE);
+    assert!(left.is_empty(), "the background job outlived the hook: {left:?}");
 }
 
 /// One failing hook: it fails open (no change) with a diagnostic naming the hook and `cause`.

@@ -18,20 +18,27 @@ pub async fn run_elph(env: &TestEnv, server: &FakeModelServer, args: &[&str]) ->
     let mut command = env.command(&elph());
     match server.wire() {
         Wire::OpenAi => {
-            command.env("OPENAI_API_KEY", "sk-test-secret-key").env("OPENAI_BASE_URL", server.base_url());
+            command
+                .env("OPENAI_API_KEY", "sk-test-secret-key")
+                .env("OPENAI_BASE_URL", server.base_url());
             command.args(["run", "--model", "openai/gpt-test"]);
         }
         Wire::Anthropic => {
-            command.env("ANTHROPIC_API_KEY", "sk-ant-test-secret").env("ANTHROPIC_BASE_URL", server.base_url());
+            command
+                .env("ANTHROPIC_API_KEY", "sk-ant-test-secret")
+                .env("ANTHROPIC_BASE_URL", server.base_url());
             command.args(["run", "--model", "anthropic/claude-test"]);
         }
     }
     command.args(args);
-    let output = tokio::time::timeout(Duration::from_secs(60), tokio::task::spawn_blocking(move || command.output()))
-        .await
-        .expect("elph run finished within 60 s")
-        .unwrap()
-        .unwrap();
+    let output = tokio::time::timeout(
+        Duration::from_secs(60),
+        tokio::task::spawn_blocking(move || command.output()),
+    )
+    .await
+    .expect("elph run finished within 60 s")
+    .unwrap()
+    .unwrap();
     output
 }
 
@@ -75,7 +82,10 @@ fn request_text(request: &Value) -> String {
 }
 
 fn events_of(log: &Path) -> Vec<String> {
-    json_lines(log).iter().map(|payload| payload["event"].as_str().unwrap_or("?").to_string()).collect()
+    json_lines(log)
+        .iter()
+        .map(|payload| payload["event"].as_str().unwrap_or("?").to_string())
+        .collect()
 }
 
 #[tokio::test]
@@ -90,7 +100,14 @@ async fn session_start_once_with_session_id_env_and_event_order() {
         ids.display()
     );
     env.project_script("record.sh", &body);
-    let events = ["sessionStart", "userPromptSubmit", "beforeAgent", "context", "stop", "sessionEnd"];
+    let events = [
+        "sessionStart",
+        "userPromptSubmit",
+        "beforeAgent",
+        "context",
+        "stop",
+        "sessionEnd",
+    ];
     env.write_project_hooks(&json!({
         "hooks": events.iter().map(|e| hook(&format!("rec-{e}"), e, "hooks/record.sh")).collect::<Vec<_>>()
     }));
@@ -104,7 +121,15 @@ async fn session_start_once_with_session_id_env_and_event_order() {
     let seen = events_of(&log);
     assert_eq!(
         seen,
-        ["sessionStart", "userPromptSubmit", "beforeAgent", "context", "context", "stop", "sessionEnd"],
+        [
+            "sessionStart",
+            "userPromptSubmit",
+            "beforeAgent",
+            "context",
+            "context",
+            "stop",
+            "sessionEnd"
+        ],
         "each event at its point, context before each of the two requests"
     );
     let payloads = json_lines(&log);
@@ -112,8 +137,15 @@ async fn session_start_once_with_session_id_env_and_event_order() {
     assert!(!session_id.is_empty());
     assert_eq!(payloads[0]["source"], "new");
     assert_eq!(payloads[0]["projectDir"], env.project.display().to_string());
-    let env_ids: Vec<String> = std::fs::read_to_string(&ids).unwrap().lines().map(str::to_string).collect();
-    assert!(env_ids.iter().all(|id| *id == session_id), "ELPH_SESSION_ID equals the payload's sessionId");
+    let env_ids: Vec<String> = std::fs::read_to_string(&ids)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    assert!(
+        env_ids.iter().all(|id| *id == session_id),
+        "ELPH_SESSION_ID equals the payload's sessionId"
+    );
     assert_eq!(payloads.last().unwrap()["reason"], "exit");
     assert_eq!(payloads[payloads.len() - 2]["status"], "completed");
 }
@@ -139,11 +171,22 @@ async fn before_agent_context_reaches_every_request_and_is_never_stored() {
     assert_eq!(requests.len(), 2);
     for request in &requests {
         let text = request_text(request);
-        assert!(text.contains("CTX-MARK-7731"), "system prompt addition in every request: {text}");
-        assert!(text.contains("TEMP-MARK-4410"), "temporary message in every request: {text}");
+        assert!(
+            text.contains("CTX-MARK-7731"),
+            "system prompt addition in every request: {text}"
+        );
+        assert!(
+            text.contains("TEMP-MARK-4410"),
+            "temporary message in every request: {text}"
+        );
     }
     assert_eq!(requests[0]["messages"][0]["role"], "system");
-    assert!(requests[0]["messages"][0]["content"].as_str().unwrap().ends_with("\n\nCTX-MARK-7731"));
+    assert!(
+        requests[0]["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .ends_with("\n\nCTX-MARK-7731")
+    );
 
     // The next turn (a new run continuing the session) starts from the stored transcript only.
     std::fs::write(env.project.join(".elph/hooks.json"), r#"{"hooks": []}"#).unwrap();
@@ -151,8 +194,14 @@ async fn before_agent_context_reaches_every_request_and_is_never_stored() {
     let output = run_elph(&env, &server, &["-c", "second prompt"]).await;
     assert!(output.status.success(), "{}", stderr(&output));
     let third = request_text(&server.requests()[2]);
-    assert!(third.contains("first prompt") && third.contains("first answer"), "{third}");
-    assert!(!third.contains("TEMP-MARK-4410") && !third.contains("CTX-MARK-7731"), "{third}");
+    assert!(
+        third.contains("first prompt") && third.contains("first answer"),
+        "{third}"
+    );
+    assert!(
+        !third.contains("TEMP-MARK-4410") && !third.contains("CTX-MARK-7731"),
+        "{third}"
+    );
 
     // Nothing temporary in the database file.
     let mut bytes = Vec::new();
@@ -185,9 +234,15 @@ async fn context_replacement_changes_only_that_request() {
     assert!(output.status.success(), "{}", stderr(&output));
     let requests = server.requests();
     let first = request_text(&requests[0]);
-    assert!(first.contains("Redacted context") && !first.contains("SECRET-PROMPT-TEXT"), "{first}");
+    assert!(
+        first.contains("Redacted context") && !first.contains("SECRET-PROMPT-TEXT"),
+        "{first}"
+    );
     let second = request_text(&requests[1]);
-    assert!(second.contains("SECRET-PROMPT-TEXT") && !second.contains("Redacted context"), "{second}");
+    assert!(
+        second.contains("SECRET-PROMPT-TEXT") && !second.contains("Redacted context"),
+        "{second}"
+    );
 }
 
 #[tokio::test]
@@ -195,7 +250,12 @@ async fn pre_tool_use_block_stops_the_tool_and_tells_the_model() {
     let env = TestEnv::new();
     env.trust_project();
     let post_log = env.evidence("post.jsonl");
-    let block = recording_hook(&env, "block.sh", &env.evidence("pre.jsonl"), r#"{"block": true, "reason": "no shell today"}"#);
+    let block = recording_hook(
+        &env,
+        "block.sh",
+        &env.evidence("pre.jsonl"),
+        r#"{"block": true, "reason": "no shell today"}"#,
+    );
     let post = recording_hook(&env, "post.sh", &post_log, "");
     env.write_project_hooks(&json!({"hooks": [
         tool_hook("guard", "preToolUse", &["shell_exec"], &block),
@@ -204,15 +264,25 @@ async fn pre_tool_use_block_stops_the_tool_and_tells_the_model() {
     ]}));
     let marker = env.evidence("ran-marker");
     let server = FakeModelServer::start(Wire::OpenAi).await;
-    server.enqueue(FakeReply::tool_call("shell_exec", json!({"command": format!("touch {}", marker.display())})));
+    server.enqueue(FakeReply::tool_call(
+        "shell_exec",
+        json!({"command": format!("touch {}", marker.display())}),
+    ));
     server.enqueue(FakeReply::text("understood"));
     let output = run_elph(&env, &server, &["run it"]).await;
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(!marker.exists(), "the blocked tool did not run");
     assert!(!post_log.exists(), "no post-tool hook runs for a blocked call");
     let second = request_text(&server.requests()[1]);
-    assert!(second.contains("guard") && second.contains("no shell today"), "{second}");
-    assert!(stderr(&output).contains("hook 'guard' blocked the tool call: no shell today"), "{}", stderr(&output));
+    assert!(
+        second.contains("guard") && second.contains("no shell today"),
+        "{second}"
+    );
+    assert!(
+        stderr(&output).contains("hook 'guard' blocked the tool call: no shell today"),
+        "{}",
+        stderr(&output)
+    );
 }
 
 #[tokio::test]
@@ -224,45 +294,78 @@ async fn pre_tool_use_rewrite_runs_the_new_input() {
     let rewrite = recording_hook(&env, "rewrite.sh", &env.evidence("pre.jsonl"), &outcome);
     env.write_project_hooks(&json!({"hooks": [tool_hook("rewrite", "preToolUse", &["shell_*"], &rewrite)]}));
     let server = FakeModelServer::start(Wire::OpenAi).await;
-    server.enqueue(FakeReply::tool_call("shell_exec", json!({"command": "echo original"})));
+    server.enqueue(FakeReply::tool_call(
+        "shell_exec",
+        json!({"command": "echo original"}),
+    ));
     server.enqueue(FakeReply::text("done"));
     let output = run_elph(&env, &server, &["go"]).await;
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(marker.exists(), "the tool ran with the rewritten input");
-    assert!(!request_text(&server.requests()[1]).contains("original\\n"), "the original command did not run");
+    assert!(
+        !request_text(&server.requests()[1]).contains("original\\n"),
+        "the original command did not run"
+    );
 }
 
 #[tokio::test]
 async fn a_rewrite_that_breaks_the_schema_fails_the_call() {
     let env = TestEnv::new();
     env.trust_project();
-    let rewrite = recording_hook(&env, "bad.sh", &env.evidence("pre.jsonl"), r#"{"toolInput": {"cmd": 42}}"#);
-    env.write_project_hooks(&json!({"hooks": [tool_hook("breaker", "preToolUse", &["shell_exec"], &rewrite)]}));
+    let rewrite = recording_hook(
+        &env,
+        "bad.sh",
+        &env.evidence("pre.jsonl"),
+        r#"{"toolInput": {"cmd": 42}}"#,
+    );
+    env.write_project_hooks(
+        &json!({"hooks": [tool_hook("breaker", "preToolUse", &["shell_exec"], &rewrite)]}),
+    );
     let marker = env.evidence("should-not-exist");
     let server = FakeModelServer::start(Wire::OpenAi).await;
-    server.enqueue(FakeReply::tool_call("shell_exec", json!({"command": format!("touch {}", marker.display())})));
+    server.enqueue(FakeReply::tool_call(
+        "shell_exec",
+        json!({"command": format!("touch {}", marker.display())}),
+    ));
     server.enqueue(FakeReply::text("done"));
     let output = run_elph(&env, &server, &["go"]).await;
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(!marker.exists(), "the tool did not run");
     let second = request_text(&server.requests()[1]);
-    assert!(second.contains("rewrote the arguments") && second.contains("invalid"), "{second}");
+    assert!(
+        second.contains("rewrote the arguments") && second.contains("invalid"),
+        "{second}"
+    );
 }
 
 #[tokio::test]
 async fn decision_ask_is_denied_headless_with_the_reason() {
     let env = TestEnv::new();
     env.trust_project();
-    let asker = recording_hook(&env, "ask.sh", &env.evidence("pre.jsonl"), r#"{"decision": "ask", "reason": "writes need a human"}"#);
+    let asker = recording_hook(
+        &env,
+        "ask.sh",
+        &env.evidence("pre.jsonl"),
+        r#"{"decision": "ask", "reason": "writes need a human"}"#,
+    );
     env.write_project_hooks(&json!({"hooks": [tool_hook("asker", "preToolUse", &["write_file"], &asker)]}));
     let server = FakeModelServer::start(Wire::OpenAi).await;
-    server.enqueue(FakeReply::tool_call("write_file", json!({"path": "x.txt", "content": "hi"})));
+    server.enqueue(FakeReply::tool_call(
+        "write_file",
+        json!({"path": "x.txt", "content": "hi"}),
+    ));
     server.enqueue(FakeReply::text("ok"));
     let output = run_elph(&env, &server, &["--approval", "auto", "write"]).await;
     assert!(output.status.success(), "{}", stderr(&output));
-    assert!(!env.project.join("x.txt").exists(), "denied: the file was not written");
+    assert!(
+        !env.project.join("x.txt").exists(),
+        "denied: the file was not written"
+    );
     let second = request_text(&server.requests()[1]);
-    assert!(second.contains("no one to approve") && second.contains("writes need a human"), "{second}");
+    assert!(
+        second.contains("no one to approve") && second.contains("writes need a human"),
+        "{second}"
+    );
 }
 
 #[tokio::test]
@@ -279,7 +382,10 @@ async fn post_tool_use_replaces_content_is_error_and_details() {
     let output = run_elph(&env, &server, &["--output-format", "stream-json", "read"]).await;
     assert!(output.status.success(), "{}", stderr(&output));
     let second = request_text(&server.requests()[1]);
-    assert!(second.contains("SANITIZED-RESULT") && !second.contains("ORIGINAL-CONTENT"), "{second}");
+    assert!(
+        second.contains("SANITIZED-RESULT") && !second.contains("ORIGINAL-CONTENT"),
+        "{second}"
+    );
     let finished: Vec<Value> = stdout(&output)
         .lines()
         .map(|line| serde_json::from_str::<Value>(line).unwrap())
@@ -289,7 +395,12 @@ async fn post_tool_use_replaces_content_is_error_and_details() {
     assert_eq!(finished[0]["details"], json!({"source": "policy-filter"}));
     let payload = &json_lines(&env.evidence("post.jsonl"))[0];
     assert_eq!(payload["toolName"], "read_file");
-    assert!(payload["content"][0]["text"].as_str().unwrap().contains("ORIGINAL-CONTENT"));
+    assert!(
+        payload["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("ORIGINAL-CONTENT")
+    );
 }
 
 #[tokio::test]
@@ -297,30 +408,53 @@ async fn invalid_post_tool_content_is_rejected_with_a_diagnostic() {
     let env = TestEnv::new();
     env.trust_project();
     std::fs::write(env.project.join("notes.txt"), "ORIGINAL-CONTENT").unwrap();
-    let post = recording_hook(&env, "post.sh", &env.evidence("post.jsonl"), r#"{"content": "just a string"}"#);
-    env.write_project_hooks(&json!({"hooks": [tool_hook("bad-patch", "postToolUse", &["read_file"], &post)]}));
+    let post = recording_hook(
+        &env,
+        "post.sh",
+        &env.evidence("post.jsonl"),
+        r#"{"content": "just a string"}"#,
+    );
+    env.write_project_hooks(
+        &json!({"hooks": [tool_hook("bad-patch", "postToolUse", &["read_file"], &post)]}),
+    );
     let server = FakeModelServer::start(Wire::OpenAi).await;
     server.enqueue(FakeReply::tool_call("read_file", json!({"path": "notes.txt"})));
     server.enqueue(FakeReply::text("ok"));
     let output = run_elph(&env, &server, &["read"]).await;
     assert!(output.status.success(), "{}", stderr(&output));
-    assert!(request_text(&server.requests()[1]).contains("ORIGINAL-CONTENT"), "the result stays as it was");
+    assert!(
+        request_text(&server.requests()[1]).contains("ORIGINAL-CONTENT"),
+        "the result stays as it was"
+    );
     let err = stderr(&output);
-    assert!(err.contains("bad-patch") && err.contains("content must be an array"), "{err}");
+    assert!(
+        err.contains("bad-patch") && err.contains("content must be an array"),
+        "{err}"
+    );
 }
 
 #[tokio::test]
 async fn terminate_ends_the_loop_after_the_batch() {
     let env = TestEnv::new();
     env.trust_project();
-    let post = recording_hook(&env, "post.sh", &env.evidence("post.jsonl"), r#"{"terminate": true}"#);
+    let post = recording_hook(
+        &env,
+        "post.sh",
+        &env.evidence("post.jsonl"),
+        r#"{"terminate": true}"#,
+    );
     env.write_project_hooks(&json!({"hooks": [hook("stopper", "postToolUse", &post)]}));
     let server = FakeModelServer::start(Wire::OpenAi).await;
-    server.enqueue(FakeReply::tool_call("list_dir", json!({})).and_tool_call("list_dir", json!({"path": "."})));
+    server
+        .enqueue(FakeReply::tool_call("list_dir", json!({})).and_tool_call("list_dir", json!({"path": "."})));
     server.enqueue(FakeReply::text("never requested"));
     let output = run_elph(&env, &server, &["look"]).await;
     assert!(output.status.success(), "{}", stderr(&output));
-    assert_eq!(server.requests().len(), 1, "no request after a batch whose every result asked to terminate");
+    assert_eq!(
+        server.requests().len(),
+        1,
+        "no request after a batch whose every result asked to terminate"
+    );
     assert_eq!(json_lines(&env.evidence("post.jsonl")).len(), 2);
 }
 
@@ -337,7 +471,10 @@ async fn post_tool_use_failure_fires_on_a_failing_tool() {
         hook("on-success", "postToolUse", &success),
     ]}));
     let server = FakeModelServer::start(Wire::Anthropic).await;
-    server.enqueue(FakeReply::tool_call("read_file", json!({"path": "does-not-exist.txt"})));
+    server.enqueue(FakeReply::tool_call(
+        "read_file",
+        json!({"path": "does-not-exist.txt"}),
+    ));
     server.enqueue(FakeReply::text("ok"));
     let output = run_elph(&env, &server, &["read"]).await;
     assert!(output.status.success(), "{}", stderr(&output));
@@ -354,7 +491,9 @@ async fn stop_after_success_and_after_a_provider_error() {
     env.trust_project();
     let log = env.evidence("stop.jsonl");
     let stop = recording_hook(&env, "stop.sh", &log, "");
-    env.write_project_hooks(&json!({"hooks": [hook("stop", "stop", &stop), hook("end", "sessionEnd", &stop)]}));
+    env.write_project_hooks(
+        &json!({"hooks": [hook("stop", "stop", &stop), hook("end", "sessionEnd", &stop)]}),
+    );
     let server = FakeModelServer::start(Wire::OpenAi).await;
     server.enqueue(FakeReply::text("fine"));
     let output = run_elph(&env, &server, &["one"]).await;
@@ -364,9 +503,15 @@ async fn stop_after_success_and_after_a_provider_error() {
     assert_eq!(output.status.code(), Some(1));
     let err = stderr(&output);
     assert!(err.contains("model not found"), "{err}");
-    assert!(!err.contains("sk-test-secret-key"), "the key never appears: {err}");
+    assert!(
+        !err.contains("sk-test-secret-key"),
+        "the key never appears: {err}"
+    );
     let statuses: Vec<Value> = json_lines(&log).iter().map(|p| p["status"].clone()).collect();
-    assert_eq!(statuses, [json!("completed"), Value::Null, json!("failed"), Value::Null]);
+    assert_eq!(
+        statuses,
+        [json!("completed"), Value::Null, json!("failed"), Value::Null]
+    );
 }
 
 #[tokio::test]
@@ -375,10 +520,15 @@ async fn ctrl_c_cancels_kills_the_tool_runs_stop_and_exits_130() {
     env.trust_project();
     let log = env.evidence("stop.jsonl");
     let stop = recording_hook(&env, "stop.sh", &log, "");
-    env.write_project_hooks(&json!({"hooks": [hook("stop", "stop", &stop), hook("end", "sessionEnd", &stop)]}));
+    env.write_project_hooks(
+        &json!({"hooks": [hook("stop", "stop", &stop), hook("end", "sessionEnd", &stop)]}),
+    );
     let pid_file = env.evidence("tool.pid");
     let server = FakeModelServer::start(Wire::OpenAi).await;
-    server.enqueue(FakeReply::tool_call("shell_exec", json!({"command": format!("echo $$ > {}; sleep 1000", pid_file.display())})));
+    server.enqueue(FakeReply::tool_call(
+        "shell_exec",
+        json!({"command": format!("echo $$ > {}; sleep 1000", pid_file.display())}),
+    ));
     let mut command = env.command(&elph());
     command
         .env("OPENAI_API_KEY", "k")
@@ -390,12 +540,25 @@ async fn ctrl_c_cancels_kills_the_tool_runs_stop_and_exits_130() {
         assert!(std::time::Instant::now() < deadline, "the tool started");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let tool_pid: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id().unwrap() as i32), nix::sys::signal::Signal::SIGINT)
+    let tool_pid: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
         .unwrap();
-    let status = tokio::time::timeout(Duration::from_secs(20), child.wait()).await.expect("exits").unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id().unwrap() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let status = tokio::time::timeout(Duration::from_secs(20), child.wait())
+        .await
+        .expect("exits")
+        .unwrap();
     assert_eq!(status.code(), Some(130));
-    assert!(!Path::new(&format!("/proc/{tool_pid}")).exists(), "the running tool was killed");
+    assert!(
+        !Path::new(&format!("/proc/{tool_pid}")).exists(),
+        "the running tool was killed"
+    );
     let payloads = json_lines(&log);
     assert_eq!(payloads[0]["status"], "cancelled");
     assert_eq!(payloads[1]["event"], "sessionEnd");
@@ -414,8 +577,16 @@ async fn untrusted_project_hooks_do_not_run_and_nothing_is_written_inside() {
     let output = run_elph(&env, &server, &["hello"]).await;
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(!canary.exists(), "the untrusted project's hook never ran");
-    assert!(stderr(&output).contains("project hooks skipped until"), "{}", stderr(&output));
-    assert_eq!(walk(&env.project), before, "nothing was created inside the project");
+    assert!(
+        stderr(&output).contains("project hooks skipped until"),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(
+        walk(&env.project),
+        before,
+        "nothing was created inside the project"
+    );
 }
 
 fn walk(dir: &Path) -> Vec<PathBuf> {

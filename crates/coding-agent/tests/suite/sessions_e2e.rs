@@ -10,8 +10,16 @@ use test_support::fake_model::{FakeModelServer, FakeReply, Gate, Wire};
 use super::run_e2e::{elph, run_elph};
 
 fn sessions_json(env: &TestEnv) -> Vec<Value> {
-    let output = env.command(&elph()).args(["sessions", "--json"]).output().unwrap();
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let output = env
+        .command(&elph())
+        .args(["sessions", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     serde_json::from_slice::<Vec<Value>>(&output.stdout).unwrap()
 }
 
@@ -21,7 +29,11 @@ async fn resume_after_restart_sees_the_earlier_turns() {
     let server = FakeModelServer::start(Wire::OpenAi).await;
     server.enqueue(FakeReply::text("ANSWER-ONE"));
     let output = run_elph(&env, &server, &["PROMPT-ONE"]).await;
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let sessions = sessions_json(&env);
     assert_eq!(sessions.len(), 1);
     let id = sessions[0]["id"].as_str().unwrap().to_string();
@@ -29,7 +41,11 @@ async fn resume_after_restart_sees_the_earlier_turns() {
 
     server.enqueue(FakeReply::text("ANSWER-TWO"));
     let output = run_elph(&env, &server, &["-c", "PROMPT-TWO"]).await;
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let second = server.requests()[1].to_string();
     assert!(second.contains("PROMPT-ONE") && second.contains("ANSWER-ONE") && second.contains("PROMPT-TWO"));
 
@@ -57,7 +73,12 @@ async fn kill_9_during_a_streaming_answer_loses_nothing_already_stored() {
     let env = TestEnv::new();
     let server = FakeModelServer::start(Wire::OpenAi).await;
     server.enqueue(FakeReply::text("EARLIER-ANSWER"));
-    assert!(run_elph(&env, &server, &["EARLIER-PROMPT"]).await.status.success());
+    assert!(
+        run_elph(&env, &server, &["EARLIER-PROMPT"])
+            .await
+            .status
+            .success()
+    );
 
     let gate = Gate::new();
     server.enqueue(FakeReply::text("PARTIAL streaming answer that never ends").hold(&gate));
@@ -74,14 +95,26 @@ async fn kill_9_during_a_streaming_answer_loses_nothing_already_stored() {
     }
     tokio::time::sleep(Duration::from_millis(200)).await;
     child.start_kill().unwrap();
-    tokio::time::timeout(Duration::from_secs(10), child.wait()).await.unwrap().unwrap();
+    tokio::time::timeout(Duration::from_secs(10), child.wait())
+        .await
+        .unwrap()
+        .unwrap();
     gate.open();
 
     server.enqueue(FakeReply::text("AFTER"));
     let output = run_elph(&env, &server, &["-c", "NEXT-PROMPT"]).await;
-    assert!(output.status.success(), "the file opens without repair: {}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "the file opens without repair: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let request = server.requests()[2].to_string();
-    for kept in ["EARLIER-PROMPT", "EARLIER-ANSWER", "INTERRUPTED-PROMPT", "NEXT-PROMPT"] {
+    for kept in [
+        "EARLIER-PROMPT",
+        "EARLIER-ANSWER",
+        "INTERRUPTED-PROMPT",
+        "NEXT-PROMPT",
+    ] {
         assert!(request.contains(kept), "{kept} survived: {request}");
     }
 }
@@ -101,7 +134,11 @@ async fn two_runs_at_once_on_one_project_both_store_their_sessions() {
                 }
                 gate.open();
             };
-            let (a, b, ()) = tokio::join!(run_elph(&env, &server, &["RUN-A"]), run_elph(&env, &server, &["RUN-B"]), opener);
+            let (a, b, ()) = tokio::join!(
+                run_elph(&env, &server, &["RUN-A"]),
+                run_elph(&env, &server, &["RUN-B"]),
+                opener
+            );
             (a, b)
         };
         tokio::time::timeout(Duration::from_secs(60), runs).await.unwrap()
@@ -130,18 +167,24 @@ fn small_window(env: &TestEnv, server: &FakeModelServer) {
 async fn run_local(env: &TestEnv, args: &[&str]) -> std::process::Output {
     let mut command = env.command(&elph());
     command.args(["run", "--model", "local/small"]).args(args);
-    tokio::time::timeout(Duration::from_secs(60), tokio::task::spawn_blocking(move || command.output()))
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap()
+    tokio::time::timeout(
+        Duration::from_secs(60),
+        tokio::task::spawn_blocking(move || command.output()),
+    )
+    .await
+    .unwrap()
+    .unwrap()
+    .unwrap()
 }
 
 fn compaction_hooks(env: &TestEnv, pre_outcome: &str) -> (std::path::PathBuf, std::path::PathBuf) {
     env.trust_project();
     let pre_log = env.evidence("pre.jsonl");
     let post_log = env.evidence("post.jsonl");
-    env.project_script("pre.sh", &format!("cat >> '{}'\nprintf '%s' '{pre_outcome}'\n", pre_log.display()));
+    env.project_script(
+        "pre.sh",
+        &format!("cat >> '{}'\nprintf '%s' '{pre_outcome}'\n", pre_log.display()),
+    );
     env.project_script("post.sh", &format!("cat >> '{}'\n", post_log.display()));
     env.write_project_hooks(&json!({"hooks": [
         {"id": "pre", "event": "preCompact", "command": "hooks/pre.sh"},
@@ -165,22 +208,41 @@ async fn automatic_compaction_at_the_threshold_and_its_hooks() {
     server.enqueue(FakeReply::text("SUMMARY-OF-EARLIER-WORK"));
     server.enqueue(FakeReply::text("second answer"));
     let output = run_local(&env, &["-c", "NEW-PROMPT"]).await;
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
 
     let requests = server.requests();
     assert_eq!(requests.len(), 3, "first turn, the summary, the second turn");
     let summary_request = requests[1].to_string();
-    assert!(summary_request.contains("OLD-TURN-MARKER"), "the old turns are summarized");
-    assert!(summary_request.contains("KEEP-THE-CHECKLIST"), "preCompact customInstructions reach the summarizing request");
+    assert!(
+        summary_request.contains("OLD-TURN-MARKER"),
+        "the old turns are summarized"
+    );
+    assert!(
+        summary_request.contains("KEEP-THE-CHECKLIST"),
+        "preCompact customInstructions reach the summarizing request"
+    );
     let after = requests[2].to_string();
     assert!(after.contains("SUMMARY-OF-EARLIER-WORK") && after.contains("NEW-PROMPT"));
-    assert!(!after.contains("OLD-TURN-MARKER"), "the request after compaction carries the summary, not the old turns");
+    assert!(
+        !after.contains("OLD-TURN-MARKER"),
+        "the request after compaction carries the summary, not the old turns"
+    );
 
     let pre = &json_lines(&pre_log)[0];
-    assert_eq!((pre["trigger"].as_str(), pre["entryCount"].as_u64()), (Some("auto"), Some(2)));
+    assert_eq!(
+        (pre["trigger"].as_str(), pre["entryCount"].as_u64()),
+        (Some("auto"), Some(2))
+    );
     let post = &json_lines(&post_log)[0];
     assert_eq!(post["event"], "postCompact");
-    assert_eq!((post["trigger"].as_str(), post["entriesCompacted"].as_u64()), (Some("auto"), Some(2)));
+    assert_eq!(
+        (post["trigger"].as_str(), post["entriesCompacted"].as_u64()),
+        (Some("auto"), Some(2))
+    );
     assert!(!post["sessionId"].as_str().unwrap().is_empty());
 
     // The stored transcript keeps the full history: the next session request is built from the summary,
@@ -204,9 +266,15 @@ async fn pre_compact_cancel_makes_no_summary_request() {
     assert!(output.status.success());
     let requests = server.requests();
     assert_eq!(requests.len(), 2, "no summarizing request");
-    assert!(requests[1].to_string().contains("OLD-TURN-MARKER"), "the turn goes on uncompacted");
+    assert!(
+        requests[1].to_string().contains("OLD-TURN-MARKER"),
+        "the turn goes on uncompacted"
+    );
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("compaction cancelled by hook 'pre'"), "{stderr}");
     assert_eq!(json_lines(&pre_log).len(), 1);
-    assert!(!Path::new(&post_log).exists(), "no postCompact without a compaction");
+    assert!(
+        !Path::new(&post_log).exists(),
+        "no postCompact without a compaction"
+    );
 }

@@ -513,6 +513,8 @@ const CANARY_COMMANDS: &[&[&str]] = &[
     &["hooks", "validate"],
     &["trust", "--status"],
     &["trust", "--status", "--json"],
+    &["doctor"],
+    &["doctor", "--json"],
     // `elph` itself, with no terminal (stdin from /dev/null).
     &[],
 ];

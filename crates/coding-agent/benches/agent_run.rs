@@ -1,0 +1,127 @@
+//! A headless agent run of 100 tool calls through the scripted provider: with no hooks, and with
+//! 10 trivial hooks on preToolUse and 10 on postToolUse (2,000 hook runs). The cost per hook run is
+//! compared with a bare spawn-and-wait of the same hook binary, measured in the same run.
+//!
+//! `cargo bench -p coding-agent --bench agent_run`
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use coding_agent::hooks::discovery::{FileLoad, HookScope, merge};
+use coding_agent::hooks::host::HookHost;
+use elph_agent::harness::{AgentHarness, HarnessConfig};
+use elph_agent::hooks::HookRegistry;
+use elph_agent::tools::ToolCatalog;
+use elph_ai::ScriptedProvider;
+use tokio_util::sync::CancellationToken;
+
+const TOOL_CALLS: usize = 100;
+const HOOKS_PER_EVENT: usize = 10;
+
+fn main() {
+    divan::main();
+}
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    project: PathBuf,
+    script: PathBuf,
+    hooks_file: PathBuf,
+    empty_file: PathBuf,
+    hook_binary: PathBuf,
+}
+
+fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let project = std::fs::canonicalize(dir.path()).unwrap();
+    let mut turns: Vec<serde_json::Value> = (0..TOOL_CALLS)
+        .map(|_| serde_json::json!({"text": "", "toolCalls": [{"name": "list_dir", "input": {"path": "."}}]}))
+        .collect();
+    turns.push(serde_json::json!({"text": "done"}));
+    let script = project.join("script.json");
+    std::fs::write(&script, serde_json::json!({ "turns": turns }).to_string()).unwrap();
+    let hook_binary = test_support::hook_scripts::trivial_hook_binary();
+    let mut hooks = Vec::new();
+    for event in ["preToolUse", "postToolUse"] {
+        for i in 0..HOOKS_PER_EVENT {
+            hooks.push(
+                serde_json::json!({"id": format!("{event}-{i}"), "event": event, "command": hook_binary}),
+            );
+        }
+    }
+    let hooks_file = project.join("hooks.json");
+    std::fs::write(&hooks_file, serde_json::json!({ "hooks": hooks }).to_string()).unwrap();
+    let empty_file = project.join("empty.json");
+    std::fs::write(&empty_file, r#"{"hooks": []}"#).unwrap();
+    Fixture {
+        _dir: dir,
+        project,
+        script,
+        hooks_file,
+        empty_file,
+        hook_binary,
+    }
+}
+
+fn run_once(runtime: &tokio::runtime::Runtime, fixture: &Fixture, hooks_file: &Path) {
+    let set = merge(
+        vec![FileLoad::read(hooks_file.to_path_buf(), HookScope::Home)],
+        None,
+    );
+    let host = Arc::new(HookHost::new(set, fixture.project.clone(), &fixture.project).without_run_log());
+    let provider = Arc::new(ScriptedProvider::load(&fixture.script).unwrap());
+    let mut harness = AgentHarness::new(
+        provider,
+        Arc::new(ToolCatalog::native()),
+        HookRegistry::new(host),
+        HarnessConfig {
+            max_turns: 1000,
+            ..HarnessConfig::new("bench", fixture.project.clone())
+        },
+    );
+    let result = runtime.block_on(harness.run_turn("go", &CancellationToken::new()));
+    assert_eq!(result.text, "done");
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+#[divan::bench(sample_count = 5)]
+fn run_100_tool_calls_without_hooks(bencher: divan::Bencher) {
+    let fixture = fixture();
+    let runtime = runtime();
+    bencher.bench_local(|| run_once(&runtime, &fixture, &fixture.empty_file));
+}
+
+#[divan::bench(sample_count = 5)]
+fn run_100_tool_calls_with_20_hooks(bencher: divan::Bencher) {
+    let fixture = fixture();
+    let runtime = runtime();
+    bencher.bench_local(|| run_once(&runtime, &fixture, &fixture.hooks_file));
+}
+
+/// The baseline: one bare spawn-and-wait of the hook binary, writing a small payload.
+#[divan::bench(sample_count = 50)]
+fn bare_spawn_of_the_hook_binary(bencher: divan::Bencher) {
+    use std::io::Write;
+    let fixture = fixture();
+    bencher.bench_local(|| {
+        let mut child = std::process::Command::new(&fixture.hook_binary)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(b"{\"event\":\"preToolUse\"}\n")
+            .unwrap();
+        child.wait_with_output().unwrap()
+    });
+}

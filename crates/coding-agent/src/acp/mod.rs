@@ -1,0 +1,216 @@
+//! `elph acp`: an Agent Client Protocol agent on stdio, so that editors such as Zed can drive Elph.
+//!
+//! One connection serves any number of sessions. Each session has its own project folder (the
+//! client's `cwd`), hence its own trust decision, hook set and hook working directory, and runs in a
+//! task of its own ([`session`]). The connection's handlers only route messages to those tasks, so
+//! the dispatch loop stays free and `session/cancel` is handled while a prompt runs.
+//!
+//! stdout carries protocol frames only; problems go to stderr, hook runs to `DATA_DIR/logs/`.
+
+mod approval;
+mod commands;
+mod session;
+mod updates;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::schema::{
+    AgentCapabilities, CancelNotification, Implementation, InitializeRequest, InitializeResponse,
+    LoadSessionRequest, NewSessionRequest, PromptCapabilities, PromptRequest,
+};
+use agent_client_protocol::{Agent, ByteStreams, ConnectTo};
+use anyhow::Context;
+use clap::{Args, ValueEnum};
+use elph_agent::harness::ApprovalPolicy;
+use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
+
+use crate::cli::exit;
+use crate::paths::Paths;
+use session::Sessions;
+
+/// `elph acp` arguments.
+#[derive(Debug, Args)]
+pub struct AcpArgs {
+    /// PROVIDER/MODEL, e.g. openai/gpt-4.1, anthropic/claude-sonnet-4-5, or scripted/PATH (offline).
+    /// Default: $ELPH_MODEL, then "model" in CONFIG_DIR/settings.json.
+    #[arg(long, value_name = "PROVIDER/MODEL")]
+    pub model: Option<String>,
+    /// Native approval for tools that change files or run commands. `ask` sends the editor a
+    /// permission request for each.
+    #[arg(long, value_enum, default_value = "ask")]
+    pub approval: AcpApproval,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum AcpApproval {
+    Auto,
+    Ask,
+    Deny,
+}
+
+impl From<AcpApproval> for ApprovalPolicy {
+    fn from(arg: AcpApproval) -> Self {
+        match arg {
+            AcpApproval::Auto => ApprovalPolicy::Auto,
+            AcpApproval::Ask => ApprovalPolicy::Ask,
+            AcpApproval::Deny => ApprovalPolicy::Deny,
+        }
+    }
+}
+
+/// What every session of one connection shares.
+#[derive(Clone, Debug)]
+pub struct AcpConfig {
+    /// CONFIG_DIR and DATA_DIR; each session replaces the project folder with its client's `cwd`.
+    pub paths: Paths,
+    /// `--model`; `None` falls back to `$ELPH_MODEL`, then settings.json.
+    pub model: Option<String>,
+    pub approval: ApprovalPolicy,
+}
+
+impl AcpConfig {
+    pub fn new(paths: Paths) -> Self {
+        AcpConfig {
+            paths,
+            model: None,
+            approval: ApprovalPolicy::Ask,
+        }
+    }
+}
+
+/// `elph acp`: serves one client on stdin/stdout until stdin closes.
+pub fn run(cwd: Option<&Path>, args: AcpArgs) -> anyhow::Result<u8> {
+    let paths = Paths::from_env(cwd)?;
+    init_logging(&paths);
+    let config = AcpConfig {
+        paths,
+        model: args.model,
+        approval: args.approval.into(),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let result = runtime.block_on(serve_stdio(config));
+    // A blocked read of stdin must not hold the process once the connection is over.
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    match result {
+        Ok(()) => Ok(exit::SUCCESS),
+        Err(err) => {
+            tracing::error!(%err, "the ACP connection failed");
+            eprintln!("elph acp: the connection failed: {err}");
+            Ok(exit::ERROR)
+        }
+    }
+}
+
+/// Logs go to `DATA_DIR/logs/elph.log` (level from `ELPH_LOG`, default `info`): stdout belongs to the
+/// protocol.
+fn init_logging(paths: &Paths) {
+    let dir = paths.logs_dir();
+    if std::fs::create_dir_all(&dir).is_err() {
+        return;
+    }
+    let Ok(file) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("elph.log"))
+    else {
+        return;
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("ELPH_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::sync::Mutex::new(file))
+        .with_ansi(false)
+        .with_env_filter(filter)
+        .try_init();
+}
+
+/// Serves one client on the process's stdin and stdout.
+pub async fn serve_stdio(config: AcpConfig) -> Result<(), agent_client_protocol::Error> {
+    let transport = ByteStreams::new(tokio::io::stdout().compat_write(), tokio::io::stdin().compat());
+    serve(config, transport).await
+}
+
+/// Serves one client over `transport` until it closes its side; then every live session ends
+/// (sessionEnd with reason `closed`).
+pub async fn serve(
+    config: AcpConfig,
+    transport: impl ConnectTo<Agent> + 'static,
+) -> Result<(), agent_client_protocol::Error> {
+    let sessions = Arc::new(Sessions::new(config));
+    let result = Agent
+        .v1()
+        .name("elph")
+        .on_receive_request(
+            async move |_request: InitializeRequest, responder, _cx| responder.respond(initialize_response()),
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let sessions = sessions.clone();
+                async move |request: NewSessionRequest, responder, cx| {
+                    sessions.open_new(request, responder, cx);
+                    Ok(())
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let sessions = sessions.clone();
+                async move |request: LoadSessionRequest, responder, cx| {
+                    sessions.open_load(request, responder, cx);
+                    Ok(())
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let sessions = sessions.clone();
+                async move |request: PromptRequest, responder, _cx| {
+                    sessions.prompt(request, responder);
+                    Ok(())
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_notification(
+            {
+                let sessions = sessions.clone();
+                async move |notification: CancelNotification, _cx| {
+                    sessions.cancel(&notification.session_id.0);
+                    Ok(())
+                }
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+        .connect_with(transport, {
+            let sessions = sessions.clone();
+            async move |cx| {
+                cx.incoming_closed().await;
+                sessions.close_all("closed").await;
+                Ok(())
+            }
+        })
+        .await;
+    // After a transport error the close above never ran: end the sessions anyway.
+    sessions.close_all("closed").await;
+    result
+}
+
+fn initialize_response() -> InitializeResponse {
+    InitializeResponse::new(ProtocolVersion::V1)
+        .agent_capabilities(
+            AgentCapabilities::new()
+                .load_session(true)
+                .prompt_capabilities(PromptCapabilities::new().embedded_context(true)),
+        )
+        .agent_info(Implementation::new("elph", env!("CARGO_PKG_VERSION")).title("Elph"))
+}

@@ -1,0 +1,364 @@
+//! The harness's events as `session/update` notifications: text as agent message chunks, tool calls
+//! with kind, status and content, and hook notices as message chunks marked `[hook]`.
+//!
+//! One forwarder task per session turns events into notifications in the order the harness emitted
+//! them. Whoever must send something after them (the prompt response, a permission request) first
+//! asks the forwarder to catch up ([`Flusher::flush`]).
+
+use std::path::{Path, PathBuf};
+
+use agent_client_protocol::Client;
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::schema::{
+    ContentBlock, ContentChunk, ImageContent, SessionId, SessionNotification, SessionUpdate, ToolCall,
+    ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
+};
+use elph_agent::harness::{AgentEvent, Entry};
+use elph_agent::messages::{self, Message};
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::notices::{self, NoticeKind};
+
+/// The marker of hook notices in the agent's messages.
+pub const HOOK_MARK: &str = "[hook]";
+/// The marker of hook problems (a hook failed open, its output was rejected).
+pub const HOOK_PROBLEM_MARK: &str = "[hook warning]";
+/// The marker of Elph's own notices.
+pub const ELPH_MARK: &str = "[elph]";
+
+/// The ACP kind of a tool, by its name in Elph's catalog.
+pub fn tool_kind(tool_name: &str) -> ToolKind {
+    match tool_name {
+        "read_file" => ToolKind::Read,
+        "write_file" | "edit_file" => ToolKind::Edit,
+        "grep" | "find_path" | "list_dir" => ToolKind::Search,
+        "shell_exec" => ToolKind::Execute,
+        _ => ToolKind::Other,
+    }
+}
+
+/// A short title for a tool call: what it does and to what.
+pub fn tool_title(tool_name: &str, input: &Value) -> String {
+    let field = |name: &str| input.get(name).and_then(Value::as_str);
+    let shorten = |text: &str| {
+        let line = text.lines().next().unwrap_or("");
+        if line.chars().count() > 80 || text.contains('\n') {
+            format!("{}…", line.chars().take(80).collect::<String>())
+        } else {
+            line.to_string()
+        }
+    };
+    match (tool_name, field("path")) {
+        ("read_file", Some(path)) => format!("Read {path}"),
+        ("write_file", Some(path)) => format!("Write {path}"),
+        ("edit_file", Some(path)) => format!("Edit {path}"),
+        ("list_dir", path) => format!("List {}", path.unwrap_or(".")),
+        ("grep", _) => format!("Search for {}", shorten(field("pattern").unwrap_or(""))),
+        ("find_path", _) => format!("Find {}", field("glob").unwrap_or("")),
+        ("shell_exec", _) => format!("Run `{}`", shorten(field("command").unwrap_or(""))),
+        (name, _) => name.to_string(),
+    }
+}
+
+/// The file a tool call works on, for the client to follow.
+pub fn tool_locations(input: &Value, project_dir: &Path) -> Vec<ToolCallLocation> {
+    match input.get("path").and_then(Value::as_str) {
+        Some(path) => vec![ToolCallLocation::new(project_dir.join(path))],
+        None => Vec::new(),
+    }
+}
+
+/// The start of a tool call, as the client first sees it.
+pub fn tool_call(tool_call_id: &str, tool_name: &str, input: &Value, project_dir: &Path) -> ToolCall {
+    ToolCall::new(tool_call_id.to_string(), tool_title(tool_name, input))
+        .kind(tool_kind(tool_name))
+        .status(ToolCallStatus::InProgress)
+        .locations(tool_locations(input, project_dir))
+        .raw_input(input.clone())
+}
+
+/// An update that only changes a tool call's status.
+pub fn status_update(tool_call_id: &str, status: ToolCallStatus) -> ToolCallUpdate {
+    ToolCallUpdate::new(
+        tool_call_id.to_string(),
+        ToolCallUpdateFields::new().status(status),
+    )
+}
+
+fn content_block(block: &messages::ContentBlock) -> ContentBlock {
+    match block {
+        messages::ContentBlock::Text { text } => ContentBlock::from(text.clone()),
+        messages::ContentBlock::Image { data, mime_type } => {
+            ContentBlock::Image(ImageContent::new(data.clone(), mime_type.clone()))
+        }
+    }
+}
+
+/// The result of a tool call, as the client's tool call content.
+pub fn tool_content(blocks: &[messages::ContentBlock]) -> Vec<ToolCallContent> {
+    blocks
+        .iter()
+        .map(|block| ToolCallContent::from(content_block(block)))
+        .collect()
+}
+
+/// The end of a tool call: completed, or failed (an error result, or the call never ran).
+pub fn finished_update(
+    tool_call_id: &str,
+    content: &[messages::ContentBlock],
+    details: &Value,
+    is_error: bool,
+    ran: bool,
+) -> ToolCallUpdate {
+    let status = if is_error || !ran {
+        ToolCallStatus::Failed
+    } else {
+        ToolCallStatus::Completed
+    };
+    let mut fields = ToolCallUpdateFields::new()
+        .status(status)
+        .content(tool_content(content));
+    if !details.is_null() {
+        fields = fields.raw_output(details.clone());
+    }
+    ToolCallUpdate::new(tool_call_id.to_string(), fields)
+}
+
+pub fn agent_text(session_id: &SessionId, text: impl Into<String>) -> SessionNotification {
+    let chunk = ContentChunk::new(ContentBlock::from(text.into()));
+    SessionNotification::new(session_id.clone(), SessionUpdate::AgentMessageChunk(chunk))
+}
+
+/// A notice as its own paragraph of the agent's message: `[hook] …`, `[hook warning] …`, `[elph] …`.
+pub fn notice_text(mark: &str, text: &str, at_line_start: bool) -> String {
+    let lead = if at_line_start { "" } else { "\n\n" };
+    format!("{lead}{mark} {text}\n\n")
+}
+
+/// The stored conversation as the updates that show it again (`session/load`).
+pub fn history(session_id: &SessionId, entries: &[Entry], project_dir: &Path) -> Vec<SessionNotification> {
+    let mut updates = Vec::new();
+    let update = |update: SessionUpdate| SessionNotification::new(session_id.clone(), update);
+    for entry in entries {
+        match entry {
+            Entry::Message { message } => match message {
+                Message::User { content } => {
+                    let chunk = ContentChunk::new(ContentBlock::from(content.text()));
+                    updates.push(update(SessionUpdate::UserMessageChunk(chunk)));
+                }
+                Message::Assistant { content, tool_calls } => {
+                    let text = content.text();
+                    if !text.is_empty() {
+                        let chunk = ContentChunk::new(ContentBlock::from(text));
+                        updates.push(update(SessionUpdate::AgentMessageChunk(chunk)));
+                    }
+                    for call in tool_calls {
+                        let start = tool_call(&call.id, &call.name, &call.input, project_dir);
+                        updates.push(update(SessionUpdate::ToolCall(start)));
+                    }
+                }
+                Message::Tool {
+                    tool_call_id,
+                    content,
+                    is_error,
+                } => {
+                    let blocks = match content {
+                        messages::Content::Text(text) => vec![messages::ContentBlock::text(text.clone())],
+                        messages::Content::Blocks(blocks) => blocks.clone(),
+                    };
+                    let done = finished_update(tool_call_id, &blocks, &Value::Null, *is_error, true);
+                    updates.push(update(SessionUpdate::ToolCallUpdate(done)));
+                }
+            },
+            Entry::Summary {
+                entries_compacted, ..
+            } => {
+                let text = format!("{entries_compacted} earlier message(s) were compacted into a summary");
+                updates.push(agent_text(session_id, notice_text(ELPH_MARK, &text, true)));
+            }
+        }
+    }
+    updates
+}
+
+/// Asks a session's forwarder to send every event emitted so far.
+#[derive(Clone, Debug)]
+pub struct Flusher(mpsc::UnboundedSender<oneshot::Sender<()>>);
+
+impl Flusher {
+    /// Returns once every event emitted before the call has been sent (or the forwarder is gone).
+    pub async fn flush(&self) {
+        let (done, wait) = oneshot::channel();
+        if self.0.send(done).is_ok() {
+            let _ = wait.await;
+        }
+    }
+}
+
+/// Turns one session's events into `session/update` notifications, in order.
+pub struct Forwarder {
+    cx: ConnectionTo<Client>,
+    session_id: SessionId,
+    project_dir: PathBuf,
+    /// Whether the agent's message so far ends a line (or is empty), so a notice starts cleanly.
+    at_line_start: bool,
+}
+
+impl Forwarder {
+    /// Starts forwarding `events` and returns the handle that flushes them.
+    pub fn spawn(
+        cx: ConnectionTo<Client>,
+        session_id: SessionId,
+        project_dir: PathBuf,
+        mut events: mpsc::UnboundedReceiver<AgentEvent>,
+    ) -> Flusher {
+        let (flush_tx, mut flushes) = mpsc::unbounded_channel::<oneshot::Sender<()>>();
+        let mut forwarder = Forwarder {
+            cx,
+            session_id,
+            project_dir,
+            at_line_start: true,
+        };
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    biased;
+                    event = events.recv() => match event {
+                        Some(event) => forwarder.forward(event),
+                        None => break,
+                    },
+                    Some(done) = flushes.recv() => {
+                        while let Ok(event) = events.try_recv() {
+                            forwarder.forward(event);
+                        }
+                        let _ = done.send(());
+                    }
+                }
+            }
+        });
+        Flusher(flush_tx)
+    }
+
+    fn send(&self, update: SessionUpdate) {
+        let notification = SessionNotification::new(self.session_id.clone(), update);
+        if let Err(err) = self.cx.send_notification(notification) {
+            tracing::debug!("session/update not sent: {err}");
+        }
+    }
+
+    fn text(&mut self, text: String) {
+        if text.is_empty() {
+            return;
+        }
+        self.at_line_start = text.ends_with('\n');
+        self.send(SessionUpdate::AgentMessageChunk(ContentChunk::new(
+            ContentBlock::from(text),
+        )));
+    }
+
+    fn notice(&mut self, mark: &str, text: &str) {
+        let text = notice_text(mark, text, self.at_line_start);
+        self.text(text);
+    }
+
+    pub fn forward(&mut self, event: AgentEvent) {
+        match event {
+            AgentEvent::TurnStarted { .. } => self.at_line_start = true,
+            AgentEvent::TextDelta { text } => self.text(text),
+            AgentEvent::ToolCallStarted {
+                tool_call_id,
+                tool_name,
+                input,
+            } => {
+                let call = tool_call(&tool_call_id, &tool_name, &input, &self.project_dir);
+                self.send(SessionUpdate::ToolCall(call));
+            }
+            AgentEvent::ApprovalNeeded { tool_call_id, .. } => {
+                self.send(SessionUpdate::ToolCallUpdate(status_update(
+                    &tool_call_id,
+                    ToolCallStatus::Pending,
+                )));
+            }
+            AgentEvent::ToolCallFinished {
+                tool_call_id,
+                content,
+                details,
+                is_error,
+                ran,
+                ..
+            } => {
+                let update = finished_update(&tool_call_id, &content, &details, is_error, ran);
+                self.send(SessionUpdate::ToolCallUpdate(update));
+            }
+            AgentEvent::Hooks { dispatch } => {
+                for notice in notices::describe(&dispatch) {
+                    let mark = match notice.kind {
+                        NoticeKind::Effect => HOOK_MARK,
+                        NoticeKind::Problem => HOOK_PROBLEM_MARK,
+                    };
+                    self.notice(mark, &notice.text);
+                }
+            }
+            AgentEvent::Notice { message } => self.notice(ELPH_MARK, &message),
+            AgentEvent::Compacted { entries_compacted } => {
+                let text = format!("compacted {entries_compacted} earlier message(s) into a summary");
+                self.notice(ELPH_MARK, &text);
+            }
+            AgentEvent::SessionStarted { .. }
+            | AgentEvent::AssistantMessage { .. }
+            | AgentEvent::Usage { .. }
+            | AgentEvent::TurnEnded { .. }
+            | AgentEvent::SessionEnded { .. } => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn kinds_follow_the_tool() {
+        assert_eq!(tool_kind("read_file"), ToolKind::Read);
+        assert_eq!(tool_kind("write_file"), ToolKind::Edit);
+        assert_eq!(tool_kind("edit_file"), ToolKind::Edit);
+        for name in ["grep", "find_path", "list_dir"] {
+            assert_eq!(tool_kind(name), ToolKind::Search);
+        }
+        assert_eq!(tool_kind("shell_exec"), ToolKind::Execute);
+        assert_eq!(tool_kind("mcp_git__status"), ToolKind::Other);
+    }
+
+    #[test]
+    fn titles_name_the_target() {
+        assert_eq!(
+            tool_title("read_file", &json!({"path": "src/a.rs"})),
+            "Read src/a.rs"
+        );
+        assert_eq!(
+            tool_title("shell_exec", &json!({"command": "ls -la"})),
+            "Run `ls -la`"
+        );
+        assert_eq!(tool_title("shell_exec", &json!({"command": "a\nb"})), "Run `a…`");
+        assert_eq!(tool_title("list_dir", &json!({})), "List .");
+        assert_eq!(tool_title("mcp_x__y", &json!({})), "mcp_x__y");
+    }
+
+    #[test]
+    fn notices_are_their_own_paragraph() {
+        assert_eq!(notice_text(HOOK_MARK, "x", true), "[hook] x\n\n");
+        assert_eq!(notice_text(HOOK_MARK, "x", false), "\n\n[hook] x\n\n");
+    }
+
+    #[test]
+    fn failed_or_skipped_calls_are_failed() {
+        let text = [messages::ContentBlock::text("nope")];
+        let done = finished_update("c1", &text, &Value::Null, false, false);
+        assert_eq!(done.fields.status, Some(ToolCallStatus::Failed));
+        let done = finished_update("c1", &text, &json!({"exitCode": 0}), false, true);
+        assert_eq!(done.fields.status, Some(ToolCallStatus::Completed));
+        assert_eq!(done.fields.raw_output, Some(json!({"exitCode": 0})));
+    }
+}

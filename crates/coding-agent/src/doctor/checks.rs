@@ -1,0 +1,353 @@
+//! The checks doctor makes of one hook: its command (found, a file, executable, a `#!` line that
+//! points at something real), its matcher (names tools Elph has), whether it is enabled, and what
+//! its recent runs say (slow, failing). Each problem comes with what to do next.
+//!
+//! Checking reads metadata and at most the first line of a script; it never runs anything.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use elph_agent::hooks::ToolPattern;
+use elph_agent::tools::ToolCatalog;
+use serde::Serialize;
+
+use super::runstats::{RunStats, Slowness};
+use crate::hooks::HookDefinition;
+use crate::hooks::discovery::is_executable;
+
+/// How serious a finding is. Ordered: the worst of a list is its maximum.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Level {
+    Ok,
+    Info,
+    Warning,
+    Error,
+}
+
+impl Level {
+    /// The mark the report prints: ✓, -, ! or ✗.
+    pub fn mark(self) -> &'static str {
+        match self {
+            Level::Ok => "✓",
+            Level::Info => "-",
+            Level::Warning => "!",
+            Level::Error => "✗",
+        }
+    }
+}
+
+/// One thing doctor noticed, and what to do about it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Finding {
+    pub level: Level,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fix: Option<String>,
+}
+
+impl Finding {
+    pub fn new(level: Level, message: impl Into<String>) -> Self {
+        Finding {
+            level,
+            message: message.into(),
+            fix: None,
+        }
+    }
+
+    pub fn fix(mut self, fix: impl Into<String>) -> Self {
+        self.fix = Some(fix.into());
+        self
+    }
+}
+
+/// A hook's command as doctor sees it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CommandReport {
+    /// As written in hooks.json.
+    pub written: String,
+    /// As resolved (for a bare name not found on PATH: the name itself).
+    pub path: PathBuf,
+    pub exists: bool,
+    pub executable: bool,
+    /// The interpreter named on a `#!` line, when the command is a script.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interpreter: Option<String>,
+}
+
+/// Checks the command of `hook`; `path_var` is the PATH hooks get (for `#!/usr/bin/env NAME`).
+pub fn check_command(hook: &HookDefinition, path_var: &str) -> (CommandReport, Vec<Finding>) {
+    let command = &hook.command;
+    let bare = !command.written.contains('/');
+    let exists = command.path.is_absolute() && command.path.exists();
+    let mut report = CommandReport {
+        written: command.written.clone(),
+        path: command.path.clone(),
+        exists,
+        executable: command.executable,
+        interpreter: None,
+    };
+    let source = hook.source.display();
+    let path = command.path.display();
+    let mut findings = Vec::new();
+    if !exists {
+        if bare {
+            findings.push(
+                Finding::new(
+                    Level::Error,
+                    format!("command not found: '{}' is not on PATH", command.written),
+                )
+                .fix(format!(
+                    "install it, or give its absolute path as \"command\" in {source} (hooks run with the \
+                     PATH elph was started with)"
+                )),
+            );
+        } else {
+            let folder = hook.source.parent().unwrap_or(Path::new("/")).display();
+            let how = if Path::new(&command.written).is_absolute() {
+                String::new()
+            } else {
+                format!(" (\"{}\" resolves against {folder})", command.written)
+            };
+            findings.push(
+                Finding::new(Level::Error, format!("command not found: {path}{how}"))
+                    .fix(format!("create it, or fix \"command\" in {source}")),
+            );
+        }
+    } else if command.path.is_dir() {
+        findings.push(
+            Finding::new(
+                Level::Error,
+                format!("command is a directory, not a program: {path}"),
+            )
+            .fix(format!("point \"command\" in {source} at an executable file")),
+        );
+    } else if !command.executable {
+        findings.push(
+            Finding::new(Level::Error, format!("not executable: {path}"))
+                .fix(format!("chmod +x {}", shell_quote(&command.path))),
+        );
+    } else if let Some(line) = shebang(&command.path) {
+        let (interpreter, finding) = check_shebang(&line, &command.path, path_var);
+        report.interpreter = interpreter;
+        findings.extend(finding);
+    }
+    if !hook.enabled {
+        // A disabled hook never runs, so a broken command is not a problem yet.
+        for finding in &mut findings {
+            if finding.level == Level::Error {
+                finding.level = Level::Warning;
+                finding
+                    .message
+                    .push_str(" (the hook is disabled, so this matters once it is enabled)");
+            }
+        }
+    }
+    (report, findings)
+}
+
+/// The `#!` line of a script, without the `#!`; `None` for anything else.
+fn shebang(path: &Path) -> Option<String> {
+    let mut head = [0u8; 256];
+    let mut file = std::fs::File::open(path).ok()?;
+    let mut read = 0;
+    while read < head.len() {
+        match file.read(&mut head[read..]) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => read += n,
+        }
+    }
+    let head = &head[..read];
+    let rest = head.strip_prefix(b"#!")?;
+    let end = rest.iter().position(|&b| b == b'\n').unwrap_or(rest.len());
+    Some(String::from_utf8_lossy(&rest[..end]).into_owned())
+}
+
+fn check_shebang(line: &str, script: &Path, path_var: &str) -> (Option<String>, Option<Finding>) {
+    let script_q = shell_quote(script);
+    if line.ends_with('\r') {
+        let finding = Finding::new(
+            Level::Error,
+            format!(
+                "the #! line of {} ends with a carriage return (Windows line endings), so the system \
+                 looks for an interpreter whose name ends in \\r",
+                script.display()
+            ),
+        )
+        .fix(format!(
+            "convert it to Unix line endings: sed -i 's/\\r$//' {script_q}"
+        ));
+        return (Some(line.trim().to_string()), Some(finding));
+    }
+    let mut words = line.split_whitespace();
+    let Some(interpreter) = words.next() else {
+        return (None, None);
+    };
+    let interpreter_path = Path::new(interpreter);
+    if !is_executable(interpreter_path) {
+        let finding = Finding::new(
+            Level::Error,
+            format!(
+                "its interpreter {interpreter} (from the #! line of {}) does not exist or is not executable",
+                script.display()
+            ),
+        )
+        .fix(format!(
+            "install it, or change the first line of {script_q} (e.g. #!/bin/sh or #!/usr/bin/env python3)"
+        ));
+        return (Some(interpreter.to_string()), Some(finding));
+    }
+    if interpreter_path.file_name().is_some_and(|name| name == "env") {
+        let program = words.find(|word| !word.starts_with('-'));
+        if let Some(program) = program
+            && !program.contains('/')
+            && !std::env::split_paths(path_var).any(|dir| is_executable(&dir.join(program)))
+        {
+            let finding = Finding::new(
+                Level::Error,
+                format!(
+                    "'{program}' (from `#!{}` in {}) is not on PATH",
+                    line.trim(),
+                    script.display()
+                ),
+            )
+            .fix(format!(
+                "install {program}, or name its absolute path on the first line of {script_q}"
+            ));
+            return (Some(format!("{interpreter} {program}")), Some(finding));
+        }
+        return (program.map(|program| format!("{interpreter} {program}")), None);
+    }
+    (Some(interpreter.to_string()), None)
+}
+
+/// Checks the matcher of a tool hook against the tools Elph has: native tools by name, MCP tools
+/// by their `mcp_` prefix.
+pub fn check_matcher(hook: &HookDefinition, catalog: &ToolCatalog) -> Vec<Finding> {
+    if !hook.event.is_tool_event() {
+        return Vec::new();
+    }
+    let native: Vec<&str> = catalog.names().collect();
+    let could_be_mcp = |name: &str| name.starts_with("mcp_") || "mcp_".starts_with(name);
+    hook.matcher
+        .patterns()
+        .iter()
+        .filter(|pattern| match pattern {
+            ToolPattern::Exact(name) => !native.contains(&name.as_str()) && !name.starts_with("mcp_"),
+            ToolPattern::Prefix(prefix) => {
+                !native.iter().any(|name| name.starts_with(prefix.as_str())) && !could_be_mcp(prefix)
+            }
+            ToolPattern::Any | ToolPattern::Suffix(_) => false,
+        })
+        .map(|pattern| {
+            Finding::new(
+                Level::Warning,
+                format!("matcher pattern '{pattern}' matches no tool Elph has"),
+            )
+            .fix(format!(
+                "use Elph's tool names in {}: {} (MCP tools are named mcp_SERVER__TOOL); e.g. edit_file, \
+                 not apply_patch",
+                hook.source.display(),
+                native.join(", ")
+            ))
+        })
+        .collect()
+}
+
+/// The warnings recent runs give: slow, and keeps failing.
+pub fn check_runs(hook: &HookDefinition, stats: &RunStats) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    let source = hook.source.display();
+    match stats.slow(hook.timeout) {
+        Some(Slowness::NearTimeout { p95_ms, timeout_ms }) => findings.push(
+            Finding::new(
+                Level::Warning,
+                format!("slow: p95 {p95_ms} ms is over half its {timeout_ms} ms timeout"),
+            )
+            .fix(format!(
+                "make it faster, or raise \"timeoutMs\" in {source} (at most 60000); a run past the \
+                 timeout is killed and changes nothing"
+            )),
+        ),
+        Some(Slowness::OverLimit { p95_ms }) => findings.push(
+            Finding::new(
+                Level::Warning,
+                format!(
+                    "slow: p95 {p95_ms} ms; hooks are awaited one after another, so every {} waits for it",
+                    hook.event
+                ),
+            )
+            .fix("make it faster: start long work in the background, or hook only the events that need it"),
+        ),
+        None => {}
+    }
+    if stats.failing() {
+        let last = stats
+            .last_failure
+            .as_ref()
+            .and_then(|failure| failure.cause.as_deref())
+            .map(|cause| format!("; last: {cause}"))
+            .unwrap_or_default();
+        let tool = if hook.event.is_tool_event() {
+            " --tool NAME"
+        } else {
+            ""
+        };
+        findings.push(
+            Finding::new(
+                Level::Warning,
+                format!(
+                    "keeps failing: {} of its last {} runs failed{last}",
+                    stats.recent_failures, stats.recent_window
+                ),
+            )
+            .fix(format!(
+                "run `elph hooks test {}{tool}` to see its exit code, stderr and outcome",
+                hook.event
+            )),
+        );
+    }
+    findings
+}
+
+/// `path` as one shell word: as it is when that is safe, single-quoted otherwise.
+pub fn shell_quote(path: &Path) -> String {
+    let text = path.display().to_string();
+    let safe = !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+:@%,=".contains(c));
+    if safe {
+        text
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoting() {
+        assert_eq!(shell_quote(Path::new("/a/b-c.sh")), "/a/b-c.sh");
+        assert_eq!(shell_quote(Path::new("/a b/it's")), "'/a b/it'\\''s'");
+    }
+
+    #[test]
+    fn shebang_checks() {
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("x");
+        assert_eq!(check_shebang("/bin/sh", &script, "/usr/bin:/bin").1, None);
+        let (_, finding) = check_shebang("/bin/sh\r", &script, "/usr/bin:/bin");
+        assert!(finding.unwrap().message.contains("carriage return"));
+        let (_, finding) = check_shebang("/no/such/interpreter -e", &script, "/usr/bin:/bin");
+        assert!(finding.unwrap().message.contains("/no/such/interpreter"));
+        let (interpreter, finding) = check_shebang("/usr/bin/env sh", &script, "/usr/bin:/bin");
+        assert_eq!((interpreter.as_deref(), finding), (Some("/usr/bin/env sh"), None));
+        let (_, finding) = check_shebang("/usr/bin/env no-such-program-xyz", &script, "/usr/bin:/bin");
+        assert!(finding.unwrap().message.contains("'no-such-program-xyz'"));
+    }
+}

@@ -1,0 +1,447 @@
+//! `elph doctor` (SPEC.md §6): where Elph looks, what it trusts, which hook files and hooks it
+//! loaded, every diagnostic, and how each hook has been doing lately, with what to do about each
+//! problem. One [`Report`] serves the human output (`render`) and `--json`.
+//!
+//! Gathering only reads: trust.json, the two hook files, file metadata (and the first line of a
+//! hook script), and the run log. It never runs a hook and never writes anything, inside the project
+//! or anywhere else.
+
+mod checks;
+mod render;
+mod runstats;
+
+use std::path::{Path, PathBuf};
+
+use elph_agent::hooks::{HookEvent, ToolPattern};
+use elph_agent::tools::ToolCatalog;
+use serde::Serialize;
+
+pub use checks::{CommandReport, Finding, Level};
+pub use render::render;
+pub use runstats::RunStats;
+
+use crate::diagnostics::Diagnostic;
+use crate::hooks::reload::HookLoader;
+use crate::hooks::runlog;
+use crate::hooks::{FileState, HookDefinition, HookFile, HookScope};
+use crate::paths::Paths;
+use crate::trust::{DecisionSource, DefaultTrust, TrustDecision};
+use checks::shell_quote;
+use runstats::LogRead;
+
+/// The version of the `--json` document; bumped when a field changes meaning or goes away.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Everything doctor found.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Report {
+    pub schema_version: u32,
+    pub elph_version: &'static str,
+    pub paths: PathsReport,
+    pub trust: TrustReport,
+    pub files: Vec<FileReport>,
+    pub hooks: Vec<HookReport>,
+    pub run_log: RunLogReport,
+    pub diagnostics: Vec<Diagnostic>,
+    /// Every warning and error above in one list, each with what to do next.
+    pub problems: Vec<Problem>,
+    pub summary: Summary,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PathsReport {
+    pub config_dir: PathReport,
+    pub data_dir: PathReport,
+    pub project_dir: PathReport,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PathReport {
+    pub path: PathBuf,
+    /// Where the path came from: `$ELPH_HOME`, `$HOME/.config/elph`, `--cwd`...
+    pub from: String,
+    pub exists: bool,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TrustReport {
+    pub project_dir: PathBuf,
+    pub trusted: bool,
+    /// Which entry (or the default) made the decision, for people.
+    pub explanation: String,
+    /// The same, as data: `{"kind": "entry", "path", "trusted"}`, `{"kind": "default"}` or
+    /// `{"kind": "error", "message"}`.
+    pub source: DecisionSource,
+    pub default_project_trust: DefaultTrust,
+    pub trust_file: PathBuf,
+    pub trust_file_exists: bool,
+    /// Why trust.json cannot be used (corrupt, unreadable), if so.
+    pub error: Option<String>,
+    pub finding: Finding,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FileReport {
+    pub path: PathBuf,
+    pub scope: HookScope,
+    /// `loaded`, `missing`, `skippedUntrusted` or `malformed`.
+    pub state: &'static str,
+    /// For `loaded`: how many hooks it contributed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hooks: Option<usize>,
+    /// For `malformed`: the JSON pointer of the first error (when the file is JSON) and the reason.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pointer: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    pub exists: bool,
+    pub finding: Finding,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HookReport {
+    pub id: String,
+    pub event: HookEvent,
+    /// The `toolNames` patterns; `null` when the hook has no matcher (every tool, or not a tool event).
+    pub matcher: Option<Vec<String>>,
+    pub command: CommandReport,
+    pub args: Vec<String>,
+    pub timeout_ms: u64,
+    pub source: PathBuf,
+    pub scope: HookScope,
+    pub enabled: bool,
+    /// The worst of `findings`: `ok`, `info` (disabled), `warning` or `error`.
+    pub status: Level,
+    pub findings: Vec<Finding>,
+    /// From the run log: `null` when it holds no run of this hook.
+    pub recent_runs: Option<RunStats>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunLogReport {
+    pub path: PathBuf,
+    pub exists: bool,
+    /// Why it could not be read, if it exists and could not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Runs read (of any hook).
+    pub runs: usize,
+    /// Lines skipped because they did not hold a run.
+    pub skipped_lines: usize,
+    /// Runs of hooks that are no longer configured.
+    pub unknown_hook_runs: usize,
+    /// At most this many of each hook's latest runs are summed up.
+    pub window: usize,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Problem {
+    pub level: Level,
+    /// What it is about: `trust`, `file PATH`, `hook 'ID'`.
+    pub subject: String,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fix: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Summary {
+    pub hooks: usize,
+    pub enabled: usize,
+    pub errors: usize,
+    pub warnings: usize,
+}
+
+/// Where each of the three paths came from, named as the user would set it.
+#[derive(Clone, Debug)]
+pub struct PathSources {
+    pub config_dir: String,
+    pub data_dir: String,
+    pub project_dir: String,
+}
+
+impl PathSources {
+    /// Names the source of each path with the precedence of `Paths::resolve` (SPEC.md §1).
+    pub fn resolve(cwd_flag: bool, env: &dyn Fn(&str) -> Option<String>) -> Self {
+        let set = |name: &str| env(name).is_some_and(|value| !value.is_empty());
+        let pick = |first: &str, xdg: &str, fallback: &str| {
+            if set(first) {
+                format!("${first}")
+            } else if set(xdg) {
+                format!("${xdg}/elph")
+            } else {
+                fallback.to_string()
+            }
+        };
+        PathSources {
+            config_dir: pick("ELPH_HOME", "XDG_CONFIG_HOME", "$HOME/.config/elph"),
+            data_dir: pick("ELPH_DATA_DIR", "XDG_DATA_HOME", "$HOME/.local/share/elph"),
+            project_dir: if cwd_flag {
+                "--cwd".into()
+            } else if set("ELPH_PROJECT_DIR") {
+                "$ELPH_PROJECT_DIR".into()
+            } else {
+                "the current directory".into()
+            },
+        }
+    }
+}
+
+/// Gathers the report for `paths`. `path_var` is the PATH hooks run with (bare command names and
+/// `#!/usr/bin/env NAME` are looked up on it).
+pub fn gather(paths: &Paths, sources: &PathSources, path_var: &str) -> Report {
+    let (decision, set) = HookLoader::new(paths.clone()).load();
+    let path_report = |path: &Path, from: &str| PathReport {
+        path: path.to_path_buf(),
+        from: from.to_string(),
+        exists: path.is_dir(),
+    };
+    let paths_report = PathsReport {
+        config_dir: path_report(&paths.config_dir, &sources.config_dir),
+        data_dir: path_report(&paths.data_dir, &sources.data_dir),
+        project_dir: path_report(&paths.project_dir, &sources.project_dir),
+    };
+    let trust_error = decision.error().is_some();
+    let trust = trust_report(paths, decision);
+    let files: Vec<FileReport> = set
+        .files
+        .iter()
+        .map(|file| file_report(paths, file, trust_error))
+        .collect();
+
+    let log_path = paths.logs_dir().join(runlog::FILE_NAME);
+    let log = LogRead::read(&log_path, set.hooks.iter().map(|hook| hook.id.as_str()));
+    let catalog = ToolCatalog::native();
+    let hooks: Vec<HookReport> = set
+        .hooks
+        .iter()
+        .map(|hook| hook_report(hook, &log, &catalog, path_var))
+        .collect();
+
+    let mut problems = Vec::new();
+    let mut add = |subject: String, finding: &Finding| {
+        if finding.level >= Level::Warning {
+            problems.push(Problem {
+                level: finding.level,
+                subject,
+                message: finding.message.clone(),
+                fix: finding.fix.clone(),
+            });
+        }
+    };
+    add("trust".into(), &trust.finding);
+    for file in &files {
+        add(format!("file {}", file.path.display()), &file.finding);
+    }
+    for hook in &hooks {
+        for finding in &hook.findings {
+            add(format!("hook '{}'", hook.id), finding);
+        }
+    }
+    let summary = Summary {
+        hooks: hooks.len(),
+        enabled: hooks.iter().filter(|hook| hook.enabled).count(),
+        errors: problems.iter().filter(|p| p.level == Level::Error).count(),
+        warnings: problems.iter().filter(|p| p.level == Level::Warning).count(),
+    };
+    Report {
+        schema_version: SCHEMA_VERSION,
+        elph_version: env!("CARGO_PKG_VERSION"),
+        paths: paths_report,
+        trust,
+        files,
+        hooks,
+        run_log: RunLogReport {
+            path: log_path,
+            exists: log.exists,
+            error: log.error.clone(),
+            runs: log.runs,
+            skipped_lines: log.bad_lines,
+            unknown_hook_runs: log.unknown_hook_runs,
+            window: runstats::WINDOW,
+        },
+        diagnostics: set.diagnostics.clone(),
+        problems,
+        summary,
+    }
+}
+
+fn trust_report(paths: &Paths, decision: TrustDecision) -> TrustReport {
+    let trust_file = paths.trust_file();
+    let project = &paths.project_dir;
+    let project_q = shell_quote(project);
+    let explanation = decision.explanation();
+    let project_file_exists = paths.project_hooks_file().exists();
+    let finding = if let Some(error) = decision.error() {
+        Finding::new(
+            Level::Error,
+            format!("trust cannot be decided, so project hooks stay off: {error}"),
+        )
+        .fix(format!(
+            "fix the JSON in {0}, or move it away (e.g. mv {0} {0}.bad) and trust projects again with `elph trust`",
+            shell_quote(&trust_file)
+        ))
+    } else if decision.trusted {
+        Finding::new(
+            Level::Ok,
+            format!("{} is trusted ({explanation})", project.display()),
+        )
+    } else if project_file_exists {
+        Finding::new(
+            Level::Warning,
+            format!(
+                "{} is not trusted ({explanation}), so its .elph/hooks.json is skipped",
+                project.display()
+            ),
+        )
+        .fix(format!(
+            "if you trust this project's hooks: elph trust {project_q} (or /trust in the app)"
+        ))
+    } else {
+        Finding::new(
+            Level::Info,
+            format!(
+                "{} is not trusted ({explanation}); it has no .elph/hooks.json, so nothing is skipped",
+                project.display()
+            ),
+        )
+    };
+    TrustReport {
+        project_dir: project.clone(),
+        trusted: decision.trusted,
+        explanation,
+        error: decision.error().map(str::to_string),
+        source: decision.source,
+        default_project_trust: decision.default,
+        trust_file_exists: trust_file.exists(),
+        trust_file,
+        finding,
+    }
+}
+
+fn file_report(paths: &Paths, file: &HookFile, trust_error: bool) -> FileReport {
+    let exists = file.path.exists();
+    let path_q = shell_quote(&file.path);
+    let (state, hooks, pointer, reason, finding) = match &file.state {
+        FileState::Loaded { hooks } => (
+            "loaded",
+            Some(*hooks),
+            None,
+            None,
+            Finding::new(Level::Ok, format!("loaded {hooks} hook(s)")),
+        ),
+        FileState::Missing => (
+            "missing",
+            None,
+            None,
+            None,
+            Finding::new(Level::Info, "not present (optional)"),
+        ),
+        FileState::SkippedUntrusted if exists && trust_error => (
+            "skippedUntrusted",
+            None,
+            None,
+            None,
+            Finding::new(
+                Level::Warning,
+                "skipped: trust.json cannot be used, so no project is trusted",
+            )
+            .fix("fix trust.json first (see Trust above)"),
+        ),
+        FileState::SkippedUntrusted if exists => (
+            "skippedUntrusted",
+            None,
+            None,
+            None,
+            Finding::new(Level::Warning, "skipped: the project is not trusted").fix(format!(
+                "elph trust {} (or /trust in the app), after reading the file",
+                shell_quote(&paths.project_dir)
+            )),
+        ),
+        FileState::SkippedUntrusted => (
+            "skippedUntrusted",
+            None,
+            None,
+            None,
+            Finding::new(Level::Info, "not present (and the project is not trusted)"),
+        ),
+        FileState::Malformed { pointer, reason } => {
+            let at = match pointer.as_deref() {
+                Some("") => " at (root)".to_string(),
+                Some(pointer) => format!(" at {pointer}"),
+                None => String::new(),
+            };
+            (
+                "malformed",
+                None,
+                pointer.clone(),
+                Some(reason.clone()),
+                Finding::new(Level::Error, format!("malformed{at}: {reason}")).fix(format!(
+                    "fix it, then check it with: elph hooks validate {path_q}"
+                )),
+            )
+        }
+    };
+    FileReport {
+        path: file.path.clone(),
+        scope: file.scope,
+        state,
+        hooks,
+        pointer,
+        reason,
+        exists,
+        finding,
+    }
+}
+
+fn hook_report(hook: &HookDefinition, log: &LogRead, catalog: &ToolCatalog, path_var: &str) -> HookReport {
+    let (command, mut findings) = checks::check_command(hook, path_var);
+    findings.extend(checks::check_matcher(hook, catalog));
+    let recent_runs = log.stats(&hook.id);
+    if let Some(stats) = &recent_runs {
+        findings.extend(checks::check_runs(hook, stats));
+    }
+    if !hook.enabled {
+        findings.push(
+            Finding::new(Level::Info, "disabled: listed, never run").fix(format!(
+                "set \"enabled\": true in {} to run it",
+                hook.source.display()
+            )),
+        );
+    }
+    let status = findings
+        .iter()
+        .map(|finding| finding.level)
+        .max()
+        .unwrap_or(Level::Ok);
+    let matcher = (!hook.matcher.is_any()).then(|| {
+        hook.matcher
+            .patterns()
+            .iter()
+            .map(ToolPattern::to_string)
+            .collect()
+    });
+    HookReport {
+        id: hook.id.clone(),
+        event: hook.event,
+        matcher,
+        command,
+        args: hook.args.clone(),
+        timeout_ms: hook.timeout.as_millis() as u64,
+        source: hook.source.clone(),
+        scope: hook.scope,
+        enabled: hook.enabled,
+        status,
+        findings,
+        recent_runs,
+    }
+}

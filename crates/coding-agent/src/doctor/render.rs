@@ -1,0 +1,205 @@
+//! The human form of the doctor report: one section per topic, a mark on every line that states a
+//! result (✓ fine, - for information, ! warning, ✗ problem), and a `→` line with what to do next
+//! under every warning and problem.
+
+use std::io::{self, Write};
+
+use super::checks::{Finding, Level};
+use super::{HookReport, Report};
+use crate::hooks::HookScope;
+
+/// Writes `report` for people.
+pub fn render(out: &mut impl Write, report: &Report) -> io::Result<()> {
+    writeln!(out, "elph doctor (elph {})", report.elph_version)?;
+
+    heading(out, "Paths")?;
+    let paths = &report.paths;
+    for (name, path) in [
+        ("CONFIG_DIR", &paths.config_dir),
+        ("DATA_DIR", &paths.data_dir),
+        ("PROJECT_DIR", &paths.project_dir),
+    ] {
+        let missing = if path.exists { "" } else { ", not created yet" };
+        writeln!(
+            out,
+            "  {name:<12} {}  (from {}{missing})",
+            path.path.display(),
+            path.from
+        )?;
+    }
+
+    heading(out, "Trust")?;
+    let trust = &report.trust;
+    finding(out, 2, &trust.finding)?;
+    let state = if trust.trust_file_exists {
+        ""
+    } else {
+        " (not present: every project gets the default, ask)"
+    };
+    writeln!(out, "    trust file: {}{state}", trust.trust_file.display())?;
+
+    heading(out, "Hook files")?;
+    for file in &report.files {
+        let scope = scope_name(file.scope);
+        let mark = file.finding.level.mark();
+        writeln!(
+            out,
+            "  {mark} {scope:<8} {}: {}",
+            file.path.display(),
+            file.finding.message
+        )?;
+        fix(out, 4, &file.finding)?;
+    }
+
+    let disabled = report.summary.hooks - report.summary.enabled;
+    heading(
+        out,
+        &format!(
+            "Hooks: {} ({} enabled, {disabled} disabled), in the order they run",
+            report.summary.hooks, report.summary.enabled
+        ),
+    )?;
+    if report.hooks.is_empty() {
+        writeln!(out, "  - none configured")?;
+    }
+    for hook in &report.hooks {
+        render_hook(out, hook)?;
+    }
+
+    heading(out, "Run log")?;
+    let log = &report.run_log;
+    if let Some(error) = &log.error {
+        writeln!(out, "  ! {}: cannot be read: {error}", log.path.display())?;
+    } else if !log.exists {
+        writeln!(out, "  - {}: no runs recorded yet", log.path.display())?;
+    } else {
+        let mut line = format!(
+            "  ✓ {}: {} run(s) read; the last {} of each hook are summed up above",
+            log.path.display(),
+            log.runs,
+            log.window
+        );
+        if log.skipped_lines > 0 {
+            line.push_str(&format!("; {} unreadable line(s) skipped", log.skipped_lines));
+        }
+        if log.unknown_hook_runs > 0 {
+            line.push_str(&format!(
+                "; {} run(s) of hooks no longer configured",
+                log.unknown_hook_runs
+            ));
+        }
+        writeln!(out, "{line}")?;
+    }
+
+    heading(out, &format!("Diagnostics ({})", report.diagnostics.len()))?;
+    if report.diagnostics.is_empty() {
+        writeln!(out, "  ✓ none")?;
+    }
+    for diagnostic in &report.diagnostics {
+        writeln!(out, "  ! {diagnostic}")?;
+    }
+
+    heading(out, "Summary")?;
+    let summary = &report.summary;
+    if summary.errors == 0 && summary.warnings == 0 {
+        writeln!(out, "  ✓ no problems found")?;
+    } else {
+        writeln!(
+            out,
+            "  {} {} problem(s), {} warning(s): see the ✗ and ! lines above, each with what to do next",
+            if summary.errors > 0 { "✗" } else { "!" },
+            summary.errors,
+            summary.warnings
+        )?;
+    }
+    Ok(())
+}
+
+fn render_hook(out: &mut impl Write, hook: &HookReport) -> io::Result<()> {
+    let mark = hook.status.mark();
+    let tools = match &hook.matcher {
+        Some(patterns) => format!("  tools: {}", patterns.join(", ")),
+        None if hook.event.is_tool_event() => "  tools: *".to_string(),
+        None => String::new(),
+    };
+    writeln!(out, "  {mark} {}  {}{tools}", hook.id, hook.event)?;
+    let command = &hook.command;
+    let mut resolved = command.path.display().to_string();
+    if command.written != resolved {
+        resolved = format!("{} → {resolved}", command.written);
+    }
+    let state = if !command.exists {
+        "not found"
+    } else if !command.executable {
+        "not executable"
+    } else {
+        "executable"
+    };
+    writeln!(out, "      command  {resolved} ({state})")?;
+    if let Some(interpreter) = &command.interpreter {
+        writeln!(out, "      runs by  #!{interpreter}")?;
+    }
+    if !hook.args.is_empty() {
+        let args: Vec<String> = hook
+            .args
+            .iter()
+            .map(|arg| serde_json::Value::from(arg.as_str()).to_string())
+            .collect();
+        writeln!(out, "      args     {}", args.join(" "))?;
+    }
+    writeln!(out, "      timeout  {} ms", hook.timeout_ms)?;
+    writeln!(
+        out,
+        "      source   {} ({})",
+        hook.source.display(),
+        scope_name(hook.scope)
+    )?;
+    writeln!(out, "      enabled  {}", if hook.enabled { "yes" } else { "no" })?;
+    match &hook.recent_runs {
+        None => writeln!(out, "      runs     none recorded")?,
+        Some(stats) => {
+            let percentiles = match (stats.p50_ms, stats.p95_ms) {
+                (Some(p50), Some(p95)) => format!("; p50 {p50} ms, p95 {p95} ms"),
+                _ => String::new(),
+            };
+            let skipped = if stats.skipped > 0 {
+                format!(", {} skipped", stats.skipped)
+            } else {
+                String::new()
+            };
+            writeln!(
+                out,
+                "      runs     {} recent: {} failed, {} timed out{skipped}{percentiles}",
+                stats.count, stats.failures, stats.timeouts
+            )?;
+        }
+    }
+    for item in &hook.findings {
+        finding(out, 6, item)?;
+    }
+    Ok(())
+}
+
+fn heading(out: &mut impl Write, title: &str) -> io::Result<()> {
+    writeln!(out)?;
+    writeln!(out, "{title}")
+}
+
+fn finding(out: &mut impl Write, indent: usize, finding: &Finding) -> io::Result<()> {
+    writeln!(out, "{:indent$}{} {}", "", finding.level.mark(), finding.message)?;
+    fix(out, indent + 2, finding)
+}
+
+fn fix(out: &mut impl Write, indent: usize, finding: &Finding) -> io::Result<()> {
+    match &finding.fix {
+        Some(fix) if finding.level != Level::Ok => writeln!(out, "{:indent$}→ {fix}", ""),
+        _ => Ok(()),
+    }
+}
+
+fn scope_name(scope: HookScope) -> &'static str {
+    match scope {
+        HookScope::Home => "home",
+        HookScope::Project => "project",
+    }
+}

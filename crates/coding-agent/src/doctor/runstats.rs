@@ -1,0 +1,389 @@
+//! Recent runs of each hook, from the run log (`DATA_DIR/logs/hooks.jsonl`): count, failures,
+//! timeouts and latency percentiles, and the two warnings doctor gives about them (slow, failing).
+//!
+//! The log is read tolerantly: a line that is not JSON, or lacks the fields a run needs, is skipped
+//! and counted. Only the last [`WINDOW`] runs of each configured hook are kept, so memory does not
+//! grow with the size of the log.
+
+use std::collections::{HashMap, VecDeque};
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// Runs kept per hook: the most recent ones.
+pub const WINDOW: usize = 1000;
+/// "Keeps failing": at least [`FAILING_THRESHOLD`] of the last [`FAILING_WINDOW`] runs failed.
+pub const FAILING_WINDOW: usize = 5;
+pub const FAILING_THRESHOLD: usize = 3;
+/// "Slow": a p95 over this, whatever the timeout (hooks are awaited serially).
+pub const SLOW_MS: u64 = 2000;
+
+/// How a logged run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Status {
+    Ok,
+    Failed,
+    Skipped,
+}
+
+/// One run as doctor needs it.
+#[derive(Clone, Debug)]
+struct Run {
+    time: Option<String>,
+    duration_ms: u64,
+    status: Status,
+    timed_out: bool,
+    cause: Option<String>,
+}
+
+/// One line of the log. Only `hookId`, `durationMs` and `status` are required.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Line {
+    hook_id: String,
+    duration_ms: u64,
+    status: String,
+    #[serde(default)]
+    time: Option<String>,
+    #[serde(default)]
+    timed_out: bool,
+    #[serde(default)]
+    cause: Option<String>,
+}
+
+impl Line {
+    fn into_run(self) -> Option<(String, Run)> {
+        let status = match self.status.as_str() {
+            "ok" => Status::Ok,
+            "failed" => Status::Failed,
+            "skipped" => Status::Skipped,
+            _ => return None,
+        };
+        Some((
+            self.hook_id,
+            Run {
+                time: self.time,
+                duration_ms: self.duration_ms,
+                status,
+                // A timed-out run failed, whatever its status field says.
+                timed_out: self.timed_out,
+                cause: self.cause,
+            },
+        ))
+    }
+}
+
+/// What was read from the log.
+#[derive(Debug, Default)]
+pub struct LogRead {
+    pub exists: bool,
+    /// Why the log could not be read, when it exists but cannot be opened.
+    pub error: Option<String>,
+    /// Lines that held a run (of any hook).
+    pub runs: usize,
+    /// Lines skipped: not JSON, or missing what a run needs.
+    pub bad_lines: usize,
+    /// Runs of hooks that are not configured now.
+    pub unknown_hook_runs: usize,
+    runs_by_hook: HashMap<String, VecDeque<Run>>,
+}
+
+impl LogRead {
+    /// Reads `path`, keeping the last [`WINDOW`] runs of each hook in `hook_ids`.
+    pub fn read<'a>(path: &Path, hook_ids: impl IntoIterator<Item = &'a str>) -> Self {
+        let mut read = LogRead {
+            runs_by_hook: hook_ids
+                .into_iter()
+                .map(|id| (id.to_string(), VecDeque::new()))
+                .collect(),
+            ..LogRead::default()
+        };
+        let file = match File::open(path) {
+            Ok(file) => file,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return read,
+            Err(error) => {
+                read.exists = true;
+                read.error = Some(error.to_string());
+                return read;
+            }
+        };
+        read.exists = true;
+        let mut reader = BufReader::new(file);
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            match reader.read_until(b'\n', &mut line) {
+                Ok(0) => break,
+                Ok(_) => read.add_line(&line),
+                Err(error) => {
+                    read.error = Some(error.to_string());
+                    break;
+                }
+            }
+        }
+        read
+    }
+
+    fn add_line(&mut self, line: &[u8]) {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            return;
+        }
+        let Some((hook_id, run)) = serde_json::from_slice::<Line>(line).ok().and_then(Line::into_run) else {
+            self.bad_lines += 1;
+            return;
+        };
+        self.runs += 1;
+        match self.runs_by_hook.get_mut(&hook_id) {
+            Some(runs) => {
+                if runs.len() == WINDOW {
+                    runs.pop_front();
+                }
+                runs.push_back(run);
+            }
+            None => self.unknown_hook_runs += 1,
+        }
+    }
+
+    /// The statistics of one hook's recent runs; `None` when the log holds none.
+    pub fn stats(&self, hook_id: &str) -> Option<RunStats> {
+        let runs = self.runs_by_hook.get(hook_id)?;
+        if runs.is_empty() {
+            return None;
+        }
+        Some(RunStats::of(runs.iter()))
+    }
+}
+
+/// The most recent failure of a hook.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LastFailure {
+    pub time: Option<String>,
+    pub timed_out: bool,
+    pub cause: Option<String>,
+}
+
+/// A hook's recent runs, summed up.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunStats {
+    /// Runs considered (at most [`WINDOW`], the most recent).
+    pub count: usize,
+    pub ok: usize,
+    /// Failed runs, timeouts included.
+    pub failures: usize,
+    pub timeouts: usize,
+    /// Not run (payload over the input limit); left out of the percentiles.
+    pub skipped: usize,
+    /// Median duration of the runs that ran (nearest rank).
+    pub p50_ms: Option<u64>,
+    pub p95_ms: Option<u64>,
+    /// How many of the last runs that ran (at most [`FAILING_WINDOW`]) failed, and of how many.
+    pub recent_failures: usize,
+    pub recent_window: usize,
+    pub last_run: Option<String>,
+    pub last_failure: Option<LastFailure>,
+}
+
+impl RunStats {
+    fn of<'a>(runs: impl DoubleEndedIterator<Item = &'a Run> + Clone) -> Self {
+        let mut durations = Vec::new();
+        let (mut count, mut ok, mut failures, mut timeouts, mut skipped) = (0, 0, 0, 0, 0);
+        for run in runs.clone() {
+            count += 1;
+            let failed = run.status == Status::Failed || run.timed_out;
+            match run.status {
+                Status::Skipped if !run.timed_out => skipped += 1,
+                _ if failed => failures += 1,
+                _ => ok += 1,
+            }
+            if run.timed_out {
+                timeouts += 1;
+            }
+            if run.status != Status::Skipped {
+                durations.push(run.duration_ms);
+            }
+        }
+        durations.sort_unstable();
+        let ran: Vec<&Run> = runs
+            .clone()
+            .rev()
+            .filter(|run| run.status != Status::Skipped)
+            .take(FAILING_WINDOW)
+            .collect();
+        let recent_failures = ran
+            .iter()
+            .filter(|run| run.status == Status::Failed || run.timed_out)
+            .count();
+        let last_failure = runs
+            .clone()
+            .rev()
+            .find(|run| run.status == Status::Failed || run.timed_out)
+            .map(|run| LastFailure {
+                time: run.time.clone(),
+                timed_out: run.timed_out,
+                cause: run.cause.clone(),
+            });
+        RunStats {
+            count,
+            ok,
+            failures,
+            timeouts,
+            skipped,
+            p50_ms: percentile(&durations, 50),
+            p95_ms: percentile(&durations, 95),
+            recent_failures,
+            recent_window: ran.len(),
+            last_run: runs.clone().next_back().and_then(|run| run.time.clone()),
+            last_failure,
+        }
+    }
+
+    /// Why the hook counts as slow, if it does: its p95 is over half its timeout, or over 2 s.
+    pub fn slow(&self, timeout: Duration) -> Option<Slowness> {
+        let p95 = self.p95_ms?;
+        let half = (timeout.as_millis() as u64) / 2;
+        if p95 > half {
+            Some(Slowness::NearTimeout {
+                p95_ms: p95,
+                timeout_ms: timeout.as_millis() as u64,
+            })
+        } else if p95 > SLOW_MS {
+            Some(Slowness::OverLimit { p95_ms: p95 })
+        } else {
+            None
+        }
+    }
+
+    /// Whether the hook keeps failing: at least 3 of its last 5 runs failed.
+    pub fn failing(&self) -> bool {
+        self.recent_failures >= FAILING_THRESHOLD
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Slowness {
+    NearTimeout { p95_ms: u64, timeout_ms: u64 },
+    OverLimit { p95_ms: u64 },
+}
+
+/// The nearest-rank percentile of sorted values.
+fn percentile(sorted: &[u64], p: usize) -> Option<u64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let rank = (p * sorted.len()).div_ceil(100).max(1);
+    Some(sorted[rank.min(sorted.len()) - 1])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(id: &str, ms: u64, status: &str, timed_out: bool) -> String {
+        serde_json::json!({
+            "time": "2025-01-01T00:00:00Z", "hookId": id, "event": "stop", "durationMs": ms,
+            "exit": null, "signal": null, "timedOut": timed_out, "status": status, "cause": null
+        })
+        .to_string()
+    }
+
+    #[test]
+    fn percentiles_are_nearest_rank() {
+        assert_eq!(percentile(&[], 50), None);
+        assert_eq!(percentile(&[7], 95), Some(7));
+        assert_eq!(percentile(&[1, 2, 3, 4], 50), Some(2));
+        let hundred: Vec<u64> = (1..=100).collect();
+        assert_eq!(percentile(&hundred, 50), Some(50));
+        assert_eq!(percentile(&hundred, 95), Some(95));
+        let twenty: Vec<u64> = (1..=20).map(|n| n * 100).collect();
+        assert_eq!(percentile(&twenty, 95), Some(1900));
+    }
+
+    #[test]
+    fn bad_lines_are_skipped_and_the_window_keeps_the_latest() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("hooks.jsonl");
+        let mut text = String::from("not json\n{\"hookId\": \"a\"}\n\n");
+        for _ in 0..5 {
+            text.push_str(&line("a", 10, "failed", false));
+            text.push('\n');
+        }
+        for _ in 0..WINDOW {
+            text.push_str(&line("a", 20, "ok", false));
+            text.push('\n');
+        }
+        text.push_str(&line("gone", 1, "ok", false));
+        text.push_str("\n{\"truncated");
+        std::fs::write(&path, text).unwrap();
+        let read = LogRead::read(&path, ["a", "never-ran"]);
+        assert!(read.exists);
+        assert_eq!(read.bad_lines, 3);
+        assert_eq!(read.runs, WINDOW + 6);
+        assert_eq!(read.unknown_hook_runs, 1);
+        let stats = read.stats("a").unwrap();
+        assert_eq!((stats.count, stats.ok, stats.failures), (WINDOW, WINDOW, 0));
+        assert_eq!(stats.p50_ms, Some(20));
+        assert!(read.stats("never-ran").is_none());
+        assert!(read.stats("gone").is_none());
+    }
+
+    #[test]
+    fn failing_and_slow() {
+        let runs: Vec<Run> = [
+            ("ok", false),
+            ("failed", false),
+            ("ok", true),
+            ("skipped", false),
+            ("failed", false),
+        ]
+        .iter()
+        .enumerate()
+        .map(|(i, (status, timed_out))| Run {
+            time: Some(format!("t{i}")),
+            duration_ms: 1000 * (i as u64 + 1),
+            status: match *status {
+                "ok" => Status::Ok,
+                "failed" => Status::Failed,
+                _ => Status::Skipped,
+            },
+            timed_out: *timed_out,
+            cause: Some(format!("cause {i}")),
+        })
+        .collect();
+        let stats = RunStats::of(runs.iter());
+        assert_eq!(
+            (
+                stats.count,
+                stats.ok,
+                stats.failures,
+                stats.timeouts,
+                stats.skipped
+            ),
+            (5, 1, 3, 1, 1)
+        );
+        assert_eq!((stats.recent_failures, stats.recent_window), (3, 4));
+        assert!(stats.failing());
+        assert_eq!(
+            stats.last_failure.as_ref().unwrap().cause.as_deref(),
+            Some("cause 4")
+        );
+        assert_eq!(stats.last_run.as_deref(), Some("t4"));
+        // Durations that ran: 1000, 2000, 3000, 5000.
+        assert_eq!((stats.p50_ms, stats.p95_ms), (Some(2000), Some(5000)));
+        assert_eq!(
+            stats.slow(Duration::from_secs(60)),
+            Some(Slowness::OverLimit { p95_ms: 5000 })
+        );
+        assert_eq!(
+            stats.slow(Duration::from_secs(8)),
+            Some(Slowness::NearTimeout {
+                p95_ms: 5000,
+                timeout_ms: 8000
+            })
+        );
+    }
+}

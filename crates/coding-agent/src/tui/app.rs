@@ -1,0 +1,817 @@
+//! The TUI's state and how it changes: `App::update(msg)` for every key, paste, tick and message
+//! from the agent. Nothing here draws or touches the terminal, so it is tested as plain data; what
+//! the agent must do goes to an outbox (`take_commands`).
+
+use std::cell::Cell;
+use std::time::{Duration, Instant};
+
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use elph_agent::harness::{AgentEvent, ApprovalDecision, ApprovalRequest};
+use elph_agent::hooks::StopStatus;
+use serde_json::Value;
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+use super::commands::{self, Parsed, SlashCommand};
+use super::composer::Composer;
+use super::hookview::{self, HooksView, RECENT_RUNS, RunInfo};
+use super::worker::{Command, HistoryEntry, Level, PendingApproval, SessionView, UiMsg};
+use crate::notices::{self, NoticeKind};
+use crate::store::SessionInfo;
+
+/// Two Ctrl+C within this time exit.
+pub const DOUBLE_PRESS: Duration = Duration::from_millis(1000);
+/// How long a hint stays in the footer.
+const HINT_TIME: Duration = Duration::from_secs(3);
+
+#[derive(Debug)]
+pub enum Msg {
+    Key(KeyEvent),
+    Paste(String),
+    Tick(Instant),
+    Worker(UiMsg),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ToolState {
+    Running,
+    Approval,
+    Ok,
+    Failed,
+    /// Blocked by a hook, denied, or invalid arguments: the tool did not run.
+    NotRun,
+    Cancelled,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolItem {
+    pub id: String,
+    pub name: String,
+    pub input: Value,
+    pub state: ToolState,
+    pub result: String,
+    /// Hook activity about this call.
+    pub notes: Vec<(Level, String)>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tone {
+    Normal,
+    Dim,
+    Heading,
+    Good,
+    Warn,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct PanelLine {
+    pub tone: Tone,
+    pub text: String,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Panel {
+    pub title: String,
+    pub lines: Vec<PanelLine>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Item {
+    User(String),
+    /// A slash command as typed.
+    Command(String),
+    Assistant {
+        text: String,
+        streaming: bool,
+    },
+    Tool(ToolItem),
+    Notice {
+        level: Level,
+        text: String,
+    },
+    Panel(Panel),
+}
+
+#[derive(Debug)]
+pub enum Modal {
+    Approval {
+        request: ApprovalRequest,
+        reply: Option<oneshot::Sender<ApprovalDecision>>,
+        selected: usize,
+    },
+    Sessions {
+        sessions: Vec<SessionInfo>,
+        selected: usize,
+    },
+}
+
+pub const APPROVAL_CHOICES: [(&str, ApprovalDecision); 3] = [
+    ("Yes, once", ApprovalDecision::AllowOnce),
+    ("Yes, for this session", ApprovalDecision::AllowForSession),
+    ("No, deny", ApprovalDecision::Deny),
+];
+
+/// The agent is working on a command.
+#[derive(Debug)]
+pub struct Busy {
+    pub label: String,
+    pub since: Instant,
+    /// The running turn's (or compaction's) token, for Ctrl+C.
+    pub cancel: Option<CancellationToken>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Status {
+    pub project_dir: String,
+    pub model: String,
+    pub session_id: String,
+    pub context_tokens: u64,
+    pub context_window: u64,
+}
+
+#[derive(Debug)]
+pub struct App {
+    pub items: Vec<Item>,
+    pub composer: Composer,
+    pub palette_selected: usize,
+    pub palette_dismissed: bool,
+    pub modal: Option<Modal>,
+    pub status: Status,
+    pub hooks: HooksView,
+    pub recent_runs: Vec<RunInfo>,
+    pub busy: Option<Busy>,
+    pub now: Instant,
+    pub expand_tools: bool,
+    /// Rows scrolled up from the bottom of the transcript (0: follow the end).
+    pub scroll: usize,
+    /// The largest useful `scroll` and the transcript's height, as last drawn.
+    pub scroll_max: Cell<usize>,
+    pub page: Cell<usize>,
+    pub hint: Option<(String, Instant)>,
+    pub quitting: bool,
+    pub exit: bool,
+    last_ctrl_c: Option<Instant>,
+    outbox: Vec<Command>,
+}
+
+impl App {
+    pub fn new(now: Instant) -> Self {
+        App {
+            items: Vec::new(),
+            composer: Composer::new(),
+            palette_selected: 0,
+            palette_dismissed: false,
+            modal: None,
+            status: Status::default(),
+            hooks: HooksView::default(),
+            recent_runs: Vec::new(),
+            busy: Some(Busy {
+                label: "starting the session".into(),
+                since: now,
+                cancel: None,
+            }),
+            now,
+            expand_tools: false,
+            scroll: 0,
+            scroll_max: Cell::new(0),
+            page: Cell::new(10),
+            hint: None,
+            quitting: false,
+            exit: false,
+            last_ctrl_c: None,
+            outbox: Vec::new(),
+        }
+    }
+
+    /// What the agent should do next, in order.
+    pub fn take_commands(&mut self) -> Vec<Command> {
+        std::mem::take(&mut self.outbox)
+    }
+
+    /// The palette's entries, when it is open.
+    pub fn palette(&self) -> Option<Vec<SlashCommand>> {
+        if self.palette_dismissed || self.modal.is_some() {
+            return None;
+        }
+        commands::palette_matches(self.composer.text(), self.hooks.offered)
+    }
+
+    pub fn hint(&self) -> Option<&str> {
+        self.hint
+            .as_ref()
+            .filter(|(_, at)| self.now.saturating_duration_since(*at) < HINT_TIME)
+            .map(|(text, _)| text.as_str())
+    }
+
+    pub fn update(&mut self, msg: Msg) {
+        match msg {
+            Msg::Key(key) => {
+                if key.kind != KeyEventKind::Release {
+                    self.key(key);
+                }
+            }
+            Msg::Paste(text) => {
+                if self.modal.is_none() {
+                    self.composer.insert_str(&text);
+                    self.input_changed();
+                }
+            }
+            Msg::Tick(now) => self.now = now,
+            Msg::Worker(msg) => self.worker(msg),
+        }
+    }
+
+    fn set_hint(&mut self, text: impl Into<String>) {
+        self.hint = Some((text.into(), self.now));
+    }
+
+    fn push_notice(&mut self, level: Level, text: impl Into<String>) {
+        self.items.push(Item::Notice {
+            level,
+            text: text.into(),
+        });
+    }
+
+    fn start(&mut self, label: &str, command: Command, cancel: Option<CancellationToken>) {
+        self.outbox.push(command);
+        self.busy = Some(Busy {
+            label: label.into(),
+            since: self.now,
+            cancel,
+        });
+        self.scroll = 0;
+    }
+
+    fn key(&mut self, key: KeyEvent) {
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        if ctrl && matches!(key.code, KeyCode::Char('c')) {
+            self.ctrl_c();
+            return;
+        }
+        if self.modal.is_some() {
+            self.modal_key(key);
+            return;
+        }
+        match key.code {
+            KeyCode::Char('o') if ctrl => {
+                self.expand_tools = !self.expand_tools;
+                return;
+            }
+            KeyCode::PageUp => {
+                self.scroll = (self.scroll + self.page.get().max(1)).min(self.scroll_max.get());
+                return;
+            }
+            KeyCode::PageDown => {
+                self.scroll = self.scroll.saturating_sub(self.page.get().max(1));
+                return;
+            }
+            KeyCode::End if ctrl => {
+                self.scroll = 0;
+                return;
+            }
+            _ => {}
+        }
+        let plain = key.modifiers.difference(KeyModifiers::SHIFT).is_empty();
+        if let Some(matches) = self.palette() {
+            let count = matches.len();
+            match key.code {
+                KeyCode::Up if count > 0 => {
+                    self.palette_selected = (self.palette_selected + count - 1) % count;
+                    return;
+                }
+                KeyCode::Down if count > 0 => {
+                    self.palette_selected = (self.palette_selected + 1) % count;
+                    return;
+                }
+                KeyCode::Tab if count > 0 => {
+                    let command = matches[self.palette_selected.min(count - 1)];
+                    self.composer.set_text(&format!("/{} ", command.name()));
+                    self.input_changed();
+                    return;
+                }
+                KeyCode::Esc => {
+                    self.palette_dismissed = true;
+                    return;
+                }
+                KeyCode::Enter if key.modifiers.is_empty() => {
+                    let exact = matches!(commands::parse(self.composer.text()), Some(Parsed::Command(..)));
+                    if !exact && count > 0 {
+                        let command = matches[self.palette_selected.min(count - 1)];
+                        self.composer.set_text(&format!("/{}", command.name()));
+                    }
+                    self.submit();
+                    return;
+                }
+                _ => {}
+            }
+        }
+        if key.code == KeyCode::Enter && key.modifiers.is_empty() {
+            self.submit();
+            return;
+        }
+        if key.code == KeyCode::Esc && plain {
+            return;
+        }
+        if self.composer.handle_key(key) == super::composer::Edit::Changed {
+            self.input_changed();
+        }
+    }
+
+    fn input_changed(&mut self) {
+        self.palette_selected = 0;
+        if !self.composer.text().starts_with('/') {
+            self.palette_dismissed = false;
+        }
+    }
+
+    fn ctrl_c(&mut self) {
+        let now = self.now;
+        let double = self
+            .last_ctrl_c
+            .is_some_and(|at| now.saturating_duration_since(at) < DOUBLE_PRESS);
+        self.last_ctrl_c = Some(now);
+        if self.quitting {
+            // Not waiting for sessionEnd hooks any longer.
+            self.exit = true;
+            return;
+        }
+        let running = self
+            .busy
+            .as_ref()
+            .and_then(|busy| busy.cancel.as_ref())
+            .filter(|cancel| !cancel.is_cancelled())
+            .cloned();
+        if let Some(cancel) = running {
+            cancel.cancel();
+            if let Some(busy) = &mut self.busy {
+                busy.label = "cancelling".into();
+            }
+            self.close_approval();
+            self.set_hint("cancelling the turn · Ctrl+C again to exit");
+            return;
+        }
+        if double {
+            self.quit();
+            return;
+        }
+        if let Some(Modal::Sessions { .. }) = self.modal {
+            self.modal = None;
+        }
+        self.composer.clear();
+        self.set_hint("press Ctrl+C again to exit");
+    }
+
+    /// `/quit`, or Ctrl+C twice: cancel what runs, fire sessionEnd, then exit.
+    pub fn quit(&mut self) {
+        if self.quitting {
+            self.exit = true;
+            return;
+        }
+        self.quitting = true;
+        if let Some(cancel) = self.busy.as_ref().and_then(|busy| busy.cancel.as_ref()) {
+            cancel.cancel();
+        }
+        self.close_approval();
+        self.start("ending the session", Command::Shutdown, None);
+        self.set_hint("ending the session · Ctrl+C to exit now");
+    }
+
+    fn close_approval(&mut self) {
+        if let Some(Modal::Approval { .. }) = self.modal {
+            self.modal = None; // dropping the reply denies
+        }
+    }
+
+    fn submit(&mut self) {
+        let text = self.composer.text().to_string();
+        if text.trim().is_empty() {
+            return;
+        }
+        match commands::parse(&text) {
+            None => {
+                if self.busy.is_some() {
+                    self.set_hint("the agent is working · wait, or Ctrl+C to cancel");
+                    return;
+                }
+                self.composer.submit();
+                self.items.push(Item::User(text.clone()));
+                let cancel = CancellationToken::new();
+                let command = Command::Prompt {
+                    text,
+                    cancel: cancel.clone(),
+                };
+                self.start("working", command, Some(cancel));
+            }
+            Some(Parsed::Unknown(name)) => {
+                self.composer.submit();
+                self.items.push(Item::Command(text.trim().to_string()));
+                self.push_notice(
+                    Level::Error,
+                    format!("unknown command /{name}; /help lists the commands"),
+                );
+            }
+            Some(Parsed::Command(command, args)) => {
+                if command.needs_agent() && self.busy.is_some() {
+                    self.set_hint(format!(
+                        "/{} waits until the agent is idle · Ctrl+C cancels the turn",
+                        command.name()
+                    ));
+                    return;
+                }
+                self.composer.submit();
+                self.palette_dismissed = false;
+                self.items.push(Item::Command(text.trim().to_string()));
+                self.run_command(command, args);
+            }
+        }
+    }
+
+    fn run_command(&mut self, command: SlashCommand, args: Option<String>) {
+        match command {
+            SlashCommand::Help => self.items.push(Item::Panel(help_panel())),
+            SlashCommand::Hooks => {
+                let panel = hookview::panel(&self.hooks, &self.recent_runs);
+                self.items.push(Item::Panel(panel));
+            }
+            SlashCommand::Quit => self.quit(),
+            SlashCommand::Trust => self.start("trusting the project", Command::SetTrust(true), None),
+            SlashCommand::Untrust => self.start("untrusting the project", Command::SetTrust(false), None),
+            SlashCommand::Reload => self.start("reloading hooks", Command::Reload, None),
+            SlashCommand::Compact => {
+                let cancel = CancellationToken::new();
+                let command = Command::Compact {
+                    instructions: args,
+                    cancel: cancel.clone(),
+                };
+                self.start("compacting", command, Some(cancel));
+            }
+            SlashCommand::New => self.start("starting a new session", Command::NewSession, None),
+            SlashCommand::Resume => match args {
+                Some(id) => self.start("resuming", Command::Resume(id), None),
+                None => self.start("listing sessions", Command::ListSessions, None),
+            },
+        }
+        self.scroll = 0;
+    }
+
+    fn modal_key(&mut self, key: KeyEvent) {
+        let Some(modal) = &mut self.modal else { return };
+        let (count, selected) = match modal {
+            Modal::Approval { selected, .. } => (APPROVAL_CHOICES.len(), selected),
+            Modal::Sessions { sessions, selected } => (sessions.len(), selected),
+        };
+        let mut choose = None;
+        match key.code {
+            KeyCode::Up | KeyCode::BackTab | KeyCode::Char('k') => {
+                *selected = (*selected + count - 1) % count.max(1)
+            }
+            KeyCode::Down | KeyCode::Tab | KeyCode::Char('j') => *selected = (*selected + 1) % count.max(1),
+            KeyCode::Enter => choose = Some(*selected),
+            KeyCode::Esc => choose = Some(usize::MAX),
+            KeyCode::Char(c @ '1'..='9') => {
+                let index = c as usize - '1' as usize;
+                if index < count {
+                    choose = Some(index);
+                }
+            }
+            KeyCode::Char('y') if matches!(modal, Modal::Approval { .. }) => choose = Some(0),
+            KeyCode::Char('a') if matches!(modal, Modal::Approval { .. }) => choose = Some(1),
+            KeyCode::Char('n') if matches!(modal, Modal::Approval { .. }) => choose = Some(2),
+            _ => {}
+        }
+        let Some(choice) = choose else { return };
+        match self.modal.take() {
+            Some(Modal::Approval { request, reply, .. }) => {
+                let decision = APPROVAL_CHOICES
+                    .get(choice)
+                    .map_or(ApprovalDecision::Deny, |(_, d)| *d);
+                if let Some(reply) = reply {
+                    let _ = reply.send(decision);
+                }
+                if let Some(tool) = self.tool_mut(&request.tool_call_id) {
+                    tool.state = ToolState::Running;
+                }
+                if let Some(busy) = &mut self.busy {
+                    busy.label = match decision {
+                        ApprovalDecision::Deny => "working".into(),
+                        _ => format!("running {}", request.tool_name),
+                    };
+                }
+            }
+            Some(Modal::Sessions { sessions, .. }) => {
+                if let Some(session) = sessions.get(choice) {
+                    self.start("resuming", Command::Resume(session.id.clone()), None);
+                }
+            }
+            None => {}
+        }
+    }
+
+    fn tool_mut(&mut self, id: &str) -> Option<&mut ToolItem> {
+        self.items.iter_mut().rev().find_map(|item| match item {
+            Item::Tool(tool) if tool.id == id => Some(tool),
+            _ => None,
+        })
+    }
+
+    /// The call whose hooks run now: the last one still running or waiting for approval.
+    fn active_tool(&mut self) -> Option<&mut ToolItem> {
+        self.items.iter_mut().rev().find_map(|item| match item {
+            Item::Tool(tool) if matches!(tool.state, ToolState::Running | ToolState::Approval) => Some(tool),
+            _ => None,
+        })
+    }
+
+    fn set_label(&mut self, label: impl Into<String>) {
+        if let Some(busy) = &mut self.busy
+            && !self.quitting
+            && busy.label != "cancelling"
+        {
+            busy.label = label.into();
+        }
+    }
+
+    fn finish_streaming(&mut self) {
+        for item in &mut self.items {
+            if let Item::Assistant { streaming, .. } = item {
+                *streaming = false;
+            }
+        }
+    }
+
+    fn worker(&mut self, msg: UiMsg) {
+        match msg {
+            UiMsg::Agent(event) => self.agent(event),
+            UiMsg::Approval(PendingApproval { request, reply }) => {
+                if let Some(tool) = self.tool_mut(&request.tool_call_id) {
+                    tool.state = ToolState::Approval;
+                }
+                self.set_label("waiting for your approval");
+                self.modal = Some(Modal::Approval {
+                    request,
+                    reply: Some(reply),
+                    selected: 0,
+                });
+                self.scroll = 0;
+            }
+            UiMsg::Session(view) => self.session(view),
+            UiMsg::Hooks(view) => {
+                self.hooks = view;
+                self.palette_selected = 0;
+            }
+            UiMsg::Context { tokens, window } => {
+                self.status.context_tokens = tokens;
+                self.status.context_window = window;
+            }
+            UiMsg::Notice(level, text) => self.push_notice(level, text),
+            UiMsg::Sessions(sessions) => {
+                let others: Vec<SessionInfo> = sessions
+                    .into_iter()
+                    .filter(|s| s.id != self.status.session_id)
+                    .collect();
+                if others.is_empty() {
+                    self.push_notice(Level::Info, "no earlier sessions in this project");
+                } else {
+                    self.modal = Some(Modal::Sessions {
+                        sessions: others,
+                        selected: 0,
+                    });
+                }
+            }
+            UiMsg::Idle => {
+                if !self.quitting {
+                    self.busy = None;
+                }
+                self.close_approval();
+                self.finish_streaming();
+            }
+            UiMsg::Exited => self.exit = true,
+        }
+    }
+
+    fn session(&mut self, view: SessionView) {
+        let switching = !self.status.session_id.is_empty();
+        self.status.model = view.model;
+        self.status.context_window = view.context_window;
+        if switching {
+            self.items.clear();
+            self.recent_runs.clear();
+        }
+        self.status.session_id = view.session_id.clone();
+        for entry in view.history {
+            self.items.push(match entry {
+                HistoryEntry::User(text) => Item::User(text),
+                HistoryEntry::Assistant(text) => Item::Assistant {
+                    text,
+                    streaming: false,
+                },
+                HistoryEntry::Tool {
+                    id,
+                    name,
+                    input,
+                    result,
+                } => {
+                    let (state, result) = match result {
+                        Some((text, false)) => (ToolState::Ok, text),
+                        Some((text, true)) => (ToolState::Failed, text),
+                        None => (ToolState::Cancelled, String::new()),
+                    };
+                    Item::Tool(ToolItem {
+                        id,
+                        name,
+                        input,
+                        state,
+                        result,
+                        notes: Vec::new(),
+                    })
+                }
+                HistoryEntry::Summary(count) => Item::Notice {
+                    level: Level::Info,
+                    text: format!("{count} earlier message(s) were compacted into a summary"),
+                },
+            });
+        }
+        if switching || view.resumed {
+            let verb = if view.resumed { "resumed" } else { "started" };
+            self.push_notice(Level::Info, format!("{verb} session {}", view.session_id));
+        }
+        self.scroll = 0;
+    }
+
+    fn agent(&mut self, event: AgentEvent) {
+        match event {
+            AgentEvent::SessionStarted { session_id } => self.status.session_id = session_id,
+            AgentEvent::TurnStarted { .. } => self.set_label("working"),
+            AgentEvent::TextDelta { text } => {
+                match self.items.last_mut() {
+                    Some(Item::Assistant {
+                        text: current,
+                        streaming: true,
+                    }) => current.push_str(&text),
+                    _ => self.items.push(Item::Assistant {
+                        text,
+                        streaming: true,
+                    }),
+                }
+                self.set_label("responding");
+            }
+            AgentEvent::AssistantMessage { text, tool_calls } => {
+                let streamed = matches!(self.items.last(), Some(Item::Assistant { streaming: true, .. }));
+                if streamed {
+                    if text.trim().is_empty() {
+                        self.items.pop();
+                    } else if let Some(Item::Assistant {
+                        text: current,
+                        streaming,
+                    }) = self.items.last_mut()
+                    {
+                        *current = text;
+                        *streaming = false;
+                    }
+                } else if !text.trim().is_empty() {
+                    self.items.push(Item::Assistant {
+                        text,
+                        streaming: false,
+                    });
+                }
+                self.set_label(if tool_calls.is_empty() {
+                    "finishing"
+                } else {
+                    "working"
+                });
+            }
+            AgentEvent::ToolCallStarted {
+                tool_call_id,
+                tool_name,
+                input,
+            } => {
+                self.set_label(format!("running {tool_name}"));
+                self.items.push(Item::Tool(ToolItem {
+                    id: tool_call_id,
+                    name: tool_name,
+                    input,
+                    state: ToolState::Running,
+                    result: String::new(),
+                    notes: Vec::new(),
+                }));
+            }
+            AgentEvent::ApprovalNeeded { tool_call_id, .. } => {
+                if let Some(tool) = self.tool_mut(&tool_call_id) {
+                    tool.state = ToolState::Approval;
+                }
+            }
+            AgentEvent::ToolCallFinished {
+                tool_call_id,
+                content,
+                is_error,
+                ran,
+                ..
+            } => {
+                let text = content
+                    .iter()
+                    .filter_map(|block| match block {
+                        elph_agent::messages::ContentBlock::Text { text } => Some(text.clone()),
+                        elph_agent::messages::ContentBlock::Image { mime_type, .. } => {
+                            Some(format!("[image {mime_type}]"))
+                        }
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                if let Some(tool) = self.tool_mut(&tool_call_id) {
+                    tool.result = text;
+                    tool.state = match (ran, is_error) {
+                        (false, _) => ToolState::NotRun,
+                        (true, true) => ToolState::Failed,
+                        (true, false) => ToolState::Ok,
+                    };
+                }
+                self.set_label("thinking");
+            }
+            AgentEvent::Hooks { dispatch } => {
+                for run in &dispatch.runs {
+                    self.recent_runs.push(RunInfo::from_run(run));
+                }
+                let excess = self.recent_runs.len().saturating_sub(RECENT_RUNS);
+                self.recent_runs.drain(..excess);
+                for notice in notices::describe(&dispatch) {
+                    let level = match notice.kind {
+                        NoticeKind::Effect => Level::Effect,
+                        NoticeKind::Problem => Level::Problem,
+                    };
+                    let attach = dispatch.event.is_tool_event();
+                    match self.active_tool().filter(|_| attach) {
+                        Some(tool) => tool.notes.push((level, notice.text)),
+                        None => self.push_notice(level, notice.text),
+                    }
+                }
+            }
+            AgentEvent::Notice { message } => self.push_notice(Level::Info, message),
+            AgentEvent::Usage { usage } => {
+                self.status.context_tokens = usage.input_tokens + usage.output_tokens;
+            }
+            AgentEvent::Compacted { entries_compacted } => self.push_notice(
+                Level::Info,
+                format!("compacted {entries_compacted} earlier message(s) into a summary"),
+            ),
+            AgentEvent::TurnEnded { status, error } => {
+                self.finish_streaming();
+                for item in &mut self.items {
+                    if let Item::Tool(tool) = item
+                        && matches!(tool.state, ToolState::Running | ToolState::Approval)
+                    {
+                        tool.state = ToolState::Cancelled;
+                    }
+                }
+                match status {
+                    StopStatus::Completed => {}
+                    StopStatus::Cancelled => self.push_notice(Level::Info, "turn cancelled"),
+                    StopStatus::Failed => {
+                        self.push_notice(Level::Error, error.unwrap_or_else(|| "the turn failed".into()))
+                    }
+                }
+            }
+            AgentEvent::SessionEnded { .. } => {}
+        }
+    }
+}
+
+pub fn help_panel() -> Panel {
+    let mut lines = vec![PanelLine {
+        tone: Tone::Heading,
+        text: "Commands".into(),
+    }];
+    for command in SlashCommand::ALL {
+        lines.push(PanelLine {
+            tone: Tone::Normal,
+            text: format!(
+                "  /{:<22}{}",
+                format!("{}{}", command.name(), command.usage()),
+                command.description()
+            ),
+        });
+    }
+    lines.push(PanelLine {
+        tone: Tone::Heading,
+        text: "Keys".into(),
+    });
+    for (keys, what) in [
+        ("Enter", "send"),
+        ("Shift/Alt+Enter, Ctrl+J", "new line"),
+        ("Up/Down", "move between lines, recall earlier prompts"),
+        ("Ctrl+C", "cancel the running turn and its hooks; twice to exit"),
+        ("Ctrl+O", "expand or collapse tool output"),
+        (
+            "PageUp/PageDown",
+            "scroll the transcript (Ctrl+End: back to the end)",
+        ),
+    ] {
+        lines.push(PanelLine {
+            tone: Tone::Normal,
+            text: format!("  {keys:<24}{what}"),
+        });
+    }
+    Panel {
+        title: "Help".into(),
+        lines,
+    }
+}

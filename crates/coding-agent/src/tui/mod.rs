@@ -1,0 +1,242 @@
+//! The terminal UI (`elph` with no subcommand, after the trust gate).
+//!
+//! - `app`: the state and `update(msg)`; `view`: drawing; `transcript`, `markdown`, `wrap`: the
+//!   transcript's rows; `composer`: the multi-line input; `commands`: slash commands and the
+//!   palette; `hookview`: the hook set, recent runs and the `/hooks` panel.
+//! - `worker`: the agent task that owns the `Runtime` and talks to the app over channels.
+//!
+//! This module sets up the terminal (raw mode, alternate screen, bracketed paste), restores it on
+//! every way out (a panic too), and runs the event loop: terminal input, the agent's messages, and
+//! a 100 ms tick for the spinner. Logs go to `DATA_DIR/logs/elph.log`, never to the screen.
+
+pub mod app;
+pub mod commands;
+pub mod composer;
+pub mod hookview;
+pub mod markdown;
+pub mod transcript;
+pub mod view;
+pub mod worker;
+pub mod wrap;
+
+use std::io::{Stdout, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use crossterm::event::{
+    DisableBracketedPaste, EnableBracketedPaste, Event, EventStream, KeyboardEnhancementFlags,
+    PopKeyboardEnhancementFlags, PushKeyboardEnhancementFlags,
+};
+use crossterm::terminal::{EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode};
+use elph_agent::harness::ApprovalPolicy;
+use futures::StreamExt;
+use ratatui::Terminal;
+use ratatui::backend::CrosstermBackend;
+use tokio::signal::unix::{SignalKind, signal};
+
+use crate::cli::exit;
+use crate::paths::Paths;
+use crate::runtime::{RuntimeOptions, SessionChoice};
+use crate::trust::TrustDecision;
+use app::{App, Msg};
+
+/// Runs the TUI for the project in `paths` until the person quits. `decision` is the startup
+/// gate's; the runtime reads trust again when it loads the hooks (and on every reload).
+pub fn run(paths: Paths, model: Option<String>, decision: TrustDecision) -> anyhow::Result<u8> {
+    if !crate::gate::has_terminal() {
+        eprintln!("elph: the terminal UI needs a terminal on stdin and stdout; use `elph run` in scripts");
+        return Ok(exit::USAGE);
+    }
+    init_logging(&paths);
+    tracing::info!(
+        project = %paths.project_dir.display(),
+        trusted = decision.trusted,
+        "starting the terminal UI"
+    );
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let result = runtime.block_on(main_loop(paths, model));
+    // Whatever still runs (an interrupted sessionEnd hook) is dropped, which kills its process group.
+    runtime.shutdown_timeout(Duration::from_secs(2));
+    result
+}
+
+/// Logs to `DATA_DIR/logs/elph.log` (level from `ELPH_LOG`, default `info`); never to the screen.
+fn init_logging(paths: &Paths) {
+    let dir = paths.data_dir.join("logs");
+    if std::fs::create_dir_all(&dir).is_err() {
+        return;
+    }
+    let Ok(file) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("elph.log"))
+    else {
+        return;
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("ELPH_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::sync::Mutex::new(file))
+        .with_ansi(false)
+        .with_env_filter(filter)
+        .try_init();
+}
+
+async fn main_loop(paths: Paths, model: Option<String>) -> anyhow::Result<u8> {
+    let options = RuntimeOptions {
+        model,
+        // A person is there to answer: tools that change files or run commands ask first.
+        approval: ApprovalPolicy::Ask,
+        max_turns: None,
+        session: SessionChoice::New,
+    };
+    let project = paths.project_dir.display().to_string();
+    // Errors here (no model set, an unreadable store) print before the screen changes.
+    let (worker, commands, commands_rx, mut messages) = worker::build(paths, options)?;
+    let worker_task = tokio::spawn(worker.run(commands_rx));
+
+    let mut screen = Screen::enter().context("cannot set up the terminal")?;
+    let mut app = App::new(Instant::now());
+    app.status.project_dir = project;
+    let mut input = EventStream::new();
+    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut hangup = signal(SignalKind::hangup()).context("cannot watch SIGHUP")?;
+    let mut terminate = signal(SignalKind::terminate()).context("cannot watch SIGTERM")?;
+    let mut dirty = true;
+    let mut screen_ok = true;
+    let mut worker_gone = false;
+    let mut input_done = false;
+
+    loop {
+        if dirty && screen_ok {
+            if let Err(error) = screen.terminal.draw(|frame| view::draw(frame, &app)) {
+                tracing::error!(%error, "cannot draw; ending the session");
+                screen_ok = false;
+                app.quit();
+            }
+            dirty = false;
+        }
+        tokio::select! {
+            event = input.next(), if !input_done => {
+                app.now = Instant::now();
+                match event {
+                    Some(Ok(Event::Key(key))) => app.update(Msg::Key(key)),
+                    Some(Ok(Event::Paste(text))) => app.update(Msg::Paste(text)),
+                    Some(Ok(_)) => {} // resizes redraw below; the terminal resizes itself
+                    Some(Err(error)) => {
+                        tracing::error!(%error, "cannot read the terminal");
+                        input_done = true;
+                        app.quit();
+                    }
+                    None => {
+                        input_done = true;
+                        app.quit();
+                    }
+                }
+                dirty = true;
+            }
+            message = messages.recv(), if !worker_gone => {
+                match message {
+                    Some(message) => {
+                        app.update(Msg::Worker(message));
+                        // Take what else is waiting before drawing again (a fast stream).
+                        while let Ok(message) = messages.try_recv() {
+                            app.update(Msg::Worker(message));
+                        }
+                    }
+                    None => {
+                        worker_gone = true;
+                        app.exit = true;
+                    }
+                }
+                dirty = true;
+            }
+            _ = tick.tick() => {
+                app.update(Msg::Tick(Instant::now()));
+                dirty |= app.busy.is_some() || app.hint.is_some();
+            }
+            _ = hangup.recv() => app.quit(),
+            _ = terminate.recv() => app.quit(),
+        }
+        for command in app.take_commands() {
+            let _ = commands.send(command);
+        }
+        if app.exit {
+            break;
+        }
+    }
+    screen.restore();
+    drop(commands);
+    if !worker_task.is_finished() {
+        // Ended without waiting for sessionEnd (Ctrl+C while quitting): give it a moment.
+        let _ = tokio::time::timeout(Duration::from_millis(200), worker_task).await;
+    }
+    if worker_gone && !app.quitting {
+        anyhow::bail!("the agent stopped unexpectedly; see {}", "DATA_DIR/logs/elph.log");
+    }
+    Ok(exit::SUCCESS)
+}
+
+/// Whether the terminal is in the TUI's mode, for the panic hook.
+static ACTIVE: AtomicBool = AtomicBool::new(false);
+
+fn restore_terminal() {
+    if !ACTIVE.swap(false, Ordering::SeqCst) {
+        return;
+    }
+    let mut out = std::io::stdout();
+    let _ = crossterm::execute!(
+        out,
+        PopKeyboardEnhancementFlags,
+        DisableBracketedPaste,
+        LeaveAlternateScreen,
+        crossterm::cursor::Show
+    );
+    let _ = disable_raw_mode();
+    let _ = out.flush();
+}
+
+/// The terminal in raw mode on the alternate screen; restored on drop and on panic.
+struct Screen {
+    terminal: Terminal<CrosstermBackend<Stdout>>,
+}
+
+impl Screen {
+    fn enter() -> anyhow::Result<Screen> {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            restore_terminal();
+            previous(info);
+        }));
+        enable_raw_mode()?;
+        ACTIVE.store(true, Ordering::SeqCst);
+        let mut out = std::io::stdout();
+        crossterm::execute!(
+            out,
+            EnterAlternateScreen,
+            EnableBracketedPaste,
+            // Lets terminals that support it report Shift+Enter; the others ignore it.
+            PushKeyboardEnhancementFlags(KeyboardEnhancementFlags::DISAMBIGUATE_ESCAPE_CODES)
+        )?;
+        let mut terminal = Terminal::new(CrosstermBackend::new(out))?;
+        terminal.clear()?;
+        Ok(Screen { terminal })
+    }
+
+    fn restore(&mut self) {
+        let _ = self.terminal.show_cursor();
+        restore_terminal();
+    }
+}
+
+impl Drop for Screen {
+    fn drop(&mut self) {
+        self.restore();
+    }
+}

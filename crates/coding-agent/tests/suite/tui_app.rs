@@ -1,0 +1,421 @@
+//! The TUI's state without a terminal: keys and agent messages in, commands for the agent out.
+
+use std::time::Duration;
+
+use coding_agent::store::SessionInfo;
+use coding_agent::tui::app::{App, Item, Modal, Msg, ToolState};
+use coding_agent::tui::view;
+use coding_agent::tui::worker::{Command, PendingApproval, UiMsg};
+use crossterm::event::{KeyCode, KeyModifiers};
+use elph_agent::harness::{AgentEvent, ApprovalDecision, ApprovalRequest};
+use elph_agent::hooks::{HookEvent, HookOutcome, PreToolUseOutcome, StopStatus};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use serde_json::json;
+
+use super::tui_support::{
+    SESSION_ID, agent, ctrl_c, hooks_view, ok_run, pre_tool_dispatch, press, press_with, render, screen_text,
+    started_app, type_text, worker,
+};
+
+fn send_prompt(app: &mut App, text: &str) -> tokio_util::sync::CancellationToken {
+    type_text(app, text);
+    press(app, KeyCode::Enter);
+    match app.take_commands().as_slice() {
+        [Command::Prompt { text: sent, cancel }] => {
+            assert_eq!(sent, text);
+            cancel.clone()
+        }
+        other => panic!("expected one prompt, got {other:?}"),
+    }
+}
+
+fn later(app: &mut App, by: Duration) {
+    let now = app.now + by;
+    app.update(Msg::Tick(now));
+}
+
+#[test]
+fn ctrl_c_cancels_the_running_turn_and_twice_exits() {
+    let mut app = started_app(true);
+    let cancel = send_prompt(&mut app, "hello");
+    assert!(app.busy.is_some());
+    ctrl_c(&mut app);
+    assert!(cancel.is_cancelled(), "the turn's token is cancelled");
+    assert!(!app.quitting);
+    agent(
+        &mut app,
+        AgentEvent::TurnEnded {
+            status: StopStatus::Cancelled,
+            error: Some("cancelled".into()),
+        },
+    );
+    worker(&mut app, UiMsg::Idle);
+    assert!(app.busy.is_none());
+    later(&mut app, Duration::from_secs(5));
+    // Idle: once warns, twice exits.
+    ctrl_c(&mut app);
+    assert!(!app.quitting);
+    assert!(app.take_commands().is_empty());
+    later(&mut app, Duration::from_millis(300));
+    ctrl_c(&mut app);
+    assert!(app.quitting);
+    assert!(matches!(app.take_commands().as_slice(), [Command::Shutdown]));
+    assert!(!app.exit, "waits for sessionEnd");
+    worker(&mut app, UiMsg::Exited);
+    assert!(app.exit);
+}
+
+#[test]
+fn ctrl_c_presses_far_apart_do_not_exit() {
+    let mut app = started_app(true);
+    type_text(&mut app, "draft");
+    ctrl_c(&mut app);
+    assert!(app.composer.is_empty(), "the first Ctrl+C clears the input");
+    later(&mut app, Duration::from_secs(2));
+    ctrl_c(&mut app);
+    assert!(!app.quitting);
+}
+
+#[test]
+fn quit_command_ends_the_session() {
+    let mut app = started_app(true);
+    type_text(&mut app, "/quit");
+    press(&mut app, KeyCode::Enter);
+    assert!(matches!(app.take_commands().as_slice(), [Command::Shutdown]));
+    // Ctrl+C while sessionEnd hooks run: leave now.
+    ctrl_c(&mut app);
+    assert!(app.exit);
+}
+
+#[test]
+fn typed_trust_runs_trust_even_where_the_palette_offers_untrust() {
+    let mut app = started_app(true);
+    type_text(&mut app, "/trust");
+    let offered: Vec<&str> = app.palette().unwrap().iter().map(|c| c.name()).collect();
+    assert_eq!(offered, vec!["untrust"]);
+    press(&mut app, KeyCode::Enter);
+    assert!(matches!(
+        app.take_commands().as_slice(),
+        [Command::SetTrust(true)]
+    ));
+}
+
+#[test]
+fn the_palette_refreshes_after_untrust() {
+    let mut app = started_app(true);
+    type_text(&mut app, "/untr");
+    press(&mut app, KeyCode::Enter);
+    assert!(matches!(
+        app.take_commands().as_slice(),
+        [Command::SetTrust(false)]
+    ));
+    worker(&mut app, UiMsg::Hooks(hooks_view(false)));
+    worker(&mut app, UiMsg::Idle);
+    type_text(&mut app, "/");
+    let names: Vec<&str> = app.palette().unwrap().iter().map(|c| c.name()).collect();
+    assert!(
+        names.contains(&"trust") && !names.contains(&"untrust"),
+        "{names:?}"
+    );
+}
+
+#[test]
+fn palette_keys_select_complete_and_close() {
+    let mut app = started_app(true);
+    type_text(&mut app, "/co");
+    press(&mut app, KeyCode::Tab);
+    assert_eq!(app.composer.text(), "/compact ");
+    assert!(app.palette().is_none(), "closed once arguments start");
+    type_text(&mut app, "keep the plan");
+    press(&mut app, KeyCode::Enter);
+    match app.take_commands().as_slice() {
+        [Command::Compact { instructions, .. }] => assert_eq!(instructions.as_deref(), Some("keep the plan")),
+        other => panic!("{other:?}"),
+    }
+    worker(&mut app, UiMsg::Idle);
+    type_text(&mut app, "/");
+    press(&mut app, KeyCode::Esc);
+    assert!(app.palette().is_none());
+    press(&mut app, KeyCode::Backspace);
+    type_text(&mut app, "/he");
+    assert!(app.palette().is_some(), "reopens as you type again");
+    press(&mut app, KeyCode::Enter);
+    assert!(matches!(app.items.last(), Some(Item::Panel(panel)) if panel.title == "Help"));
+}
+
+#[test]
+fn unknown_commands_are_reported_not_sent() {
+    let mut app = started_app(true);
+    type_text(&mut app, "/frobnicate now");
+    press(&mut app, KeyCode::Enter);
+    assert!(app.take_commands().is_empty());
+    assert!(
+        matches!(app.items.last(), Some(Item::Notice { text, .. }) if text.contains("unknown command /frobnicate"))
+    );
+}
+
+#[test]
+fn a_prompt_waits_while_the_agent_works() {
+    let mut app = started_app(true);
+    send_prompt(&mut app, "first");
+    type_text(&mut app, "second");
+    press(&mut app, KeyCode::Enter);
+    assert!(app.take_commands().is_empty());
+    assert_eq!(app.composer.text(), "second", "the text stays");
+    type_text(&mut app, "/reload");
+    press(&mut app, KeyCode::Enter);
+    assert!(app.take_commands().is_empty(), "agent commands wait too");
+}
+
+#[test]
+fn multi_line_input_and_history() {
+    let mut app = started_app(true);
+    type_text(&mut app, "line one");
+    press_with(&mut app, KeyCode::Enter, KeyModifiers::SHIFT);
+    type_text(&mut app, "line two");
+    press_with(&mut app, KeyCode::Enter, KeyModifiers::ALT);
+    type_text(&mut app, "three");
+    press_with(&mut app, KeyCode::Char('j'), KeyModifiers::CONTROL);
+    assert_eq!(app.composer.text(), "line one\nline two\nthree\n");
+    press(&mut app, KeyCode::Enter);
+    match app.take_commands().as_slice() {
+        [Command::Prompt { text, .. }] => assert_eq!(text, "line one\nline two\nthree\n"),
+        other => panic!("{other:?}"),
+    }
+    worker(&mut app, UiMsg::Idle);
+    press(&mut app, KeyCode::Up);
+    assert_eq!(app.composer.text(), "line one\nline two\nthree\n");
+    press(&mut app, KeyCode::Down);
+    assert_eq!(app.composer.text(), "");
+}
+
+#[test]
+fn paste_keeps_line_breaks() {
+    let mut app = started_app(true);
+    app.update(Msg::Paste("a\r\nb".into()));
+    assert_eq!(app.composer.text(), "a\nb");
+}
+
+fn approval(app: &mut App) -> tokio::sync::oneshot::Receiver<ApprovalDecision> {
+    agent(
+        app,
+        AgentEvent::ToolCallStarted {
+            tool_call_id: "c1".into(),
+            tool_name: "shell_exec".into(),
+            input: json!({"command": "make"}),
+        },
+    );
+    let (reply, answer) = tokio::sync::oneshot::channel();
+    worker(
+        app,
+        UiMsg::Approval(PendingApproval {
+            request: ApprovalRequest {
+                tool_call_id: "c1".into(),
+                tool_name: "shell_exec".into(),
+                input: json!({"command": "make"}),
+                reason: "hook 'ask-first' requested approval".into(),
+            },
+            reply,
+        }),
+    );
+    answer
+}
+
+fn tool_state(app: &App) -> ToolState {
+    app.items
+        .iter()
+        .rev()
+        .find_map(|item| match item {
+            Item::Tool(tool) => Some(tool.state),
+            _ => None,
+        })
+        .unwrap()
+}
+
+#[test]
+fn approval_choices_reach_the_agent() {
+    let mut app = started_app(true);
+    send_prompt(&mut app, "build it");
+    let mut answer = approval(&mut app);
+    assert_eq!(tool_state(&app), ToolState::Approval);
+    type_text(&mut app, "x"); // swallowed by the modal
+    assert!(app.composer.is_empty());
+    press(&mut app, KeyCode::Down);
+    press(&mut app, KeyCode::Enter);
+    assert_eq!(answer.try_recv().unwrap(), ApprovalDecision::AllowForSession);
+    assert!(app.modal.is_none());
+    assert_eq!(tool_state(&app), ToolState::Running);
+
+    let mut answer = approval(&mut app);
+    press(&mut app, KeyCode::Esc);
+    assert_eq!(answer.try_recv().unwrap(), ApprovalDecision::Deny);
+
+    let mut answer = approval(&mut app);
+    press(&mut app, KeyCode::Char('1'));
+    assert_eq!(answer.try_recv().unwrap(), ApprovalDecision::AllowOnce);
+}
+
+#[test]
+fn ctrl_c_at_an_approval_cancels_the_turn() {
+    let mut app = started_app(true);
+    let cancel = send_prompt(&mut app, "build it");
+    let mut answer = approval(&mut app);
+    ctrl_c(&mut app);
+    assert!(cancel.is_cancelled());
+    assert!(app.modal.is_none());
+    assert!(answer.try_recv().is_err(), "no answer: the reply was dropped");
+    agent(
+        &mut app,
+        AgentEvent::TurnEnded {
+            status: StopStatus::Cancelled,
+            error: None,
+        },
+    );
+    assert_eq!(tool_state(&app), ToolState::Cancelled);
+}
+
+fn session(id: &str, title: &str) -> SessionInfo {
+    let now = time::OffsetDateTime::now_utc();
+    SessionInfo {
+        id: id.into(),
+        project_dir: "/home/ada/code/shop".into(),
+        created_at: now,
+        updated_at: now,
+        model: "openai/gpt-test".into(),
+        title: Some(title.into()),
+        entry_count: 4,
+    }
+}
+
+#[test]
+fn resume_lists_sessions_and_resumes_the_chosen_one() {
+    let mut app = started_app(true);
+    type_text(&mut app, "/resume");
+    press(&mut app, KeyCode::Enter);
+    assert!(matches!(app.take_commands().as_slice(), [Command::ListSessions]));
+    worker(
+        &mut app,
+        UiMsg::Sessions(vec![
+            session(SESSION_ID, "this one"),
+            session("0197aaaa-0000-7000-8000-000000000001", "fix the tests"),
+            session("0197aaaa-0000-7000-8000-000000000002", "add a hook"),
+        ]),
+    );
+    worker(&mut app, UiMsg::Idle);
+    match &app.modal {
+        Some(Modal::Sessions { sessions, .. }) => {
+            assert_eq!(sessions.len(), 2, "the current one is left out")
+        }
+        other => panic!("{other:?}"),
+    }
+    let screen = render(&app, 80, 24);
+    assert!(
+        screen.contains("Resume a session") && screen.contains("add a hook"),
+        "{screen}"
+    );
+    press(&mut app, KeyCode::Down);
+    press(&mut app, KeyCode::Enter);
+    match app.take_commands().as_slice() {
+        [Command::Resume(id)] => assert_eq!(id, "0197aaaa-0000-7000-8000-000000000002"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn hook_notices_attach_to_their_tool_call() {
+    let mut app = started_app(true);
+    send_prompt(&mut app, "go");
+    agent(
+        &mut app,
+        AgentEvent::ToolCallStarted {
+            tool_call_id: "call-1".into(),
+            tool_name: "write_file".into(),
+            input: json!({"path": ".env"}),
+        },
+    );
+    let before = app.items.len();
+    let outcome = HookOutcome::PreToolUse(PreToolUseOutcome {
+        block: Some(true),
+        reason: Some("no".into()),
+        ..Default::default()
+    });
+    let dispatch = pre_tool_dispatch(ok_run("guard", HookEvent::PreToolUse, Some(outcome)));
+    agent(&mut app, AgentEvent::Hooks { dispatch });
+    assert_eq!(app.items.len(), before, "no separate line");
+    match app.items.last() {
+        Some(Item::Tool(tool)) => assert_eq!(tool.notes[0].1, "hook 'guard' blocked the tool call: no"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(app.recent_runs.len(), 1);
+    // With no call running, hook activity is a line of its own.
+    agent(
+        &mut app,
+        AgentEvent::TurnEnded {
+            status: StopStatus::Completed,
+            error: None,
+        },
+    );
+    let dispatch = pre_tool_dispatch(ok_run(
+        "guard",
+        HookEvent::PreToolUse,
+        Some(HookOutcome::PreToolUse(PreToolUseOutcome {
+            tool_input: Some(json!({"path": "b"})),
+            ..Default::default()
+        })),
+    ));
+    agent(&mut app, AgentEvent::Hooks { dispatch });
+    assert!(
+        matches!(app.items.last(), Some(Item::Notice { text, .. }) if text == "hook 'guard' rewrote the tool input")
+    );
+}
+
+/// Every size draws; a resized terminal shows the same as a fresh one of that size.
+#[test]
+fn any_size_and_resizing_draw_cleanly() {
+    let mut app = started_app(true);
+    send_prompt(
+        &mut app,
+        "a long question that wraps across several rows of a narrow terminal, to be sure",
+    );
+    agent(
+        &mut app,
+        AgentEvent::TextDelta {
+            text: "# Title\n\n```rust\nfn main() { println!(\"日本語 and wide text\"); }\n```\n\n- a\n- b"
+                .into(),
+        },
+    );
+    let _answer = approval(&mut app);
+    let sizes: Vec<(u16, u16)> = [1u16, 2, 3, 7, 12, 20, 33, 60, 80, 131]
+        .iter()
+        .flat_map(|w| {
+            [1u16, 2, 3, 4, 6, 9, 14, 20, 24, 41]
+                .iter()
+                .map(move |h| (*w, *h))
+        })
+        .collect();
+    let mut terminal = Terminal::new(TestBackend::new(80, 24)).unwrap();
+    for (width, height) in sizes.iter().chain(sizes.iter().rev()) {
+        terminal.backend_mut().resize(*width, *height);
+        terminal.draw(|frame| view::draw(frame, &app)).unwrap();
+        let screen = screen_text(terminal.backend().buffer());
+        assert_eq!(
+            screen,
+            render(&app, *width, *height),
+            "after resizing to {width}x{height}"
+        );
+    }
+    assert!(render(&app, 80, 24).contains("fn main() { println!(\"日本語 and wide text\"); }"));
+    // The modal is closed: the palette and the plain layout at 60x20 too.
+    press(&mut app, KeyCode::Esc);
+    type_text(&mut app, "/");
+    let screen = render(&app, 60, 20);
+    let rows: Vec<&str> = screen.lines().collect();
+    assert_eq!(rows.len(), 20);
+    assert_eq!(
+        rows[19], "openai/gpt-test · trusted · 2 hooks · ctx 1% · 0197c1a2",
+        "{screen}"
+    );
+    assert!(rows[18].starts_with("────"), "{screen}");
+    assert!(rows[17].starts_with("› /"), "{screen}");
+}

@@ -1,0 +1,492 @@
+//! The TUI end to end: the real `elph` binary in a pseudo-terminal, read through a vt100 parser,
+//! against a local fake model server, with real hook processes.
+
+use std::io::{Read, Write};
+use std::num::NonZeroU16;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use portable_pty::{Child, CommandBuilder, MasterPty, PtySize, native_pty_system};
+use serde_json::{Value, json};
+use test_support::env::{TestEnv, json_lines};
+use test_support::fake_model::{FakeModelServer, FakeReply, Wire};
+use test_support::hook_scripts::live_group_members;
+
+const ELPH: &str = env!("CARGO_BIN_EXE_elph");
+/// The longest any one wait may take; generous for a loaded two-core machine.
+const DEADLINE: Duration = Duration::from_secs(40);
+const SPINNER: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+
+/// The fake model server, on a runtime of its own (the tests are synchronous).
+struct Model {
+    server: FakeModelServer,
+    _runtime: tokio::runtime::Runtime,
+}
+
+impl Model {
+    fn start() -> Model {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let server = runtime.block_on(FakeModelServer::start(Wire::OpenAi));
+        Model {
+            server,
+            _runtime: runtime,
+        }
+    }
+}
+
+struct Tui {
+    child: Box<dyn Child + Send + Sync>,
+    writer: Box<dyn Write + Send>,
+    screen: Arc<Mutex<vt100::Parser>>,
+    master: Box<dyn MasterPty + Send>,
+}
+
+impl Tui {
+    /// Starts `elph --cwd PROJECT --model openai/gpt-test` in a `rows`x`cols` terminal.
+    fn start(env: &TestEnv, model: &Model, rows: u16, cols: u16) -> Tui {
+        let pair = native_pty_system()
+            .openpty(PtySize {
+                rows,
+                cols,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .unwrap();
+        let mut cmd = CommandBuilder::new(ELPH);
+        cmd.env_clear();
+        cmd.env("HOME", &env.home);
+        cmd.env("ELPH_HOME", &env.config_dir);
+        cmd.env("ELPH_DATA_DIR", &env.data_dir);
+        cmd.env("PATH", std::env::var_os("PATH").unwrap_or_default());
+        cmd.env("TERM", "xterm-256color");
+        cmd.env("OPENAI_API_KEY", "k");
+        cmd.env("OPENAI_BASE_URL", model.server.base_url());
+        cmd.arg("--cwd");
+        cmd.arg(&env.project);
+        cmd.args(["--model", "openai/gpt-test"]);
+        cmd.cwd(&env.project);
+        let child = pair.slave.spawn_command(cmd).unwrap();
+        drop(pair.slave);
+
+        let screen = Arc::new(Mutex::new(vt100::Parser::new(
+            NonZeroU16::new(rows).unwrap(),
+            NonZeroU16::new(cols).unwrap(),
+            0,
+        )));
+        let mut reader = pair.master.try_clone_reader().unwrap();
+        let sink = Arc::clone(&screen);
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 8192];
+            loop {
+                match reader.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => sink.lock().unwrap().process(&buf[..n]),
+                }
+            }
+        });
+        let writer = pair.master.take_writer().unwrap();
+        Tui {
+            child,
+            writer,
+            screen,
+            master: pair.master,
+        }
+    }
+
+    fn contents(&self) -> String {
+        self.screen.lock().unwrap().screen().contents()
+    }
+
+    /// Every row of the screen, trailing spaces cut (empty rows too).
+    fn rows(&self) -> Vec<String> {
+        let parser = self.screen.lock().unwrap();
+        let (_, cols) = parser.screen().size();
+        parser
+            .screen()
+            .rows(0, cols.get())
+            .map(|row| row.trim_end().to_string())
+            .collect()
+    }
+
+    /// The input's first row (above the bottom rule and the status line).
+    fn input_row(&self) -> String {
+        let rows = self.rows();
+        rows[rows.len() - 3].clone()
+    }
+
+    fn wait_until(&self, what: &str, done: impl Fn(&str) -> bool) {
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            let screen = self.contents();
+            if done(&screen) {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {what}; screen:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(25));
+        }
+    }
+
+    fn wait_for(&self, needle: &str) {
+        self.wait_until(&format!("{needle:?}"), |screen| screen.contains(needle));
+    }
+
+    /// Waits until the agent is idle: the app is up and no spinner turns.
+    fn wait_idle(&self) {
+        self.wait_until("the agent to be idle", |screen| {
+            screen.contains(" · ctx ") && !screen.contains(SPINNER)
+        });
+    }
+
+    fn press(&mut self, keys: &[u8]) {
+        self.writer.write_all(keys).unwrap();
+        self.writer.flush().unwrap();
+    }
+
+    /// Types `text` and presses Enter.
+    fn send(&mut self, text: &str) {
+        self.press(text.as_bytes());
+        self.wait_for(&format!("› {text}"));
+        self.press(b"\r");
+    }
+
+    fn resize(&mut self, rows: u16, cols: u16) {
+        self.screen
+            .lock()
+            .unwrap()
+            .set_size(NonZeroU16::new(rows).unwrap(), NonZeroU16::new(cols).unwrap());
+        self.master
+            .resize(PtySize {
+                rows,
+                cols,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .unwrap();
+    }
+
+    fn exit_code(&mut self) -> u32 {
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                std::thread::sleep(Duration::from_millis(100)); // the last output
+                return status.exit_code();
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                panic!("elph did not exit; screen:\n{}", self.contents());
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+    }
+
+    /// After exit: the alternate screen is left and the cursor shows again.
+    fn assert_terminal_restored(&self) {
+        let parser = self.screen.lock().unwrap();
+        assert!(
+            !parser.screen().alternate_screen(),
+            "the alternate screen was left"
+        );
+        assert!(!parser.screen().hide_cursor(), "the cursor shows again");
+    }
+}
+
+impl Drop for Tui {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// A hook script that appends its payload (one JSON line) to `log` and prints `outcome`.
+fn logging_hook(env: &TestEnv, name: &str, log: &Path, outcome: &str) -> String {
+    env.project_script(
+        name,
+        &format!(
+            "payload=$(cat)\nprintf '%s\\n' \"$payload\" >> '{}'\nprintf '%s' '{}'",
+            log.display(),
+            outcome
+        ),
+    );
+    format!("hooks/{name}")
+}
+
+fn wait_for_file(path: &Path, what: &str) -> Vec<Value> {
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let lines = json_lines(path);
+        if !lines.is_empty() {
+            return lines;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(25));
+    }
+}
+
+#[test]
+fn the_trust_question_then_yes_then_the_app() {
+    let env = TestEnv::new();
+    let log = env.evidence("session.jsonl");
+    let command = logging_hook(&env, "session.sh", &log, "");
+    env.write_project_hooks(&json!({"hooks": [
+        {"id": "on-start", "event": "sessionStart", "command": command},
+        {"id": "on-end", "event": "sessionEnd", "command": command},
+    ]}));
+    let model = Model::start();
+    let mut tui = Tui::start(&env, &model, 24, 100);
+    tui.wait_for("Do you trust the files in this folder?");
+    tui.press(b"\r");
+    tui.wait_for("Ask Elph, or / for commands");
+    tui.wait_idle();
+    let screen = tui.contents();
+    assert!(screen.contains("· trusted · 2 hooks ·"), "{screen}");
+    let trust: Value =
+        serde_json::from_str(&std::fs::read_to_string(env.config_dir.join("trust.json")).unwrap()).unwrap();
+    assert_eq!(trust["directories"][env.project.to_str().unwrap()], json!(true));
+    let started = wait_for_file(&log, "the sessionStart hook");
+    assert_eq!(started[0]["event"], "sessionStart");
+    assert_eq!(started[0]["source"], "new");
+
+    tui.send("/quit");
+    assert_eq!(tui.exit_code(), 0, "screen:\n{}", tui.contents());
+    tui.assert_terminal_restored();
+    let events: Vec<Value> = json_lines(&log).iter().map(|p| p["event"].clone()).collect();
+    assert_eq!(events, vec![json!("sessionStart"), json!("sessionEnd")]);
+    assert_eq!(json_lines(&log)[1]["reason"], "exit");
+}
+
+#[test]
+fn a_prompt_gets_the_streamed_answer() {
+    let env = TestEnv::new();
+    env.trust_project();
+    let model = Model::start();
+    model
+        .server
+        .enqueue(FakeReply::text("Hello from the **fake** model.\n\n- one\n- two"));
+    let mut tui = Tui::start(&env, &model, 24, 100);
+    tui.wait_idle();
+    tui.send("say hello");
+    tui.wait_for("● Hello from the fake model.");
+    tui.wait_for("• two");
+    tui.wait_idle();
+    let requests = model.server.requests();
+    assert_eq!(requests.len(), 1);
+    assert!(requests[0].to_string().contains("say hello"));
+    // Up recalls the prompt; Ctrl+C clears it; twice exits.
+    tui.press(b"\x1b[A");
+    tui.wait_until("the recalled prompt", |_| tui.input_row() == "› say hello");
+    tui.press(b"\x03");
+    tui.wait_for("press Ctrl+C again to exit");
+    tui.press(b"\x03");
+    assert_eq!(tui.exit_code(), 0, "screen:\n{}", tui.contents());
+    tui.assert_terminal_restored();
+}
+
+#[test]
+fn untrust_then_the_palette_offers_trust() {
+    let env = TestEnv::new();
+    env.trust_project();
+    let log = env.evidence("prompt.jsonl");
+    let command = logging_hook(&env, "prompt.sh", &log, "");
+    env.write_project_hooks(&json!({"hooks": [
+        {"id": "on-prompt", "event": "userPromptSubmit", "command": command},
+    ]}));
+    let model = Model::start();
+    let mut tui = Tui::start(&env, &model, 24, 100);
+    tui.wait_idle();
+    tui.press(b"/");
+    tui.wait_for("/untrust");
+    assert!(!tui.contents().contains("/trust "), "{}", tui.contents());
+    tui.press(b"untrust\r");
+    tui.wait_for("no longer trusting");
+    tui.wait_idle();
+    assert!(
+        tui.contents().contains("· untrusted · 0 hooks ·"),
+        "{}",
+        tui.contents()
+    );
+    let trust: Value =
+        serde_json::from_str(&std::fs::read_to_string(env.config_dir.join("trust.json")).unwrap()).unwrap();
+    assert_eq!(trust["directories"][env.project.to_str().unwrap()], json!(false));
+
+    tui.press(b"/");
+    tui.wait_for("/trust ");
+    assert!(!tui.contents().contains("/untrust "), "{}", tui.contents());
+    // The project's hook is off now.
+    tui.press(b"\x15"); // Ctrl+U clears the input
+    tui.send("hi");
+    tui.wait_for("● done");
+    assert!(
+        json_lines(&log).is_empty(),
+        "the untrusted project's hook did not run"
+    );
+    // And /trust brings it back at once.
+    tui.send("/trust");
+    tui.wait_for("· trusted · 1 hook ·");
+    tui.wait_idle();
+    tui.send("again");
+    wait_for_file(&log, "the project's hook after /trust");
+}
+
+#[test]
+fn edit_hooks_json_reload_and_the_new_hook_fires() {
+    let env = TestEnv::new();
+    env.trust_project();
+    env.write_project_hooks(&json!({"hooks": []}));
+    let model = Model::start();
+    let mut tui = Tui::start(&env, &model, 30, 110);
+    tui.wait_idle();
+    assert!(tui.contents().contains("· 0 hooks ·"));
+
+    let log = env.evidence("before.jsonl");
+    let command = logging_hook(
+        &env,
+        "before.sh",
+        &log,
+        r#"{"additionalContext": "RELOADED-CONTEXT-42"}"#,
+    );
+    env.write_project_hooks(&json!({"hooks": [
+        {"id": "add-context", "event": "beforeAgent", "command": command},
+        {"id": "bad-timeout", "event": "stop", "command": command, "timeoutMs": 0},
+    ]}));
+    tui.send("/reload");
+    // The new file is malformed: a diagnostic, and nothing loads from it.
+    tui.wait_for("reloaded: 0 active hook(s)");
+    assert!(tui.contents().contains("timeoutMs"), "{}", tui.contents());
+
+    env.write_project_hooks(&json!({"hooks": [
+        {"id": "add-context", "event": "beforeAgent", "command": command},
+    ]}));
+    tui.send("/reload");
+    tui.wait_for("reloaded: 1 active hook(s)");
+    tui.wait_for("· 1 hook ·");
+    model.server.enqueue(FakeReply::text("context received"));
+    tui.send("use the context");
+    tui.wait_for("● context received");
+    tui.wait_for("hook 'add-context' added to the system prompt for this turn");
+    let payloads = wait_for_file(&log, "the reloaded beforeAgent hook");
+    assert_eq!(payloads[0]["event"], "beforeAgent");
+    let request = model.server.requests().last().unwrap().to_string();
+    assert!(request.contains("RELOADED-CONTEXT-42"), "{request}");
+
+    tui.send("/hooks");
+    tui.wait_for("Active hooks (1)");
+    tui.wait_for("✓ add-context · beforeAgent");
+}
+
+#[test]
+fn ctrl_c_during_a_long_hook_kills_it_and_the_app_stays_usable() {
+    let env = TestEnv::new();
+    env.trust_project();
+    let pid_file = env.evidence("hook.pid");
+    env.project_script(
+        "slow.sh",
+        &format!(
+            "payload=$(cat)\ncase \"$payload\" in *slow-please*) echo $$ > '{}'; sleep 50;; esac",
+            pid_file.display()
+        ),
+    );
+    env.write_project_hooks(&json!({"hooks": [
+        {"id": "slow", "event": "userPromptSubmit", "command": "hooks/slow.sh", "timeoutMs": 60000},
+    ]}));
+    let model = Model::start();
+    let mut tui = Tui::start(&env, &model, 24, 100);
+    tui.wait_idle();
+    tui.send("slow-please");
+    let deadline = Instant::now() + DEADLINE;
+    let pgid: i32 = loop {
+        if let Some(pid) = std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|text| text.trim().parse().ok())
+        {
+            break pid;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the hook did not start; screen:\n{}",
+            tui.contents()
+        );
+        std::thread::sleep(Duration::from_millis(25));
+    };
+    // The hook leads its own process group: the shell and its sleep.
+    assert!(!live_group_members(pgid, Duration::ZERO).is_empty());
+    tui.wait_for("Ctrl+C to cancel");
+    tui.press(b"\x03");
+    tui.wait_for("turn cancelled");
+    let left = live_group_members(pgid, Duration::from_secs(10));
+    assert!(left.is_empty(), "the hook's processes are gone: {left:?}");
+    assert!(
+        model.server.requests().is_empty(),
+        "the cancelled turn never reached the model"
+    );
+
+    tui.wait_idle();
+    model.server.enqueue(FakeReply::text("still here"));
+    tui.send("fast");
+    tui.wait_for("● still here");
+    tui.wait_idle();
+}
+
+#[test]
+fn a_tool_call_under_ask_waits_for_approval() {
+    let env = TestEnv::new();
+    env.trust_project();
+    let model = Model::start();
+    model.server.enqueue(FakeReply::tool_call(
+        "shell_exec",
+        json!({"command": "echo approved-output-$((40 + 2))"}),
+    ));
+    model.server.enqueue(FakeReply::text("The command printed 42."));
+    let mut tui = Tui::start(&env, &model, 30, 100);
+    tui.wait_idle();
+    tui.send("run it");
+    tui.wait_for("Approve tool call");
+    tui.wait_for("3. No, deny");
+    tui.press(b"1");
+    tui.wait_for("approved-output-42");
+    tui.wait_for("● The command printed 42.");
+    tui.wait_idle();
+    let screen = tui.contents();
+    assert!(screen.contains("✓ shell_exec"), "{screen}");
+}
+
+#[test]
+fn resizing_and_a_60x20_terminal_keep_the_layout() {
+    let env = TestEnv::new();
+    env.trust_project();
+    let model = Model::start();
+    model.server.enqueue(FakeReply::text(
+        "A long answer that wraps. ".repeat(12) + "\n\n```\ncode line\n```",
+    ));
+    let mut tui = Tui::start(&env, &model, 24, 100);
+    tui.wait_idle();
+    tui.send("tell me");
+    tui.wait_for("code line");
+    tui.wait_idle();
+    for (rows, cols) in [(20, 60), (12, 40), (30, 120), (20, 60)] {
+        tui.resize(rows, cols);
+        tui.wait_until(&format!("the layout at {cols}x{rows}"), |_| {
+            let lines = tui.rows();
+            lines.len() == rows as usize
+                && lines
+                    .last()
+                    .is_some_and(|last| last.starts_with("openai/gpt-test"))
+                && lines[rows as usize - 2].starts_with("─")
+                && lines[rows as usize - 3].starts_with("› Ask Elph")
+                && lines.iter().all(|line| line.chars().count() <= cols as usize)
+        });
+    }
+    let screen = tui.contents();
+    assert!(screen.contains("code line"), "{screen}");
+    tui.send("/quit");
+    assert_eq!(tui.exit_code(), 0);
+}
