@@ -288,7 +288,7 @@ pub fn check_runs(hook: &HookDefinition, stats: &RunStats) -> Vec<Finding> {
             .last_failure
             .as_ref()
             .and_then(|failure| failure.cause.as_deref())
-            .map(|cause| format!("; last: {cause}"))
+            .map(|cause| format!("; last: {}", first_sentence(cause)))
             .unwrap_or_default();
         let tool = if hook.event.is_tool_event() {
             " --tool NAME"
@@ -310,6 +310,15 @@ pub fn check_runs(hook: &HookDefinition, stats: &RunStats) -> Vec<Finding> {
         );
     }
     findings
+}
+
+/// The first sentence of a failure cause, at most 200 characters: enough to recognise it.
+fn first_sentence(cause: &str) -> String {
+    let sentence = cause.split(". ").next().unwrap_or(cause);
+    match sentence.char_indices().nth(200) {
+        Some((end, _)) => format!("{}…", &sentence[..end]),
+        None => sentence.to_string(),
+    }
 }
 
 /// `path` as one shell word: as it is when that is safe, single-quoted otherwise.
