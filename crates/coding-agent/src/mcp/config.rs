@@ -1,0 +1,472 @@
+//! mcp.json: the MCP servers of the home folder (`CONFIG_DIR/mcp.json`) and of the project
+//! (`PROJECT_DIR/.elph/mcp.json`), read, checked and merged into one list of server definitions.
+//!
+//! ```json
+//! { "servers": {
+//!     "github": { "url": "https://api.example.com/mcp", "headers": { "Authorization": "Bearer …" } },
+//!     "files":  { "command": "./servers/files", "args": ["--root", "."], "env": { "LOG": "1" },
+//!                 "timeoutMs": 30000 }
+//! } }
+//! ```
+//!
+//! A server has either `command` (stdio: `args`, `env`) or `url` (streamable HTTP: `headers`), plus
+//! `timeoutMs` (each call, default 60 s) and `enabled`. Unknown fields make the file malformed; a
+//! malformed file is skipped as a unit with one diagnostic that names it (the other file still
+//! loads), like hooks.json. Names are unique across both files: the first definition wins.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::diagnostics::Diagnostic;
+use crate::hooks::discovery::{ResolvedCommand, resolve_command};
+use crate::paths::Paths;
+
+/// How long one tool call may take unless the server sets `timeoutMs`.
+pub const DEFAULT_CALL_TIMEOUT_MS: u64 = 60_000;
+/// The largest `timeoutMs`.
+pub const MAX_CALL_TIMEOUT_MS: u64 = 600_000;
+
+/// Which file a server came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum McpScope {
+    Home,
+    Project,
+}
+
+/// The project's mcp.json.
+pub fn project_file(paths: &Paths) -> PathBuf {
+    paths.project_dir.join(".elph").join("mcp.json")
+}
+
+/// The home mcp.json.
+pub fn home_file(paths: &Paths) -> PathBuf {
+    paths.config_dir.join("mcp.json")
+}
+
+/// One server as written.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ServerConfig {
+    command: Option<String>,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    url: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    timeout_ms: Option<u64>,
+    #[serde(default = "enabled_by_default")]
+    enabled: bool,
+}
+
+fn enabled_by_default() -> bool {
+    true
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct McpFile {
+    #[serde(rename = "$schema", default)]
+    #[allow(dead_code)]
+    schema: Option<String>,
+    servers: serde_json::Map<String, Value>,
+}
+
+/// How Elph talks to a server.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "transport", rename_all = "camelCase", rename_all_fields = "camelCase")]
+pub enum ServerTransport {
+    /// A child process speaking JSON-RPC on stdin/stdout.
+    Stdio {
+        command: ResolvedCommand,
+        args: Vec<String>,
+        /// The configured variables (added to the allowlisted environment).
+        env: BTreeMap<String, String>,
+    },
+    /// Streamable HTTP.
+    Http {
+        url: String,
+        /// Header names only: values may be secrets.
+        #[serde(serialize_with = "keys_only")]
+        headers: BTreeMap<String, String>,
+    },
+}
+
+fn keys_only<S: serde::Serializer>(map: &BTreeMap<String, String>, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.collect_seq(map.keys())
+}
+
+/// One server, ready to start.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerDefinition {
+    pub name: String,
+    #[serde(flatten)]
+    pub transport: ServerTransport,
+    /// Each tool call's limit.
+    #[serde(rename = "timeoutMs", serialize_with = "as_millis")]
+    pub timeout: Duration,
+    pub enabled: bool,
+    pub source: PathBuf,
+    pub scope: McpScope,
+}
+
+fn as_millis<S: serde::Serializer>(duration: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_u64(duration.as_millis() as u64)
+}
+
+/// What became of one mcp.json.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "state", rename_all = "camelCase", rename_all_fields = "camelCase")]
+pub enum McpFileState {
+    Loaded { servers: usize },
+    Missing,
+    /// The project is not trusted: its servers are executables from the repository.
+    SkippedUntrusted,
+    Malformed { pointer: Option<String>, reason: String },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct McpFileStatus {
+    pub path: PathBuf,
+    pub scope: McpScope,
+    #[serde(flatten)]
+    pub state: McpFileState,
+}
+
+/// Both files, merged.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct McpConfig {
+    /// Home servers, then project servers, each file in name order; disabled ones too.
+    pub servers: Vec<ServerDefinition>,
+    pub files: Vec<McpFileStatus>,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl McpConfig {
+    /// Reads the home file and, when `project_trusted`, the project file. An untrusted project's
+    /// mcp.json is not read at all; when it exists, a diagnostic says how to trust the project.
+    pub fn load(paths: &Paths, project_trusted: bool) -> McpConfig {
+        let path_var = std::env::var("PATH").unwrap_or_default();
+        let mut config = McpConfig::default();
+        config.read(&home_file(paths), McpScope::Home, &path_var);
+        let project = project_file(paths);
+        if project_trusted {
+            config.read(&project, McpScope::Project, &path_var);
+        } else if project.exists() {
+            config.files.push(McpFileStatus {
+                path: project.clone(),
+                scope: McpScope::Project,
+                state: McpFileState::SkippedUntrusted,
+            });
+            config.diagnostics.push(
+                Diagnostic::new(format!(
+                    "project MCP servers skipped until {} is trusted (run `elph trust` there, or /trust in the app)",
+                    paths.project_dir.display()
+                ))
+                .in_file(&project),
+            );
+        } else {
+            config.files.push(McpFileStatus {
+                path: project,
+                scope: McpScope::Project,
+                state: McpFileState::Missing,
+            });
+        }
+        config
+    }
+
+    fn read(&mut self, path: &Path, scope: McpScope, path_var: &str) {
+        let state = match read_file(path, scope, path_var) {
+            Ok(None) => McpFileState::Missing,
+            Err(error) => {
+                let diagnostic = Diagnostic::new(error.message.clone()).in_file(path);
+                self.diagnostics.push(match &error.pointer {
+                    Some(pointer) => diagnostic.at(pointer.clone()),
+                    None => diagnostic,
+                });
+                McpFileState::Malformed {
+                    pointer: error.pointer,
+                    reason: error.message,
+                }
+            }
+            Ok(Some(servers)) => {
+                let mut loaded = 0;
+                for server in servers {
+                    if let Some(first) = self.servers.iter().find(|s| s.name == server.name) {
+                        self.diagnostics.push(
+                            Diagnostic::new(format!(
+                                "duplicate MCP server '{}' in {} (first defined in {}); this one is ignored",
+                                server.name,
+                                path.display(),
+                                first.source.display()
+                            ))
+                            .in_file(path)
+                            .at(format!("/servers/{}", server.name)),
+                        );
+                        continue;
+                    }
+                    self.servers.push(server);
+                    loaded += 1;
+                }
+                McpFileState::Loaded { servers: loaded }
+            }
+        };
+        self.files.push(McpFileStatus {
+            path: path.to_path_buf(),
+            scope,
+            state,
+        });
+    }
+}
+
+/// Why a file could not be loaded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct McpLoadError {
+    pub pointer: Option<String>,
+    pub message: String,
+}
+
+fn malformed(pointer: Option<String>, message: impl Into<String>) -> McpLoadError {
+    McpLoadError {
+        pointer,
+        message: format!("{}; file ignored", message.into()),
+    }
+}
+
+/// Reads one mcp.json. `Ok(None)` when it does not exist.
+pub fn read_file(path: &Path, scope: McpScope, path_var: &str) -> Result<Option<Vec<ServerDefinition>>, McpLoadError> {
+    let bytes = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(err) => return Err(malformed(None, format!("cannot be read: {err}"))),
+    };
+    let folder = path.parent().unwrap_or(Path::new("/"));
+    parse(&bytes, path, folder, scope, path_var).map(Some)
+}
+
+/// Parses and checks the contents of an mcp.json found at `source`.
+pub fn parse(
+    bytes: &[u8],
+    source: &Path,
+    folder: &Path,
+    scope: McpScope,
+    path_var: &str,
+) -> Result<Vec<ServerDefinition>, McpLoadError> {
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    let text = std::str::from_utf8(bytes)
+        .map_err(|err| malformed(None, format!("is not valid UTF-8 (at byte {})", err.valid_up_to())))?;
+    let value: Value = serde_json::from_str(text).map_err(|err| {
+        malformed(
+            None,
+            format!("is not valid JSON: {err}; expected {{\"servers\": {{\"NAME\": {{\"command\": \"…\"}}}}}}"),
+        )
+    })?;
+    let file: McpFile = serde_json::from_value(value)
+        .map_err(|err| malformed(Some(String::new()), format!("{err}; expected {{\"servers\": {{…}}}}")))?;
+    let mut servers = Vec::new();
+    for (name, value) in file.servers {
+        let pointer = format!("/servers/{name}");
+        check_name(&name).map_err(|reason| malformed(Some(pointer.clone()), reason))?;
+        let config: ServerConfig =
+            serde_json::from_value(value).map_err(|err| malformed(Some(pointer.clone()), err.to_string()))?;
+        servers.push(definition(name, config, source, folder, scope, path_var).map_err(|(field, reason)| {
+            malformed(Some(format!("{pointer}{field}")), reason)
+        })?);
+    }
+    Ok(servers)
+}
+
+/// Server names become part of tool names (`mcp_{server}__{tool}`), which providers restrict.
+fn check_name(name: &str) -> Result<(), String> {
+    let valid = name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        && name.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
+        && !name.contains("__");
+    if valid && name.len() <= 32 {
+        Ok(())
+    } else {
+        Err(format!(
+            "server name '{name}' is not allowed: use 1 to 32 letters, digits, '-' or '_', starting with a letter or digit, without '__'"
+        ))
+    }
+}
+
+fn definition(
+    name: String,
+    config: ServerConfig,
+    source: &Path,
+    folder: &Path,
+    scope: McpScope,
+    path_var: &str,
+) -> Result<ServerDefinition, (&'static str, String)> {
+    let timeout_ms = config.timeout_ms.unwrap_or(DEFAULT_CALL_TIMEOUT_MS);
+    if !(1..=MAX_CALL_TIMEOUT_MS).contains(&timeout_ms) {
+        return Err((
+            "/timeoutMs",
+            format!("timeoutMs is {timeout_ms}; expected 1 to {MAX_CALL_TIMEOUT_MS}"),
+        ));
+    }
+    let transport = match (config.command, config.url) {
+        (Some(_), Some(_)) => {
+            return Err((
+                "",
+                "give either \"command\" (a stdio server) or \"url\" (a streamable HTTP server), not both".into(),
+            ));
+        }
+        (None, None) => {
+            return Err((
+                "",
+                "needs \"command\" (a stdio server) or \"url\" (a streamable HTTP server)".into(),
+            ));
+        }
+        (Some(command), None) => {
+            if command.is_empty() {
+                return Err(("/command", "command is empty".into()));
+            }
+            if !config.headers.is_empty() {
+                return Err(("/headers", "headers apply only to a \"url\" server".into()));
+            }
+            ServerTransport::Stdio {
+                command: resolve_command(&command, folder, path_var),
+                args: config.args,
+                env: config.env,
+            }
+        }
+        (None, Some(url)) => {
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return Err(("/url", format!("url '{url}' must start with http:// or https://")));
+            }
+            if !config.args.is_empty() {
+                return Err(("/args", "args apply only to a \"command\" server".into()));
+            }
+            if !config.env.is_empty() {
+                return Err(("/env", "env applies only to a \"command\" server".into()));
+            }
+            ServerTransport::Http {
+                url,
+                headers: config.headers,
+            }
+        }
+    };
+    Ok(ServerDefinition {
+        name,
+        transport,
+        timeout: Duration::from_millis(timeout_ms),
+        enabled: config.enabled,
+        source: source.to_path_buf(),
+        scope,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_text(text: &str) -> Result<Vec<ServerDefinition>, McpLoadError> {
+        parse(
+            text.as_bytes(),
+            Path::new("/p/.elph/mcp.json"),
+            Path::new("/p/.elph"),
+            McpScope::Project,
+            "/usr/bin:/bin",
+        )
+    }
+
+    #[test]
+    fn stdio_and_http_servers_parse_with_defaults() {
+        let servers = parse_text(
+            r#"{"servers": {
+                "local": {"command": "servers/run", "args": ["-v"], "env": {"A": "1"}},
+                "remote": {"url": "http://127.0.0.1:9/mcp", "timeoutMs": 5000, "enabled": false}
+            }}"#,
+        )
+        .unwrap();
+        assert_eq!(servers.len(), 2);
+        let ServerTransport::Stdio { command, args, env } = &servers[0].transport else {
+            panic!("stdio expected");
+        };
+        assert_eq!(command.path, PathBuf::from("/p/.elph/servers/run"), "relative to the file's folder");
+        assert_eq!(args, &["-v"]);
+        assert_eq!(env["A"], "1");
+        assert_eq!(servers[0].timeout, Duration::from_secs(60));
+        assert!(servers[0].enabled);
+        assert!(matches!(servers[1].transport, ServerTransport::Http { .. }));
+        assert_eq!(servers[1].timeout, Duration::from_secs(5));
+        assert!(!servers[1].enabled);
+    }
+
+    #[test]
+    fn mistakes_name_the_place() {
+        let cases = [
+            (r#"{"servers": {"a": {"command": "x", "bogus": 1}}}"#, "/servers/a", "unknown field `bogus`"),
+            (r#"{"servers": {"a": {}}}"#, "/servers/a", "needs \"command\""),
+            (r#"{"servers": {"a": {"command": "x", "url": "http://h"}}}"#, "/servers/a", "not both"),
+            (r#"{"servers": {"a": {"url": "ftp://h"}}}"#, "/servers/a/url", "http://"),
+            (r#"{"servers": {"a": {"command": "x", "timeoutMs": 0}}}"#, "/servers/a/timeoutMs", "expected 1"),
+            (r#"{"servers": {"a b": {"command": "x"}}}"#, "/servers/a b", "not allowed"),
+            (r#"{"servers": {"a__b": {"command": "x"}}}"#, "/servers/a__b", "without '__'"),
+            (r#"{"servers": {}, "extra": true}"#, "", "unknown field `extra`"),
+        ];
+        for (text, pointer, reason) in cases {
+            let error = parse_text(text).unwrap_err();
+            assert_eq!(error.pointer.as_deref(), Some(pointer), "{text}: {error:?}");
+            assert!(error.message.contains(reason), "{text}: {}", error.message);
+            assert!(error.message.ends_with("file ignored"), "{}", error.message);
+        }
+        let error = parse_text("{not json").unwrap_err();
+        assert!(error.message.contains("not valid JSON"), "{}", error.message);
+    }
+
+    #[test]
+    fn home_wins_duplicates_and_untrusted_project_is_not_read() {
+        let root = tempfile::tempdir().unwrap();
+        let config_dir = root.path().join("config");
+        let project = root.path().join("project");
+        std::fs::create_dir_all(project.join(".elph")).unwrap();
+        std::fs::create_dir_all(&config_dir).unwrap();
+        let paths = Paths {
+            config_dir: config_dir.clone(),
+            data_dir: root.path().join("data"),
+            project_dir: project.clone(),
+        };
+        std::fs::write(home_file(&paths), r#"{"servers": {"same": {"command": "/bin/true"}}}"#).unwrap();
+        std::fs::write(
+            project_file(&paths),
+            r#"{"servers": {"same": {"command": "/bin/false"}, "other": {"command": "/bin/true"}}}"#,
+        )
+        .unwrap();
+
+        let trusted = McpConfig::load(&paths, true);
+        let names: Vec<&str> = trusted.servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["same", "other"]);
+        assert_eq!(trusted.servers[0].scope, McpScope::Home);
+        assert_eq!(trusted.diagnostics.len(), 1);
+        assert!(trusted.diagnostics[0].message.contains("duplicate MCP server 'same'"));
+
+        let untrusted = McpConfig::load(&paths, false);
+        assert_eq!(untrusted.servers.len(), 1);
+        assert_eq!(untrusted.files[1].state, McpFileState::SkippedUntrusted);
+        assert!(
+            untrusted.diagnostics[0]
+                .to_string()
+                .contains("project MCP servers skipped until"),
+            "{:?}",
+            untrusted.diagnostics
+        );
+
+        std::fs::write(project_file(&paths), "[]").unwrap();
+        let malformed = McpConfig::load(&paths, true);
+        assert_eq!(malformed.servers.len(), 1, "the home file still loads");
+        assert!(matches!(malformed.files[1].state, McpFileState::Malformed { .. }));
+    }
+}
