@@ -3,8 +3,10 @@
 pub mod acp;
 pub mod cli;
 pub mod diagnostics;
+pub mod doctor;
 pub mod gate;
 pub mod hooks;
+pub mod mcp;
 pub mod notices;
 pub mod paths;
 pub mod runtime;

@@ -14,6 +14,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use crate::hooks::HookSet;
 use crate::hooks::host::HookHost;
 use crate::hooks::reload::HookLoader;
+use crate::mcp::McpManager;
 use crate::paths::Paths;
 use crate::settings::Settings;
 use crate::store::{SessionSink, SessionStore};
@@ -62,6 +63,9 @@ pub struct Runtime {
     /// Whether the session is new or resumed (for sessionStart).
     pub source: SessionSource,
     pub model: String,
+    /// The session's MCP servers. Dropping the runtime stops them (whole process groups);
+    /// [`Runtime::stop_mcp`] does it earlier.
+    pub mcp: McpManager,
 }
 
 fn new_session_id() -> String {
@@ -102,9 +106,26 @@ impl Runtime {
                 .unwrap_or(CompactionSettings::default().threshold),
             ..CompactionSettings::default()
         };
+        // MCP servers start here, so the model sees their tools in its first request.
+        let (mcp, mcp_tools, mut mcp_diagnostics) = McpManager::start(&paths, trust.trusted);
+        let mut tools = ToolCatalog::native();
+        for tool in mcp_tools {
+            let name = tool.name().to_string();
+            if let Err(error) = tools.register(tool) {
+                mcp_diagnostics.push(crate::diagnostics::Diagnostic::new(format!(
+                    "MCP tool {name} skipped: {error}"
+                )));
+            }
+        }
+        for diagnostic in mcp_diagnostics {
+            tracing::warn!(%diagnostic, "mcp");
+            let _ = events.send(AgentEvent::Notice {
+                message: diagnostic.to_string(),
+            });
+        }
         let harness = AgentHarness::new(
             Arc::from(provider),
-            Arc::new(ToolCatalog::native()),
+            Arc::new(tools),
             HookRegistry::new(host.clone()),
             config,
         )
@@ -120,7 +141,14 @@ impl Runtime {
             harness,
             source,
             model,
+            mcp,
         })
+    }
+
+    /// Stops the session's MCP servers now (dropping the runtime does it too). Their tools then
+    /// answer with an error.
+    pub fn stop_mcp(&self) {
+        self.mcp.stop();
     }
 
     pub fn session_id(&self) -> &str {
@@ -142,6 +170,9 @@ impl Runtime {
             store.trust(&self.paths.project_dir)?;
         } else {
             store.untrust(&self.paths.project_dir)?;
+            // Project MCP servers are executables from the repository: they stop with the trust.
+            // (Trusting starts no server mid-session: the next session gets them.)
+            self.mcp.stop_project_servers();
         }
         Ok(self.reload())
     }

@@ -10,10 +10,7 @@ use clap::Args;
 use super::exit;
 use crate::paths::Paths;
 
-// The report lives beside the CLI rather than in the library root, so the command stays one module
-// tree: `cli::doctor::report`.
-#[path = "../doctor/mod.rs"]
-mod report;
+use crate::doctor as report;
 
 #[derive(Debug, Args)]
 pub struct DoctorArgs {

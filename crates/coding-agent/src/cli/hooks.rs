@@ -7,8 +7,7 @@ use anyhow::Context;
 use clap::Subcommand;
 
 use super::exit;
-#[path = "hooks_test.rs"]
-mod hooks_test;
+use super::hooks_test;
 use crate::hooks::HookSet;
 use crate::hooks::config::read_file;
 use crate::hooks::discovery::{FileLoad, HookScope, merge};

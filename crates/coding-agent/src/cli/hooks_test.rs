@@ -18,7 +18,7 @@ use elph_agent::messages::{Content, ContentBlock, Message};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::load;
+use super::hooks::load;
 use crate::cli::exit;
 use crate::diagnostics::Diagnostic;
 use crate::hooks::{FileState, HookDefinition, HookHost, HookSet};

@@ -345,7 +345,7 @@ fn configure(conn: &Connection, path: &Path) -> Result<(), StoreError> {
     let _mode: String = conn
         .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
         .map_err(err)?;
-    conn.pragma_update(None, "synchronous", "OFF").map_err(err)?;
+    conn.pragma_update(None, "synchronous", "NORMAL").map_err(err)?;
     conn.pragma_update(None, "foreign_keys", true).map_err(err)?;
     Ok(())
 }

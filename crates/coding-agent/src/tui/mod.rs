@@ -220,12 +220,13 @@ impl Screen {
         crossterm::execute!(
             out,
             EnterAlternateScreen,
+            crossterm::terminal::Clear(crossterm::terminal::ClearType::All),
             EnableBracketedPaste,
             // Lets terminals that support it report Shift+Enter; the others ignore it.
             PushKeyboardEnhancementFlags(KeyboardEnhancementFlags::DISAMBIGUATE_ESCAPE_CODES)
         )?;
-        let mut terminal = Terminal::new(CrosstermBackend::new(out))?;
-        terminal.clear()?;
+        // Never `Terminal::clear`: it asks the terminal for the cursor position and waits.
+        let terminal = Terminal::new(CrosstermBackend::new(out))?;
         Ok(Screen { terminal })
     }
 

@@ -281,8 +281,11 @@ impl Worker {
             Command::SetTrust(trusted) => match self.runtime.set_trust(trusted) {
                 Ok(set) => {
                     self.send_hooks();
-                    for diagnostic in &set.diagnostics {
-                        self.channels.notice(Level::Problem, diagnostic.to_string());
+                    // After /untrust, the only news would be that the project's hooks are skipped.
+                    if self.runtime.trust.trusted {
+                        for diagnostic in &set.diagnostics {
+                            self.channels.notice(Level::Problem, diagnostic.to_string());
+                        }
                     }
                     let text = if self.runtime.trust.trusted {
                         format!(

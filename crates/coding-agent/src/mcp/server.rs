@@ -1,0 +1,335 @@
+//! One MCP server for one session: connecting (stdio child or streamable HTTP), listing its tools,
+//! calling them under a deadline, and stopping. Everything here runs on the MCP runtime
+//! (see `mcp/mod.rs`).
+//!
+//! A call never hangs the turn: it ends with the server's answer, with the call's timeout (the
+//! request is then cancelled with `notifications/cancelled`, and the server keeps running), or
+//! with the server's death (the stdio child exited, or the connection closed), whichever comes
+//! first. A server that died stays down for the rest of the session, and its tools say so.
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation, JsonObject,
+    Tool as McpToolSpec,
+};
+use rmcp::service::{Peer, RoleClient, RunningService, ServiceError, ServiceExt};
+use serde::Serialize;
+use tokio::sync::watch;
+
+use super::config::{ServerDefinition, ServerTransport};
+use super::process::{GroupKiller, ServerProcess, StderrTail, exited, server_environment};
+
+/// How long a server has to start, answer `initialize` and list its tools.
+pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
+/// After the connection is closed at shutdown, how long a stdio server has to exit by itself
+/// before its group is killed.
+const EXIT_GRACE: Duration = Duration::from_millis(300);
+
+/// Where a server is in its life, for doctor and the front ends.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "state", rename_all = "camelCase", rename_all_fields = "camelCase")]
+pub enum ServerState {
+    /// Configured and allowed, not started (doctor does not start servers).
+    Configured,
+    /// `"enabled": false`.
+    Disabled,
+    /// A project server while the project is not trusted.
+    SkippedUntrusted,
+    Running { tools: Vec<String> },
+    /// It could not start, or it stopped unexpectedly; the reason says which and why.
+    Failed { reason: String },
+    /// Stopped at the end of the session, or when the project stopped being trusted.
+    Stopped { reason: String },
+}
+
+/// A live connection.
+struct Connection {
+    peer: Peer<RoleClient>,
+    /// Kept so that the connection stays open; dropping it closes the transport.
+    service: Option<RunningService<RoleClient, ClientConfig>>,
+    /// Stdio servers only: the group, killed when the connection is dropped.
+    group: Option<GroupKiller>,
+    exit: Option<watch::Receiver<Option<String>>>,
+    stderr: StderrTail,
+}
+
+/// One configured server and its connection.
+pub struct McpServer {
+    pub definition: ServerDefinition,
+    project_dir: PathBuf,
+    connection: tokio::sync::Mutex<Option<Connection>>,
+    state: Mutex<ServerState>,
+    /// The process group of a started stdio server, for the synchronous kill at shutdown.
+    pgid: Mutex<Option<i32>>,
+    /// The stderr of the last started stdio server, for messages about a failed start.
+    stderr: Mutex<StderrTail>,
+}
+
+fn client_info() -> ClientConfig {
+    ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new("elph", env!("CARGO_PKG_VERSION")),
+    )
+}
+
+/// `message`, followed by the last lines the server wrote to stderr, if any.
+fn with_stderr(message: String, stderr: &StderrTail) -> String {
+    let tail = stderr.text();
+    if tail.is_empty() {
+        return message;
+    }
+    let lines: Vec<&str> = tail.lines().collect();
+    let last = lines[lines.len().saturating_sub(5)..].join(" | ");
+    format!("{message}; its stderr ends with: {last}")
+}
+
+/// Why a call did not produce a result.
+#[derive(Debug, PartialEq, Eq)]
+pub enum CallError {
+    /// The server is not running (it failed to start, died earlier, or was stopped).
+    Down(String),
+    /// The server answered with a JSON-RPC error.
+    Rejected(String),
+    TimedOut(Duration),
+    /// The server died, or its connection closed, during the call.
+    Died(String),
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl McpServer {
+    pub fn new(definition: ServerDefinition, project_dir: PathBuf) -> Self {
+        McpServer {
+            definition,
+            project_dir,
+            connection: tokio::sync::Mutex::new(None),
+            state: Mutex::new(ServerState::Configured),
+            pgid: Mutex::new(None),
+            stderr: Mutex::new(StderrTail::default()),
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.definition.name
+    }
+
+    pub fn state(&self) -> ServerState {
+        lock(&self.state).clone()
+    }
+
+    fn set_state(&self, state: ServerState) {
+        *lock(&self.state) = state;
+    }
+
+    /// The process group of the running stdio server.
+    pub fn pgid(&self) -> Option<i32> {
+        *lock(&self.pgid)
+    }
+
+    /// Starts the server and lists its tools, all within [`STARTUP_TIMEOUT`]. On failure the
+    /// server is down (a started process is killed with its group) and the error says why.
+    pub async fn start(&self) -> Result<Vec<McpToolSpec>, String> {
+        let result = match tokio::time::timeout(STARTUP_TIMEOUT, self.connect()).await {
+            Ok(result) => result,
+            Err(_) => Err(with_stderr(
+                format!(
+                    "did not answer within {} s of starting; skipped",
+                    STARTUP_TIMEOUT.as_secs()
+                ),
+                &lock(&self.stderr),
+            )),
+        };
+        match result {
+            Ok(tools) => {
+                self.set_state(ServerState::Running {
+                    tools: tools.iter().map(|tool| tool.name.to_string()).collect(),
+                });
+                Ok(tools)
+            }
+            Err(reason) => {
+                // The dropped connect future killed the group it started.
+                lock(&self.pgid).take();
+                self.set_state(ServerState::Failed {
+                    reason: reason.clone(),
+                });
+                Err(reason)
+            }
+        }
+    }
+
+    async fn connect(&self) -> Result<Vec<McpToolSpec>, String> {
+        let (service, group, exit, stderr) = match &self.definition.transport {
+            ServerTransport::Stdio { command, args, env } => {
+                let env = server_environment(&|name| std::env::var_os(name), &self.project_dir, env);
+                let process = ServerProcess::spawn(&command.path, args, &self.project_dir, &env).await?;
+                *lock(&self.pgid) = Some(process.group.pgid());
+                *lock(&self.stderr) = process.stderr.clone();
+                let (Some(stdout), Some(stdin)) = (process.stdout, process.stdin) else {
+                    return Err("its stdin or stdout could not be piped".into());
+                };
+                let stderr = process.stderr;
+                let handshake = client_info().serve((stdout, stdin));
+                let service = tokio::select! {
+                    biased;
+                    service = handshake => service
+                        .map_err(|error| with_stderr(format!("failed to initialize: {error}"), &stderr))?,
+                    how = exited(process.exit.clone()) => {
+                        return Err(with_stderr(format!("{how} during startup"), &stderr));
+                    }
+                };
+                (service, Some(process.group), Some(process.exit), stderr)
+            }
+            ServerTransport::Http { url, headers } => {
+                let transport = http_transport(url, headers)?;
+                let service = client_info()
+                    .serve(transport)
+                    .await
+                    .map_err(|error| format!("failed to initialize over HTTP ({url}): {error}"))?;
+                (service, None, None, StderrTail::default())
+            }
+        };
+        let peer = service.peer().clone();
+        let tools = tokio::select! {
+            biased;
+            tools = peer.list_all_tools() => tools
+                .map_err(|error| with_stderr(format!("failed to list its tools: {error}"), &stderr))?,
+            how = exit_or_never(exit.clone()) => {
+                return Err(with_stderr(format!("{how} while listing its tools"), &stderr));
+            }
+        };
+        *self.connection.lock().await = Some(Connection {
+            peer,
+            service: Some(service),
+            group,
+            exit,
+            stderr,
+        });
+        Ok(tools)
+    }
+
+    /// Calls `tool` with `arguments` under the server's timeout.
+    pub async fn call(&self, tool: &str, arguments: JsonObject) -> Result<CallToolResult, CallError> {
+        let (peer, exit, stderr) = {
+            let slot = self.connection.lock().await;
+            match (&*slot, self.state()) {
+                (Some(connection), ServerState::Running { .. }) => (
+                    connection.peer.clone(),
+                    connection.exit.clone(),
+                    connection.stderr.clone(),
+                ),
+                (_, ServerState::Failed { reason } | ServerState::Stopped { reason }) => {
+                    return Err(CallError::Down(reason));
+                }
+                _ => return Err(CallError::Down("it is not running".into())),
+            }
+        };
+        let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
+        let timeout = self.definition.timeout;
+        // Dropping the call future (on timeout, or when the turn is cancelled) makes rmcp send
+        // `notifications/cancelled` for the request.
+        let failure = tokio::select! {
+            biased;
+            result = tokio::time::timeout(timeout, peer.call_tool(params)) => match result {
+                Ok(Ok(result)) => return Ok(result),
+                Ok(Err(ServiceError::McpError(error))) => {
+                    return Err(CallError::Rejected(error.message.to_string()));
+                }
+                Ok(Err(ServiceError::Timeout { timeout })) => return Err(CallError::TimedOut(timeout)),
+                Ok(Err(error)) => format!("closed the connection ({error})"),
+                Err(_) => return Err(CallError::TimedOut(timeout)),
+            },
+            how = exit_or_never(exit.clone()) => how,
+        };
+        // The server is gone, or its connection is: say how (the exit status, when the process
+        // ends within a moment), and keep it down.
+        let how = match exit {
+            Some(exit) => tokio::time::timeout(Duration::from_millis(500), exited(exit))
+                .await
+                .unwrap_or(failure),
+            None => failure,
+        };
+        let reason = with_stderr(format!("it {how}"), &stderr);
+        self.fail(&reason).await;
+        Err(CallError::Died(reason))
+    }
+
+    async fn fail(&self, reason: &str) {
+        let connection = self.connection.lock().await.take();
+        self.set_state(ServerState::Failed {
+            reason: format!(
+                "{reason} during an earlier call; its tools are unavailable for the rest of this session"
+            ),
+        });
+        lock(&self.pgid).take();
+        // Dropping the connection closes the transport and kills what is left of the group.
+        drop(connection);
+    }
+
+    /// Closes the connection, gives a stdio server a moment to exit on its own, then kills its
+    /// whole group.
+    pub async fn stop(&self, reason: &str) {
+        let connection = self.connection.lock().await.take();
+        if matches!(self.state(), ServerState::Running { .. }) {
+            self.set_state(ServerState::Stopped {
+                reason: reason.to_string(),
+            });
+        }
+        let Some(mut connection) = connection else {
+            return;
+        };
+        if let Some(service) = connection.service.take() {
+            // Cancelling closes the transport: the server's stdin reaches EOF.
+            let _ = tokio::time::timeout(EXIT_GRACE, service.cancel()).await;
+        }
+        let exit = connection.exit.clone();
+        if let Some(exit) = exit.clone() {
+            let _ = tokio::time::timeout(EXIT_GRACE, exited(exit)).await;
+        }
+        lock(&self.pgid).take();
+        // Dropping the connection kills the group: helpers the server left behind go too.
+        drop(connection);
+        if let Some(exit) = exit {
+            // Let the watcher reap the killed server.
+            let _ = tokio::time::timeout(EXIT_GRACE, exited(exit)).await;
+        }
+    }
+
+    /// The synchronous last resort at shutdown: SIGKILL to the server's group, if it has one.
+    pub fn kill_now(&self) {
+        if let Some(pgid) = lock(&self.pgid).take() {
+            let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
+        }
+    }
+}
+
+/// Resolves when the process exits; never, for a server without a process.
+async fn exit_or_never(exit: Option<watch::Receiver<Option<String>>>) -> String {
+    match exit {
+        Some(exit) => exited(exit).await,
+        None => std::future::pending().await,
+    }
+}
+
+fn http_transport(
+    url: &str,
+    headers: &std::collections::BTreeMap<String, String>,
+) -> Result<rmcp::transport::StreamableHttpClientTransport<reqwest::Client>, String> {
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    let mut custom = std::collections::HashMap::new();
+    for (name, value) in headers {
+        let header = reqwest::header::HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| format!("header name '{name}' is not valid"))?;
+        let value = reqwest::header::HeaderValue::from_str(value)
+            .map_err(|_| format!("the value of header '{name}' is not valid"))?;
+        custom.insert(header, value);
+    }
+    let config = StreamableHttpClientTransportConfig::with_uri(url.to_string()).custom_headers(custom);
+    Ok(rmcp::transport::StreamableHttpClientTransport::from_config(config))
+}

@@ -1,0 +1,549 @@
+//! Run a child as a bounded process: the one runner behind hooks (`coding-agent`) and
+//! `shell_exec`.
+//!
+//! The program runs with its literal args (never through a shell), in a process group of its own.
+//! What goes to stdin, how much of stdout and stderr is kept, the timeout, the grace and what
+//! happens to the group at the end are the caller's `RunSpec`. stdin is written from its own
+//! future (a child that never reads it is not an error); stdout and stderr are read concurrently,
+//! in chunks of `CHUNK` bytes. The bounds are enforced on the whole group with `killpg(SIGKILL)`:
+//!
+//! - on timeout, and when a `KillPastCap` stream passes its cap;
+//! - `grace` after the direct child exits (never past the timeout), if something it left behind
+//!   still holds a pipe open: the run never waits for pipe EOF alone;
+//! - when the run ends, if the spec says `Leftovers::Kill`; with `Leftovers::Leave`, background
+//!   processes that let go of the pipes (`server > log 2>&1 &`) keep running;
+//! - when the future is dropped (a cancelled call), by the guard that owns the group.
+//!
+//! A failure here is data: `run` never returns an error, it returns a `RunOutput` that says what
+//! happened. Wording is the caller's: spawn errors come back as `io::Error`, wait errors as
+//! `WaitError`.
+
+use std::collections::VecDeque;
+use std::ffi::{OsStr, OsString};
+use std::io;
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use nix::errno::Errno;
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::process::{Child, Command};
+use tokio::time::Instant;
+
+/// The usual grace: how long the pipes may stay open after the direct child exited.
+pub const EXIT_GRACE: Duration = Duration::from_millis(100);
+/// The size of one read from a pipe: a `KillPastCap` stream reads at most this much past its cap.
+pub const CHUNK: usize = 8 * 1024;
+/// After a kill, how long to keep reading what is already in the pipes.
+const DRAIN_AFTER_KILL: Duration = Duration::from_millis(50);
+/// After a kill, how long to wait for the kernel to let the child be reaped.
+const REAP_LIMIT: Duration = Duration::from_secs(2);
+/// Attempts to spawn a file another thread still holds open for writing (ETXTBSY).
+const SPAWN_ATTEMPTS: u32 = 6;
+
+/// What the child reads on stdin.
+#[derive(Clone, Copy, Debug)]
+pub enum Stdin<'a> {
+    /// Nothing: stdin is `/dev/null`, so a prompt fails instead of waiting.
+    Null,
+    /// These bytes, then EOF.
+    Bytes(&'a [u8]),
+}
+
+/// The child's environment.
+#[derive(Clone, Copy, Debug)]
+pub enum Env<'a> {
+    /// The agent's own.
+    Inherit,
+    /// Exactly these variables, nothing else.
+    Exactly(&'a [(OsString, OsString)]),
+}
+
+/// How much of one output stream is kept.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CaptureMode {
+    /// Up to this many bytes; past them the stream is closed and the process group killed.
+    KillPastCap(usize),
+    /// The first and the last so many bytes; the middle is read and discarded.
+    HeadTail(usize, usize),
+}
+
+/// What becomes of the process group when the run ends without a kill.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Leftovers {
+    /// Kill whatever is left of it: nothing the child started outlives the run.
+    Kill,
+    /// Leave it: background processes that let go of the pipes keep running.
+    Leave,
+}
+
+/// What to run, and its bounds.
+#[derive(Clone, Copy, Debug)]
+pub struct RunSpec<'a> {
+    pub program: &'a Path,
+    pub args: &'a [&'a OsStr],
+    pub cwd: &'a Path,
+    pub env: Env<'a>,
+    pub stdin: Stdin<'a>,
+    pub stdout: CaptureMode,
+    pub stderr: CaptureMode,
+    pub timeout: Duration,
+    /// How long the pipes may stay open after the direct child exited before the group is killed.
+    pub grace: Duration,
+    pub leftovers: Leftovers,
+}
+
+/// Which output stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stream {
+    Stdout,
+    Stderr,
+}
+
+impl Stream {
+    pub fn name(self) -> &'static str {
+        match self {
+            Stream::Stdout => "stdout",
+            Stream::Stderr => "stderr",
+        }
+    }
+}
+
+/// Why the child's status is unknown.
+#[derive(Debug)]
+pub enum WaitError {
+    /// Waiting for it failed (should not happen).
+    Failed(io::Error),
+    /// It could not be reaped within a limit after it was killed.
+    NotReaped,
+}
+
+impl WaitError {
+    /// In words, with the child called `what` ("the hook").
+    pub fn describe(&self, what: &str) -> String {
+        match self {
+            WaitError::Failed(error) => format!("cannot wait for {what}: {error}"),
+            WaitError::NotReaped => format!("{what} could not be reaped after it was killed"),
+        }
+    }
+}
+
+/// The first `head` and last `tail` bytes of a stream, and how long it was.
+#[derive(Debug)]
+pub struct Capture {
+    head: Vec<u8>,
+    tail: VecDeque<u8>,
+    head_cap: usize,
+    tail_cap: usize,
+    total: u64,
+}
+
+impl Capture {
+    pub fn new(mode: CaptureMode) -> Self {
+        let (head_cap, tail_cap) = match mode {
+            CaptureMode::KillPastCap(cap) => (cap, 0),
+            CaptureMode::HeadTail(head, tail) => (head, tail),
+        };
+        Capture {
+            head: Vec::new(),
+            tail: VecDeque::new(),
+            head_cap,
+            tail_cap,
+            total: 0,
+        }
+    }
+
+    pub fn push(&mut self, mut chunk: &[u8]) {
+        self.total += chunk.len() as u64;
+        let into_head = chunk.len().min(self.head_cap - self.head.len());
+        self.head.extend_from_slice(&chunk[..into_head]);
+        chunk = &chunk[into_head..];
+        if chunk.len() >= self.tail_cap {
+            self.tail.clear();
+            chunk = &chunk[chunk.len() - self.tail_cap..];
+        } else {
+            let over = (self.tail.len() + chunk.len()).saturating_sub(self.tail_cap);
+            self.tail.drain(..over);
+        }
+        self.tail.extend(chunk);
+    }
+
+    /// Bytes the stream carried in all (read, kept or not).
+    pub fn total(&self) -> u64 {
+        self.total
+    }
+
+    /// Bytes read and discarded between the head and the tail.
+    pub fn omitted(&self) -> u64 {
+        self.total - (self.head.len() + self.tail.len()) as u64
+    }
+
+    /// The kept bytes, head then tail: the whole stream when nothing was omitted.
+    pub fn into_kept(self) -> Vec<u8> {
+        let mut kept = self.head;
+        kept.extend(self.tail);
+        kept
+    }
+
+    /// The kept text; when the middle was discarded, a line says how much.
+    pub fn render(&self) -> String {
+        let (tail_front, tail_back) = self.tail.as_slices();
+        if self.omitted() == 0 {
+            let mut all = self.head.clone();
+            all.extend_from_slice(tail_front);
+            all.extend_from_slice(tail_back);
+            return String::from_utf8_lossy(&all).into_owned();
+        }
+        let head = &self.head[..complete_prefix(&self.head)];
+        let mut tail: Vec<u8> = self.tail.iter().copied().collect();
+        let skip = tail
+            .iter()
+            .take(3)
+            .take_while(|&&byte| byte & 0xC0 == 0x80)
+            .count();
+        tail.drain(..skip);
+        format!(
+            "{}\n[… {} bytes omitted …]\n{}",
+            String::from_utf8_lossy(head),
+            self.omitted() + skip as u64 + (self.head.len() - head.len()) as u64,
+            String::from_utf8_lossy(&tail)
+        )
+    }
+}
+
+/// The length of `bytes` without a UTF-8 sequence cut off at its end.
+fn complete_prefix(bytes: &[u8]) -> usize {
+    match std::str::from_utf8(bytes) {
+        Err(error) if error.error_len().is_none() => error.valid_up_to(),
+        _ => bytes.len(),
+    }
+}
+
+/// Everything that happened to one run. Output beyond the captures was never kept.
+#[derive(Debug)]
+pub struct RunOutput {
+    /// The program could not be started.
+    pub spawn_error: Option<io::Error>,
+    /// The process group the child ran in (its pid).
+    pub pgid: Option<i32>,
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    /// The timeout expired and the group was killed.
+    pub timed_out: bool,
+    /// The first `KillPastCap` stream that passed its cap; the group was killed.
+    pub overflow: Option<Stream>,
+    /// The pipes were still open `grace` after the direct child exited: something it left behind
+    /// held them, and the group was killed.
+    pub pipes_held_open: bool,
+    pub wait_error: Option<WaitError>,
+    pub stdout: Capture,
+    pub stderr: Capture,
+    pub duration: Duration,
+    /// When the direct child's exit was seen, from the start of the run.
+    pub exited_after: Option<Duration>,
+}
+
+/// Kills the process group it owns when asked, and when dropped unless disarmed.
+struct GroupGuard {
+    pgid: Option<Pid>,
+    armed: bool,
+}
+
+impl GroupGuard {
+    fn kill(&self) {
+        if let Some(pgid) = self.pgid {
+            // ESRCH (the group is already gone) is the normal case at the end of a run.
+            let _ = killpg(pgid, Signal::SIGKILL);
+        }
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if self.armed {
+            self.kill();
+        }
+    }
+}
+
+/// Runs `spec` to completion within its bounds. Never fails: see the fields of `RunOutput`.
+///
+/// Dropping the future kills the child's process group.
+pub async fn run(spec: &RunSpec<'_>) -> RunOutput {
+    let started = Instant::now();
+    let mut out = RunOutput {
+        spawn_error: None,
+        pgid: None,
+        exit_code: None,
+        signal: None,
+        timed_out: false,
+        overflow: None,
+        pipes_held_open: false,
+        wait_error: None,
+        stdout: Capture::new(spec.stdout),
+        stderr: Capture::new(spec.stderr),
+        duration: Duration::ZERO,
+        exited_after: None,
+    };
+    let mut child = match spawn(spec).await {
+        Ok(child) => child,
+        Err(error) => {
+            out.spawn_error = Some(error);
+            out.duration = started.elapsed();
+            return out;
+        }
+    };
+    out.pgid = child.id().map(|pid| pid as i32);
+    let mut guard = GroupGuard {
+        pgid: out.pgid.map(Pid::from_raw),
+        armed: true,
+    };
+    let stdin = child.stdin.take();
+    let (Some(mut stdout), Some(mut stderr)) = (child.stdout.take(), child.stderr.take()) else {
+        unreachable!("stdout and stderr are piped");
+    };
+
+    // A child may exit without reading its input: the write then fails with EPIPE, which is fine.
+    let write = async move {
+        if let (Some(mut pipe), Stdin::Bytes(bytes)) = (stdin, spec.stdin) {
+            let _ = pipe.write_all(bytes).await;
+        }
+    };
+    tokio::pin!(write);
+
+    let timeout_at = started + spec.timeout;
+    let far = started + Duration::from_secs(86_400 * 365);
+    let mut waited = false;
+    let mut stdin_open = true;
+    let mut out_open = true;
+    let mut err_open = true;
+    let mut killed = false;
+    // When to stop reading the pipes: a grace after the child's exit, or a short drain after a kill.
+    let mut pipes_cutoff: Option<Instant> = None;
+    // After a kill: when to stop waiting for the child to be reaped.
+    let mut reap_limit: Option<Instant> = None;
+    let mut out_chunk = vec![0u8; CHUNK];
+    let mut err_chunk = vec![0u8; CHUNK];
+
+    loop {
+        if waited && !out_open && !err_open {
+            break;
+        }
+        let mut kill_now = false;
+        // The exit first, then the timers: a child that floods its output must not starve them.
+        tokio::select! {
+            biased;
+            result = child.wait(), if !waited => {
+                waited = true;
+                out.exited_after = Some(started.elapsed());
+                match result {
+                    Ok(status) => {
+                        out.exit_code = status.code();
+                        out.signal = status.signal();
+                    }
+                    Err(error) => out.wait_error = Some(WaitError::Failed(error)),
+                }
+                if !killed && (out_open || err_open) {
+                    let now = Instant::now();
+                    pipes_cutoff = Some((now + spec.grace).min(timeout_at.max(now)));
+                }
+            },
+            () = tokio::time::sleep_until(timeout_at), if !killed && !waited => {
+                out.timed_out = true;
+                kill_now = true;
+            },
+            () = tokio::time::sleep_until(pipes_cutoff.unwrap_or(far)), if pipes_cutoff.is_some() => {
+                if killed {
+                    // Something outside the group still holds a pipe: stop reading.
+                    out_open = false;
+                    err_open = false;
+                    pipes_cutoff = None;
+                } else {
+                    out.pipes_held_open = true;
+                    kill_now = true;
+                }
+            },
+            () = tokio::time::sleep_until(reap_limit.unwrap_or(far)), if reap_limit.is_some() && !waited => {
+                out.wait_error = Some(WaitError::NotReaped);
+                break;
+            },
+            () = &mut write, if stdin_open => stdin_open = false,
+            read = stdout.read(&mut out_chunk), if out_open => match read {
+                Ok(0) | Err(_) => out_open = false,
+                Ok(n) => if !keep(&mut out.stdout, &out_chunk[..n], spec.stdout) {
+                    out.overflow.get_or_insert(Stream::Stdout);
+                    out_open = false;
+                    kill_now = true;
+                },
+            },
+            read = stderr.read(&mut err_chunk), if err_open => match read {
+                Ok(0) | Err(_) => err_open = false,
+                Ok(n) => if !keep(&mut out.stderr, &err_chunk[..n], spec.stderr) {
+                    out.overflow.get_or_insert(Stream::Stderr);
+                    err_open = false;
+                    kill_now = true;
+                },
+            },
+        }
+        if kill_now && !killed {
+            guard.kill();
+            killed = true;
+            let now = Instant::now();
+            pipes_cutoff = (out_open || err_open).then_some(now + DRAIN_AFTER_KILL);
+            reap_limit = Some(now + REAP_LIMIT);
+        }
+    }
+
+    // After a kill the group is already swept; after a normal finish the spec decides.
+    guard.armed = spec.leftovers == Leftovers::Kill;
+    drop(guard);
+    out.duration = started.elapsed();
+    out
+}
+
+/// Adds `chunk` to `capture`; false when a `KillPastCap` stream passed its cap.
+fn keep(capture: &mut Capture, chunk: &[u8], mode: CaptureMode) -> bool {
+    capture.push(chunk);
+    !matches!(mode, CaptureMode::KillPastCap(_)) || capture.omitted() == 0
+}
+
+async fn spawn(spec: &RunSpec<'_>) -> io::Result<Child> {
+    let mut command = Command::new(spec.program);
+    command
+        .args(spec.args)
+        .current_dir(spec.cwd)
+        .stdin(match spec.stdin {
+            Stdin::Null => Stdio::null(),
+            Stdin::Bytes(_) => Stdio::piped(),
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    if let Env::Exactly(vars) = spec.env {
+        command.env_clear().envs(vars.iter().map(|(k, v)| (k, v)));
+    }
+    let mut attempt = 1;
+    loop {
+        match command.spawn() {
+            // A file that another thread of this process still has open for writing (a script that
+            // was just written, while another thread forked) cannot be executed for a moment.
+            Err(error) if error.raw_os_error() == Some(Errno::ETXTBSY as i32) && attempt < SPAWN_ATTEMPTS => {
+                tokio::time::sleep(Duration::from_millis(5 << attempt)).await;
+                attempt += 1;
+            }
+            result => return result,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HALF_CAP: usize = 32 * 1024;
+
+    fn head_tail() -> Capture {
+        Capture::new(CaptureMode::HeadTail(HALF_CAP, HALF_CAP))
+    }
+
+    #[test]
+    fn kill_past_cap_keeps_up_to_the_cap() {
+        let mode = CaptureMode::KillPastCap(4);
+        let mut capture = Capture::new(mode);
+        assert!(keep(&mut capture, b"abc", mode));
+        assert!(keep(&mut capture, b"d", mode));
+        assert!(!keep(&mut capture, b"ef", mode));
+        assert_eq!(capture.total(), 6);
+        assert_eq!(capture.into_kept(), b"abcd");
+    }
+
+    #[test]
+    fn head_tail_never_asks_for_a_kill() {
+        let mode = CaptureMode::HeadTail(2, 2);
+        let mut capture = Capture::new(mode);
+        assert!(keep(&mut capture, b"abcdef", mode));
+        assert_eq!(capture.omitted(), 2);
+        assert_eq!(capture.into_kept(), b"abef");
+    }
+
+    #[test]
+    fn small_output_is_kept_whole() {
+        let mut capture = head_tail();
+        capture.push(b"hello ");
+        capture.push(b"world");
+        assert_eq!(capture.render(), "hello world");
+        assert_eq!((capture.total(), capture.omitted()), (11, 0));
+    }
+
+    #[test]
+    fn output_up_to_both_halves_is_kept_whole() {
+        let mut capture = head_tail();
+        let data: Vec<u8> = (0..2 * HALF_CAP).map(|i| b'a' + (i % 26) as u8).collect();
+        for piece in data.chunks(1000) {
+            capture.push(piece);
+        }
+        assert_eq!(capture.omitted(), 0);
+        assert_eq!(capture.render().as_bytes(), &data[..]);
+    }
+
+    #[test]
+    fn the_middle_is_discarded_and_memory_stays_bounded() {
+        let mut capture = head_tail();
+        capture.push(b"START");
+        for _ in 0..1000 {
+            capture.push(&[b'x'; 10_000]);
+        }
+        capture.push(b"END");
+        assert_eq!(capture.total(), 10_000_008);
+        assert!(capture.head.len() <= HALF_CAP && capture.tail.len() <= HALF_CAP);
+        assert!(capture.tail.capacity() < 4 * HALF_CAP);
+        let text = capture.render();
+        assert!(text.starts_with("START"));
+        assert!(text.ends_with("END"));
+        assert!(text.contains(&format!("[… {} bytes omitted …]", 10_000_008 - 2 * HALF_CAP)));
+    }
+
+    #[test]
+    fn a_huge_single_chunk_keeps_its_end() {
+        let mut capture = head_tail();
+        let mut chunk = vec![b'a'; 3 * HALF_CAP];
+        chunk.extend_from_slice(b"END");
+        capture.push(&chunk);
+        assert_eq!(capture.tail.len(), HALF_CAP);
+        assert!(capture.render().ends_with("aEND"));
+    }
+
+    #[test]
+    fn cuts_do_not_split_characters() {
+        let mut capture = head_tail();
+        let text = "é".repeat(3 * HALF_CAP);
+        capture.push(text.as_bytes());
+        let rendered = capture.render();
+        assert!(!rendered.contains('\u{FFFD}'), "no replacement characters");
+        let omitted: u64 = rendered
+            .split("[… ")
+            .nth(1)
+            .unwrap()
+            .split(' ')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let kept = rendered.replace(&format!("\n[… {omitted} bytes omitted …]\n"), "");
+        assert_eq!(kept.len() as u64 + omitted, capture.total());
+    }
+
+    #[test]
+    fn wait_errors_in_words() {
+        assert_eq!(
+            WaitError::NotReaped.describe("the hook"),
+            "the hook could not be reaped after it was killed"
+        );
+        let failed = WaitError::Failed(io::Error::other("boom"));
+        assert_eq!(failed.describe("the command"), "cannot wait for the command: boom");
+    }
+}
