@@ -17,7 +17,7 @@ use crate::hooks::reload::HookLoader;
 use crate::mcp::McpManager;
 use crate::paths::Paths;
 use crate::settings::Settings;
-use crate::store::{SessionSink, SessionStore};
+use crate::store::{SessionSink, SessionStore, new_session_id};
 use crate::trust::{TrustDecision, TrustStore};
 
 /// Which session to run in.
@@ -66,10 +66,6 @@ pub struct Runtime {
     /// The session's MCP servers. Dropping the runtime stops them (whole process groups);
     /// [`Runtime::stop_mcp`] does it earlier.
     pub mcp: McpManager,
-}
-
-fn new_session_id() -> String {
-    uuid::Uuid::now_v7().to_string()
 }
 
 impl Runtime {

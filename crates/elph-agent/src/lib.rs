@@ -5,6 +5,7 @@
 
 pub mod harness;
 pub mod hooks;
+pub mod process;
 pub mod tools;
 
 pub use elph_ai::messages;

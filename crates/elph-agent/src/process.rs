@@ -103,15 +103,6 @@ pub enum Stream {
     Stderr,
 }
 
-impl Stream {
-    pub fn name(self) -> &'static str {
-        match self {
-            Stream::Stdout => "stdout",
-            Stream::Stderr => "stderr",
-        }
-    }
-}
-
 /// Why the child's status is unknown.
 #[derive(Debug)]
 pub enum WaitError {
@@ -333,7 +324,8 @@ pub async fn run(spec: &RunSpec<'_>) -> RunOutput {
             break;
         }
         let mut kill_now = false;
-        // The exit first, then the timers: a child that floods its output must not starve them.
+        // The exit first (an exit seen with the timeout is an exit), then the timers before the
+        // pipes: a child that floods its output must not starve them.
         tokio::select! {
             biased;
             result = child.wait(), if !waited => {
@@ -537,6 +529,139 @@ mod tests {
         assert_eq!(kept.len() as u64 + omitted, capture.total());
     }
 
+    /// `/bin/sh -c script` with roomy bounds, for a test to narrow.
+    fn sh<'a>(script: &'a [&'a OsStr; 2]) -> RunSpec<'a> {
+        RunSpec {
+            program: Path::new("/bin/sh"),
+            args: script,
+            cwd: Path::new("/"),
+            env: Env::Inherit,
+            stdin: Stdin::Null,
+            stdout: CaptureMode::HeadTail(HALF_CAP, HALF_CAP),
+            stderr: CaptureMode::HeadTail(HALF_CAP, HALF_CAP),
+            timeout: Duration::from_secs(10),
+            grace: EXIT_GRACE,
+            leftovers: Leftovers::Leave,
+        }
+    }
+
+    async fn within(spec: &RunSpec<'_>) -> RunOutput {
+        tokio::time::timeout(Duration::from_secs(30), run(spec))
+            .await
+            .expect("the run finished within the test deadline")
+    }
+
+    /// Whether `pid` is running (a zombie is dead: PID 1 here may not reap).
+    fn running(pid: i32) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|stat| {
+                stat.rsplit_once(") ")
+                    .map(|(_, rest)| !rest.starts_with(['Z', 'X']))
+            })
+            .unwrap_or(false)
+    }
+
+    #[tokio::test]
+    async fn stdin_and_environment_are_exactly_what_the_spec_says() {
+        let script = [OsStr::new("-c"), OsStr::new("cat; echo \"[$FOO][$HOME]\" >&2")];
+        let env = [(OsString::from("FOO"), OsString::from("bar"))];
+        let out = within(&RunSpec {
+            env: Env::Exactly(&env),
+            stdin: Stdin::Bytes(b"payload"),
+            ..sh(&script)
+        })
+        .await;
+        assert_eq!((out.exit_code, out.signal), (Some(0), None));
+        assert_eq!(out.stdout.render(), "payload");
+        assert_eq!(out.stderr.render(), "[bar][]\n");
+        assert!(out.pgid.is_some() && out.exited_after.is_some());
+    }
+
+    #[tokio::test]
+    async fn a_stream_past_its_cap_kills_the_group() {
+        let script = [OsStr::new("-c"), OsStr::new("yes")];
+        let out = within(&RunSpec {
+            stdout: CaptureMode::KillPastCap(1000),
+            ..sh(&script)
+        })
+        .await;
+        assert_eq!(out.overflow, Some(Stream::Stdout));
+        assert_eq!((out.exit_code, out.signal), (None, Some(9)));
+        assert!(out.stdout.total() <= (1000 + CHUNK) as u64);
+        assert_eq!(out.stdout.into_kept().len(), 1000);
+    }
+
+    #[tokio::test]
+    async fn the_timeout_kills_the_group() {
+        let script = [OsStr::new("-c"), OsStr::new("sleep 10")];
+        let out = within(&RunSpec {
+            timeout: Duration::from_millis(100),
+            ..sh(&script)
+        })
+        .await;
+        assert!(out.timed_out && !out.pipes_held_open);
+        assert_eq!(out.signal, Some(9));
+        assert!(out.duration < Duration::from_secs(2), "{:?}", out.duration);
+    }
+
+    #[tokio::test]
+    async fn a_held_pipe_is_cut_after_the_grace_and_never_past_the_timeout() {
+        let script = [OsStr::new("-c"), OsStr::new("sleep 10 & echo started")];
+        let out = within(&sh(&script)).await;
+        assert_eq!(out.exit_code, Some(0));
+        assert!(out.pipes_held_open && !out.timed_out);
+        assert_eq!(out.stdout.render(), "started\n");
+        assert!(out.duration < Duration::from_secs(2), "{:?}", out.duration);
+
+        let out = within(&RunSpec {
+            timeout: Duration::from_millis(300),
+            grace: Duration::from_secs(60),
+            ..sh(&script)
+        })
+        .await;
+        assert!(out.pipes_held_open && !out.timed_out);
+        assert!(out.duration < Duration::from_secs(2), "{:?}", out.duration);
+    }
+
+    #[tokio::test]
+    async fn leftovers_that_let_go_of_the_pipes_are_left_or_killed_as_asked() {
+        let script = [
+            OsStr::new("-c"),
+            OsStr::new("sleep 10 > /dev/null 2>&1 & echo $!"),
+        ];
+        for (leftovers, survives) in [(Leftovers::Leave, true), (Leftovers::Kill, false)] {
+            let out = within(&RunSpec {
+                leftovers,
+                ..sh(&script)
+            })
+            .await;
+            assert!(!out.pipes_held_open);
+            let pid: i32 = out.stdout.render().trim().parse().unwrap();
+            let deadline = std::time::Instant::now() + Duration::from_secs(2);
+            while running(pid) && !survives && std::time::Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            let alive = running(pid);
+            let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
+            assert_eq!(alive, survives, "{leftovers:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_spawn_error_is_returned_as_data() {
+        let out = within(&RunSpec {
+            program: Path::new("/nonexistent/program"),
+            ..sh(&[OsStr::new("-c"), OsStr::new("true")])
+        })
+        .await;
+        assert_eq!(
+            out.spawn_error.map(|error| error.kind()),
+            Some(io::ErrorKind::NotFound)
+        );
+        assert_eq!((out.pgid, out.exit_code), (None, None));
+    }
+
     #[test]
     fn wait_errors_in_words() {
         assert_eq!(
@@ -544,6 +669,9 @@ mod tests {
             "the hook could not be reaped after it was killed"
         );
         let failed = WaitError::Failed(io::Error::other("boom"));
-        assert_eq!(failed.describe("the command"), "cannot wait for the command: boom");
+        assert_eq!(
+            failed.describe("the command"),
+            "cannot wait for the command: boom"
+        );
     }
 }

@@ -2,9 +2,9 @@
 //!
 //! The command is executed directly (never through a shell) with its literal args, in PROJECT_DIR,
 //! in a new process group, with an environment rebuilt from an allowlist. The payload is written to
-//! stdin from its own future (a hook that never reads it is not an error); stdout and stderr are
-//! read concurrently and capped; the run is bounded by the timeout. The bounds are enforced on the
-//! whole process group with `killpg`:
+//! stdin (a hook that never reads it is not an error); stdout and stderr are read concurrently and
+//! capped; the run is bounded by the timeout. The bounds are enforced on the whole process group
+//! with `killpg`:
 //!
 //! - on timeout, and when stdout or stderr passes its cap;
 //! - a short grace after the direct child exits, if something it left behind still holds a pipe
@@ -13,32 +13,23 @@
 //!   it (a hook that wants to leave a daemon behind must start it in a session of its own);
 //! - when the future is dropped (a cancelled turn), by the guard that owns the group.
 //!
+//! The mechanics are `elph_agent::process`, the runner `shell_exec` shares; this module is the hook
+//! policy on top (environment, caps, `Leftovers::Kill`) and the words for what went wrong.
+//!
 //! A failure here is data: `run` never returns an error, it returns a `ProcessOutput` that says
 //! what happened.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::io;
 use std::path::Path;
-use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
 use elph_agent::hooks::limits::{MAX_DIAGNOSTIC_STDERR_BYTES, MAX_STDERR_BYTES, MAX_STDOUT_BYTES};
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::process::{Child, Command};
-use tokio::time::Instant;
+use elph_agent::process::{self as bounded, CaptureMode, Env, Leftovers, RunSpec, Stdin, WaitError};
+use nix::sys::signal::Signal;
 
 /// How long the pipes may stay open after the direct child exited before the group is killed.
-pub const EXIT_GRACE: Duration = Duration::from_millis(100);
-/// After a kill, how long to keep reading what is already in the pipes.
-const DRAIN_AFTER_KILL: Duration = Duration::from_millis(50);
-/// After a kill, how long to wait for the kernel to let the child be reaped.
-const REAP_LIMIT: Duration = Duration::from_secs(2);
-/// The size of one read from a pipe.
-const CHUNK: usize = 8 * 1024;
-/// Attempts to spawn a file another thread still holds open for writing (ETXTBSY).
-const SPAWN_ATTEMPTS: u32 = 6;
+pub const EXIT_GRACE: Duration = bounded::EXIT_GRACE;
 
 /// Variables a hook inherits from the agent when they are set; nothing else is passed on.
 pub const ENV_ALLOWLIST: &[&str] = &[
@@ -168,25 +159,6 @@ pub struct ProcessOutput {
 }
 
 impl ProcessOutput {
-    fn new() -> Self {
-        ProcessOutput {
-            spawn_error: None,
-            exit_code: None,
-            signal: None,
-            timed_out: false,
-            overflow: None,
-            wait_error: None,
-            stdout: Vec::new(),
-            stderr: Vec::new(),
-            stdout_bytes: 0,
-            stderr_bytes: 0,
-            duration: Duration::ZERO,
-            exited_after: None,
-            pipes_held_open: false,
-            pgid: None,
-        }
-    }
-
     pub fn ending(&self) -> Ending {
         if let Some(error) = &self.spawn_error {
             return Ending::SpawnFailed(error.clone());
@@ -206,7 +178,7 @@ impl ProcessOutput {
         Ending::Unknown(
             self.wait_error
                 .clone()
-                .unwrap_or_else(|| "the hook could not be reaped after it was killed".into()),
+                .unwrap_or_else(|| WaitError::NotReaped.describe("the hook")),
         )
     }
 
@@ -232,186 +204,44 @@ pub fn tail(bytes: &[u8], max: usize) -> String {
     text[start..].trim_start().to_string()
 }
 
-/// Kills the process group it owns when asked, and always when dropped.
-struct GroupGuard {
-    pgid: Option<Pid>,
-}
-
-impl GroupGuard {
-    fn kill(&self) {
-        if let Some(pgid) = self.pgid {
-            // ESRCH (the group is already gone) is the normal case at the end of a run.
-            let _ = killpg(pgid, Signal::SIGKILL);
-        }
-    }
-}
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
 /// Runs one hook to completion within its bounds. Never fails: see `ProcessOutput::ending`.
 ///
 /// Dropping the future kills the hook's process group.
 pub async fn run(spec: &ProcessSpec<'_>) -> ProcessOutput {
-    let started = Instant::now();
-    let mut out = ProcessOutput::new();
-    let mut child = match spawn(spec).await {
-        Ok(child) => child,
-        Err(error) => {
-            out.spawn_error = Some(describe_spawn_error(spec.program, &error));
-            out.duration = started.elapsed();
-            return out;
-        }
-    };
-    out.pgid = child.id().map(|pid| pid as i32);
-    let guard = GroupGuard {
-        pgid: out.pgid.map(Pid::from_raw),
-    };
-    let stdin = child.stdin.take();
-    let (Some(mut stdout), Some(mut stderr)) = (child.stdout.take(), child.stderr.take()) else {
-        unreachable!("stdout and stderr are piped");
-    };
-
-    // A hook may exit without reading its input: the write then fails with EPIPE, which is fine.
-    let write = async move {
-        if let Some(mut pipe) = stdin {
-            let _ = pipe.write_all(spec.stdin).await;
-            drop(pipe);
-        }
-    };
-    tokio::pin!(write);
-
-    let timeout_at = started + spec.timeout;
-    let far = started + Duration::from_secs(86_400 * 365);
-    let mut status: Option<ExitStatus> = None;
-    let mut waited = false;
-    let mut stdin_open = true;
-    let mut out_open = true;
-    let mut err_open = true;
-    let mut killed = false;
-    // When to stop reading the pipes: a grace after the child's exit, or a short drain after a kill.
-    let mut pipes_cutoff: Option<Instant> = None;
-    // After a kill: when to stop waiting for the child to be reaped.
-    let mut reap_limit: Option<Instant> = None;
-    let mut out_chunk = [0u8; CHUNK];
-    let mut err_chunk = [0u8; CHUNK];
-
-    loop {
-        if waited && !out_open && !err_open {
-            break;
-        }
-        let mut kill_now = false;
-        tokio::select! {
-            biased;
-            read = stdout.read(&mut out_chunk), if out_open => match read {
-                Ok(0) | Err(_) => out_open = false,
-                Ok(n) => {
-                    out.stdout_bytes += n as u64;
-                    if !keep(&mut out.stdout, &out_chunk[..n], Stream::Stdout.cap()) {
-                        out.overflow.get_or_insert(Stream::Stdout);
-                        out_open = false;
-                        kill_now = true;
-                    }
-                }
-            },
-            read = stderr.read(&mut err_chunk), if err_open => match read {
-                Ok(0) | Err(_) => err_open = false,
-                Ok(n) => {
-                    out.stderr_bytes += n as u64;
-                    if !keep(&mut out.stderr, &err_chunk[..n], Stream::Stderr.cap()) {
-                        out.overflow.get_or_insert(Stream::Stderr);
-                        err_open = false;
-                        kill_now = true;
-                    }
-                }
-            },
-            result = child.wait(), if !waited => {
-                waited = true;
-                out.exited_after = Some(started.elapsed());
-                match result {
-                    Ok(exit) => status = Some(exit),
-                    Err(error) => out.wait_error = Some(format!("cannot wait for the hook: {error}")),
-                }
-                if !killed && (out_open || err_open) {
-                    let now = Instant::now();
-                    pipes_cutoff = Some((now + EXIT_GRACE).min(timeout_at.max(now)));
-                }
-            },
-            () = &mut write, if stdin_open => stdin_open = false,
-            () = tokio::time::sleep_until(timeout_at), if !killed && !waited => {
-                out.timed_out = true;
-                kill_now = true;
-            },
-            () = tokio::time::sleep_until(pipes_cutoff.unwrap_or(far)), if pipes_cutoff.is_some() => {
-                if killed {
-                    // Something outside the group still holds a pipe: stop reading.
-                    out_open = false;
-                    err_open = false;
-                    pipes_cutoff = None;
-                } else {
-                    out.pipes_held_open = true;
-                    kill_now = true;
-                }
-            },
-            () = tokio::time::sleep_until(reap_limit.unwrap_or(far)), if reap_limit.is_some() && !waited => {
-                break;
-            },
-        }
-        if kill_now && !killed {
-            guard.kill();
-            killed = true;
-            let now = Instant::now();
-            pipes_cutoff = (out_open || err_open).then_some(now + DRAIN_AFTER_KILL);
-            reap_limit = Some(now + REAP_LIMIT);
-        }
-    }
-
-    if let Some(exit) = status {
-        out.exit_code = exit.code();
-        out.signal = std::os::unix::process::ExitStatusExt::signal(&exit);
-    }
-    drop(guard);
-    out.duration = started.elapsed();
-    out
-}
-
-/// Appends `chunk` to `buf` up to `cap` bytes; false when the chunk passes the cap.
-fn keep(buf: &mut Vec<u8>, chunk: &[u8], cap: usize) -> bool {
-    let room = cap.saturating_sub(buf.len());
-    if chunk.len() > room {
-        buf.extend_from_slice(&chunk[..room]);
-        return false;
-    }
-    buf.extend_from_slice(chunk);
-    true
-}
-
-async fn spawn(spec: &ProcessSpec<'_>) -> io::Result<Child> {
-    let mut command = Command::new(spec.program);
-    command
-        .args(spec.args)
-        .current_dir(spec.cwd)
-        .env_clear()
-        .envs(spec.env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
-    let mut attempt = 1;
-    loop {
-        match command.spawn() {
-            // A file that another thread of this process still has open for writing (a script that
-            // was just written, while another thread forked) cannot be executed for a moment.
-            Err(error) if error.raw_os_error() == Some(libc::ETXTBSY) && attempt < SPAWN_ATTEMPTS => {
-                tokio::time::sleep(Duration::from_millis(5 << attempt)).await;
-                attempt += 1;
-            }
-            result => return result,
-        }
+    let args: Vec<&OsStr> = spec.args.iter().map(OsStr::new).collect();
+    let out = bounded::run(&RunSpec {
+        program: spec.program,
+        args: &args,
+        cwd: spec.cwd,
+        env: Env::Exactly(spec.env),
+        stdin: Stdin::Bytes(spec.stdin),
+        stdout: CaptureMode::KillPastCap(Stream::Stdout.cap()),
+        stderr: CaptureMode::KillPastCap(Stream::Stderr.cap()),
+        timeout: spec.timeout,
+        grace: EXIT_GRACE,
+        leftovers: Leftovers::Kill,
+    })
+    .await;
+    ProcessOutput {
+        spawn_error: out
+            .spawn_error
+            .map(|error| describe_spawn_error(spec.program, &error)),
+        exit_code: out.exit_code,
+        signal: out.signal,
+        timed_out: out.timed_out,
+        overflow: out.overflow.map(|stream| match stream {
+            bounded::Stream::Stdout => Stream::Stdout,
+            bounded::Stream::Stderr => Stream::Stderr,
+        }),
+        wait_error: out.wait_error.map(|error| error.describe("the hook")),
+        stdout_bytes: out.stdout.total(),
+        stderr_bytes: out.stderr.total(),
+        stdout: out.stdout.into_kept(),
+        stderr: out.stderr.into_kept(),
+        duration: out.duration,
+        exited_after: out.exited_after,
+        pipes_held_open: out.pipes_held_open,
+        pgid: out.pgid,
     }
 }
 
@@ -478,15 +308,6 @@ mod tests {
         );
         let without_session = hook_environment(&parent, "audit", "", Path::new("/p"));
         assert!(!without_session.iter().any(|(k, _)| k == "ELPH_SESSION_ID"));
-    }
-
-    #[test]
-    fn keep_stops_at_the_cap() {
-        let mut buf = Vec::new();
-        assert!(keep(&mut buf, b"abc", 4));
-        assert!(keep(&mut buf, b"d", 4));
-        assert!(!keep(&mut buf, b"e", 4));
-        assert_eq!(buf, b"abcd");
     }
 
     #[test]

@@ -86,7 +86,9 @@ pub enum ServerTransport {
     Stdio {
         command: ResolvedCommand,
         args: Vec<String>,
-        /// The configured variables (added to the allowlisted environment).
+        /// The configured variables (added to the allowlisted environment). Names only when
+        /// serialized: values may be secrets.
+        #[serde(serialize_with = "keys_only")]
         env: BTreeMap<String, String>,
     },
     /// Streamable HTTP.
@@ -125,11 +127,16 @@ fn as_millis<S: serde::Serializer>(duration: &Duration, serializer: S) -> Result
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "state", rename_all = "camelCase", rename_all_fields = "camelCase")]
 pub enum McpFileState {
-    Loaded { servers: usize },
+    Loaded {
+        servers: usize,
+    },
     Missing,
     /// The project is not trusted: its servers are executables from the repository.
     SkippedUntrusted,
-    Malformed { pointer: Option<String>, reason: String },
+    Malformed {
+        pointer: Option<String>,
+        reason: String,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -243,7 +250,11 @@ fn malformed(pointer: Option<String>, message: impl Into<String>) -> McpLoadErro
 }
 
 /// Reads one mcp.json. `Ok(None)` when it does not exist.
-pub fn read_file(path: &Path, scope: McpScope, path_var: &str) -> Result<Option<Vec<ServerDefinition>>, McpLoadError> {
+pub fn read_file(
+    path: &Path,
+    scope: McpScope,
+    path_var: &str,
+) -> Result<Option<Vec<ServerDefinition>>, McpLoadError> {
     let bytes = match std::fs::read(path) {
         Ok(bytes) => bytes,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -262,25 +273,36 @@ pub fn parse(
     path_var: &str,
 ) -> Result<Vec<ServerDefinition>, McpLoadError> {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-    let text = std::str::from_utf8(bytes)
-        .map_err(|err| malformed(None, format!("is not valid UTF-8 (at byte {})", err.valid_up_to())))?;
+    let text = std::str::from_utf8(bytes).map_err(|err| {
+        malformed(
+            None,
+            format!("is not valid UTF-8 (at byte {})", err.valid_up_to()),
+        )
+    })?;
     let value: Value = serde_json::from_str(text).map_err(|err| {
         malformed(
             None,
-            format!("is not valid JSON: {err}; expected {{\"servers\": {{\"NAME\": {{\"command\": \"…\"}}}}}}"),
+            format!(
+                "is not valid JSON: {err}; expected {{\"servers\": {{\"NAME\": {{\"command\": \"…\"}}}}}}"
+            ),
         )
     })?;
-    let file: McpFile = serde_json::from_value(value)
-        .map_err(|err| malformed(Some(String::new()), format!("{err}; expected {{\"servers\": {{…}}}}")))?;
+    let file: McpFile = serde_json::from_value(value).map_err(|err| {
+        malformed(
+            Some(String::new()),
+            format!("{err}; expected {{\"servers\": {{…}}}}"),
+        )
+    })?;
     let mut servers = Vec::new();
     for (name, value) in file.servers {
         let pointer = format!("/servers/{name}");
         check_name(&name).map_err(|reason| malformed(Some(pointer.clone()), reason))?;
         let config: ServerConfig =
             serde_json::from_value(value).map_err(|err| malformed(Some(pointer.clone()), err.to_string()))?;
-        servers.push(definition(name, config, source, folder, scope, path_var).map_err(|(field, reason)| {
-            malformed(Some(format!("{pointer}{field}")), reason)
-        })?);
+        servers.push(
+            definition(name, config, source, folder, scope, path_var)
+                .map_err(|(field, reason)| malformed(Some(format!("{pointer}{field}")), reason))?,
+        );
     }
     Ok(servers)
 }
@@ -320,7 +342,8 @@ fn definition(
         (Some(_), Some(_)) => {
             return Err((
                 "",
-                "give either \"command\" (a stdio server) or \"url\" (a streamable HTTP server), not both".into(),
+                "give either \"command\" (a stdio server) or \"url\" (a streamable HTTP server), not both"
+                    .into(),
             ));
         }
         (None, None) => {
@@ -395,7 +418,11 @@ mod tests {
         let ServerTransport::Stdio { command, args, env } = &servers[0].transport else {
             panic!("stdio expected");
         };
-        assert_eq!(command.path, PathBuf::from("/p/.elph/servers/run"), "relative to the file's folder");
+        assert_eq!(
+            command.path,
+            PathBuf::from("/p/.elph/servers/run"),
+            "relative to the file's folder"
+        );
         assert_eq!(args, &["-v"]);
         assert_eq!(env["A"], "1");
         assert_eq!(servers[0].timeout, Duration::from_secs(60));
@@ -408,13 +435,37 @@ mod tests {
     #[test]
     fn mistakes_name_the_place() {
         let cases = [
-            (r#"{"servers": {"a": {"command": "x", "bogus": 1}}}"#, "/servers/a", "unknown field `bogus`"),
+            (
+                r#"{"servers": {"a": {"command": "x", "bogus": 1}}}"#,
+                "/servers/a",
+                "unknown field `bogus`",
+            ),
             (r#"{"servers": {"a": {}}}"#, "/servers/a", "needs \"command\""),
-            (r#"{"servers": {"a": {"command": "x", "url": "http://h"}}}"#, "/servers/a", "not both"),
-            (r#"{"servers": {"a": {"url": "ftp://h"}}}"#, "/servers/a/url", "http://"),
-            (r#"{"servers": {"a": {"command": "x", "timeoutMs": 0}}}"#, "/servers/a/timeoutMs", "expected 1"),
-            (r#"{"servers": {"a b": {"command": "x"}}}"#, "/servers/a b", "not allowed"),
-            (r#"{"servers": {"a__b": {"command": "x"}}}"#, "/servers/a__b", "without '__'"),
+            (
+                r#"{"servers": {"a": {"command": "x", "url": "http://h"}}}"#,
+                "/servers/a",
+                "not both",
+            ),
+            (
+                r#"{"servers": {"a": {"url": "ftp://h"}}}"#,
+                "/servers/a/url",
+                "http://",
+            ),
+            (
+                r#"{"servers": {"a": {"command": "x", "timeoutMs": 0}}}"#,
+                "/servers/a/timeoutMs",
+                "expected 1",
+            ),
+            (
+                r#"{"servers": {"a b": {"command": "x"}}}"#,
+                "/servers/a b",
+                "not allowed",
+            ),
+            (
+                r#"{"servers": {"a__b": {"command": "x"}}}"#,
+                "/servers/a__b",
+                "without '__'",
+            ),
             (r#"{"servers": {}, "extra": true}"#, "", "unknown field `extra`"),
         ];
         for (text, pointer, reason) in cases {
@@ -439,7 +490,11 @@ mod tests {
             data_dir: root.path().join("data"),
             project_dir: project.clone(),
         };
-        std::fs::write(home_file(&paths), r#"{"servers": {"same": {"command": "/bin/true"}}}"#).unwrap();
+        std::fs::write(
+            home_file(&paths),
+            r#"{"servers": {"same": {"command": "/bin/true"}}}"#,
+        )
+        .unwrap();
         std::fs::write(
             project_file(&paths),
             r#"{"servers": {"same": {"command": "/bin/false"}, "other": {"command": "/bin/true"}}}"#,
@@ -451,7 +506,11 @@ mod tests {
         assert_eq!(names, ["same", "other"]);
         assert_eq!(trusted.servers[0].scope, McpScope::Home);
         assert_eq!(trusted.diagnostics.len(), 1);
-        assert!(trusted.diagnostics[0].message.contains("duplicate MCP server 'same'"));
+        assert!(
+            trusted.diagnostics[0]
+                .message
+                .contains("duplicate MCP server 'same'")
+        );
 
         let untrusted = McpConfig::load(&paths, false);
         assert_eq!(untrusted.servers.len(), 1);

@@ -114,7 +114,10 @@ pub struct McpManager {
 impl std::fmt::Debug for McpManager {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("McpManager")
-            .field("servers", &self.servers.iter().map(|s| s.name()).collect::<Vec<_>>())
+            .field(
+                "servers",
+                &self.servers.iter().map(|s| s.name()).collect::<Vec<_>>(),
+            )
             .finish_non_exhaustive()
     }
 }
@@ -286,7 +289,9 @@ impl McpManager {
         let servers = self.servers.clone();
         let handle = runtime.handle().clone();
         let _ = block_on_within(&handle, STOP_LIMIT, async move {
-            let stops = servers.iter().map(|server| server.stop("stopped at the end of the session"));
+            let stops = servers
+                .iter()
+                .map(|server| server.stop("stopped at the end of the session"));
             futures::future::join_all(stops).await;
         });
         for server in &self.servers {
@@ -325,4 +330,59 @@ fn block_on_within<T: Send + 'static>(
         let _ = tx.send(future.await);
     });
     rx.recv_timeout(limit).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn describe_servers_lists_files_servers_and_states_without_starting_anything() {
+        let root = tempfile::tempdir().unwrap();
+        let paths = Paths {
+            config_dir: root.path().join("config"),
+            data_dir: root.path().join("data"),
+            project_dir: root.path().join("project"),
+        };
+        std::fs::create_dir_all(&paths.config_dir).unwrap();
+        std::fs::create_dir_all(paths.project_dir.join(".elph")).unwrap();
+        std::fs::write(
+            config::home_file(&paths),
+            r#"{"servers": {"gh": {"url": "https://example.com/mcp", "headers": {"Authorization": "secret"}},
+                            "off": {"command": "/bin/true", "enabled": false}}}"#,
+        )
+        .unwrap();
+        std::fs::write(
+            config::project_file(&paths),
+            r#"{"servers": {"p": {"command": "/bin/true"}}}"#,
+        )
+        .unwrap();
+
+        let overview = describe_servers(&paths, false);
+        let value = serde_json::to_value(&overview).unwrap();
+        assert_eq!(value["servers"][0]["name"], "gh");
+        assert_eq!(value["servers"][0]["transport"], "http");
+        assert_eq!(
+            value["servers"][0]["headers"],
+            json!(["Authorization"]),
+            "header values stay out"
+        );
+        assert_eq!(value["servers"][0]["state"], "configured");
+        assert_eq!(value["servers"][0]["timeoutMs"], 60000);
+        assert_eq!(value["servers"][1]["state"], "disabled");
+        assert_eq!(value["servers"][1]["command"]["path"], "/bin/true");
+        assert_eq!(value["files"][1]["state"], "skippedUntrusted");
+        assert_eq!(
+            overview.servers.len(),
+            2,
+            "the untrusted project's file is not read"
+        );
+        assert_eq!(overview.diagnostics.len(), 1);
+
+        let trusted = describe_servers(&paths, true);
+        assert_eq!(trusted.servers.len(), 3);
+        assert_eq!(trusted.servers[2].definition.scope, McpScope::Project);
+        assert!(!value.to_string().contains("secret"));
+    }
 }

@@ -68,12 +68,33 @@ impl Drop for GroupKiller {
 }
 
 /// The last bytes a server wrote to stderr.
-#[derive(Clone, Debug, Default)]
-pub struct StderrTail(Arc<Mutex<Vec<u8>>>);
+#[derive(Clone, Debug)]
+pub struct StderrTail {
+    bytes: Arc<Mutex<Vec<u8>>>,
+    /// `true` once the reader saw EOF (or is gone).
+    closed: watch::Receiver<bool>,
+}
+
+impl Default for StderrTail {
+    /// A tail that nothing writes to (a server without a process).
+    fn default() -> Self {
+        StderrTail {
+            bytes: Arc::default(),
+            closed: watch::channel(true).1,
+        }
+    }
+}
 
 impl StderrTail {
+    /// Waits, at most `limit`, until the server's stderr is closed, so that what a crashed
+    /// server wrote last is in the tail (a helper that keeps the pipe open cannot hold this up).
+    pub async fn settle(&self, limit: Duration) {
+        let mut closed = self.closed.clone();
+        let _ = tokio::time::timeout(limit, closed.wait_for(|closed| *closed)).await;
+    }
+
     fn push(&self, chunk: &[u8]) {
-        let mut tail = self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut tail = self.bytes.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         tail.extend_from_slice(chunk);
         if tail.len() > STDERR_TAIL {
             let cut = tail.len() - STDERR_TAIL;
@@ -83,7 +104,7 @@ impl StderrTail {
 
     /// The tail as text, trimmed; empty when the server wrote nothing.
     pub fn text(&self) -> String {
-        let tail = self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let tail = self.bytes.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         String::from_utf8_lossy(&tail).trim().to_string()
     }
 }
@@ -137,7 +158,11 @@ impl ServerProcess {
         let group = GroupKiller {
             pgid: Pid::from_raw(pid as i32),
         };
-        let stderr = StderrTail::default();
+        let (closed_tx, closed) = watch::channel(false);
+        let stderr = StderrTail {
+            bytes: Arc::default(),
+            closed,
+        };
         if let Some(mut pipe) = child.stderr.take() {
             let tail = stderr.clone();
             tokio::spawn(async move {
@@ -148,6 +173,7 @@ impl ServerProcess {
                     }
                     tail.push(&chunk[..read]);
                 }
+                let _ = closed_tx.send(true);
             });
         }
         let stdin = child.stdin.take();
@@ -186,10 +212,7 @@ pub async fn exited(mut exit: watch::Receiver<Option<String>>) -> String {
             return description;
         }
         if exit.changed().await.is_err() {
-            return exit
-                .borrow()
-                .clone()
-                .unwrap_or_else(|| "ended".to_string());
+            return exit.borrow().clone().unwrap_or_else(|| "ended".to_string());
         }
     }
 }
@@ -208,11 +231,17 @@ mod tests {
                 _ => None,
             }
         };
-        let configured = BTreeMap::from([("TOKEN".to_string(), "t".to_string()), ("PATH".to_string(), "/opt".to_string())]);
+        let configured = BTreeMap::from([
+            ("TOKEN".to_string(), "t".to_string()),
+            ("PATH".to_string(), "/opt".to_string()),
+        ]);
         let env = server_environment(&parent, Path::new("/p"), &configured);
         let names: Vec<&str> = env.iter().map(|(k, _)| k.to_str().unwrap()).collect();
         assert_eq!(names, ["ELPH_PROJECT_DIR", "HOME", "PATH", "TOKEN"]);
-        assert!(env.iter().any(|(k, v)| k == "PATH" && v == "/opt"), "configured wins");
+        assert!(
+            env.iter().any(|(k, v)| k == "PATH" && v == "/opt"),
+            "configured wins"
+        );
         assert!(!env.iter().any(|(_, v)| v == "sk-secret"));
     }
 
@@ -230,6 +259,7 @@ mod tests {
         let pgid = process.group.pgid();
         tokio::time::sleep(Duration::from_millis(200)).await;
         assert_eq!(process.stderr.text(), "starting");
+        process.stderr.settle(Duration::from_millis(50)).await;
         assert!(process.exit.borrow().is_none());
         process.group.kill();
         let how = tokio::time::timeout(Duration::from_secs(5), exited(process.exit.clone()))

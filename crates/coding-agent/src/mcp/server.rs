@@ -38,13 +38,17 @@ pub enum ServerState {
     Configured,
     /// `"enabled": false`.
     Disabled,
-    /// A project server while the project is not trusted.
-    SkippedUntrusted,
-    Running { tools: Vec<String> },
+    Running {
+        tools: Vec<String>,
+    },
     /// It could not start, or it stopped unexpectedly; the reason says which and why.
-    Failed { reason: String },
+    Failed {
+        reason: String,
+    },
     /// Stopped at the end of the session, or when the project stopped being trusted.
-    Stopped { reason: String },
+    Stopped {
+        reason: String,
+    },
 }
 
 /// A live connection.
@@ -53,7 +57,7 @@ struct Connection {
     /// Kept so that the connection stays open; dropping it closes the transport.
     service: Option<RunningService<RoleClient, ClientConfig>>,
     /// Stdio servers only: the group, killed when the connection is dropped.
-    group: Option<GroupKiller>,
+    _group: Option<GroupKiller>,
     exit: Option<watch::Receiver<Option<String>>>,
     stderr: StderrTail,
 }
@@ -68,6 +72,7 @@ pub struct McpServer {
     pgid: Mutex<Option<i32>>,
     /// The stderr of the last started stdio server, for messages about a failed start.
     stderr: Mutex<StderrTail>,
+    startup_timeout: Duration,
 }
 
 fn client_info() -> ClientConfig {
@@ -86,6 +91,13 @@ fn with_stderr(message: String, stderr: &StderrTail) -> String {
     let lines: Vec<&str> = tail.lines().collect();
     let last = lines[lines.len().saturating_sub(5)..].join(" | ");
     format!("{message}; its stderr ends with: {last}")
+}
+
+/// [`with_stderr`], once the server's stderr is closed (or after a moment): a server that just
+/// died has its last words read first.
+async fn explain(message: String, stderr: &StderrTail) -> String {
+    stderr.settle(Duration::from_millis(200)).await;
+    with_stderr(message, stderr)
 }
 
 /// Why a call did not produce a result.
@@ -113,7 +125,14 @@ impl McpServer {
             state: Mutex::new(ServerState::Configured),
             pgid: Mutex::new(None),
             stderr: Mutex::new(StderrTail::default()),
+            startup_timeout: STARTUP_TIMEOUT,
         }
+    }
+
+    /// Another startup limit than [`STARTUP_TIMEOUT`].
+    pub fn with_startup_timeout(mut self, timeout: Duration) -> Self {
+        self.startup_timeout = timeout;
+        self
     }
 
     pub fn name(&self) -> &str {
@@ -133,18 +152,22 @@ impl McpServer {
         *lock(&self.pgid)
     }
 
-    /// Starts the server and lists its tools, all within [`STARTUP_TIMEOUT`]. On failure the
+    /// Starts the server and lists its tools, all within the startup timeout. On failure the
     /// server is down (a started process is killed with its group) and the error says why.
     pub async fn start(&self) -> Result<Vec<McpToolSpec>, String> {
-        let result = match tokio::time::timeout(STARTUP_TIMEOUT, self.connect()).await {
+        let result = match tokio::time::timeout(self.startup_timeout, self.connect()).await {
             Ok(result) => result,
-            Err(_) => Err(with_stderr(
-                format!(
-                    "did not answer within {} s of starting; skipped",
-                    STARTUP_TIMEOUT.as_secs()
-                ),
-                &lock(&self.stderr),
-            )),
+            Err(_) => {
+                let stderr = lock(&self.stderr).clone();
+                Err(explain(
+                    format!(
+                        "did not answer within {} of starting; skipped",
+                        human_duration(self.startup_timeout)
+                    ),
+                    &stderr,
+                )
+                .await)
+            }
         };
         match result {
             Ok(tools) => {
@@ -178,10 +201,12 @@ impl McpServer {
                 let handshake = client_info().serve((stdout, stdin));
                 let service = tokio::select! {
                     biased;
-                    service = handshake => service
-                        .map_err(|error| with_stderr(format!("failed to initialize: {error}"), &stderr))?,
+                    service = handshake => match service {
+                        Ok(service) => service,
+                        Err(error) => return Err(explain(format!("failed to initialize: {error}"), &stderr).await),
+                    },
                     how = exited(process.exit.clone()) => {
-                        return Err(with_stderr(format!("{how} during startup"), &stderr));
+                        return Err(explain(format!("{how} during startup"), &stderr).await);
                     }
                 };
                 (service, Some(process.group), Some(process.exit), stderr)
@@ -198,16 +223,18 @@ impl McpServer {
         let peer = service.peer().clone();
         let tools = tokio::select! {
             biased;
-            tools = peer.list_all_tools() => tools
-                .map_err(|error| with_stderr(format!("failed to list its tools: {error}"), &stderr))?,
+            tools = peer.list_all_tools() => match tools {
+                Ok(tools) => tools,
+                Err(error) => return Err(explain(format!("failed to list its tools: {error}"), &stderr).await),
+            },
             how = exit_or_never(exit.clone()) => {
-                return Err(with_stderr(format!("{how} while listing its tools"), &stderr));
+                return Err(explain(format!("{how} while listing its tools"), &stderr).await);
             }
         };
         *self.connection.lock().await = Some(Connection {
             peer,
             service: Some(service),
-            group,
+            _group: group,
             exit,
             stderr,
         });
@@ -255,7 +282,7 @@ impl McpServer {
                 .unwrap_or(failure),
             None => failure,
         };
-        let reason = with_stderr(format!("it {how}"), &stderr);
+        let reason = explain(format!("it {how}"), &stderr).await;
         self.fail(&reason).await;
         Err(CallError::Died(reason))
     }
@@ -264,7 +291,7 @@ impl McpServer {
         let connection = self.connection.lock().await.take();
         self.set_state(ServerState::Failed {
             reason: format!(
-                "{reason} during an earlier call; its tools are unavailable for the rest of this session"
+                "it stopped during an earlier call and is not restarted in this session ({reason})"
             ),
         });
         lock(&self.pgid).take();
@@ -309,6 +336,15 @@ impl McpServer {
     }
 }
 
+/// "10 s", or "1500 ms".
+pub fn human_duration(duration: Duration) -> String {
+    if duration.as_millis().is_multiple_of(1000) {
+        format!("{} s", duration.as_secs())
+    } else {
+        format!("{} ms", duration.as_millis())
+    }
+}
+
 /// Resolves when the process exits; never, for a server without a process.
 async fn exit_or_never(exit: Option<watch::Receiver<Option<String>>>) -> String {
     match exit {
@@ -331,5 +367,96 @@ fn http_transport(
         custom.insert(header, value);
     }
     let config = StreamableHttpClientTransportConfig::with_uri(url.to_string()).custom_headers(custom);
-    Ok(rmcp::transport::StreamableHttpClientTransport::from_config(config))
+    Ok(rmcp::transport::StreamableHttpClientTransport::from_config(
+        config,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hooks::discovery::resolve_command;
+    use crate::mcp::config::McpScope;
+
+    fn script_server(dir: &std::path::Path, body: &str) -> McpServer {
+        use std::os::unix::fs::PermissionsExt;
+        let path = dir.join("server.sh");
+        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let definition = ServerDefinition {
+            name: "s".into(),
+            transport: ServerTransport::Stdio {
+                command: resolve_command(path.to_str().unwrap(), dir, ""),
+                args: Vec::new(),
+                env: Default::default(),
+            },
+            timeout: Duration::from_secs(5),
+            enabled: true,
+            source: dir.join("mcp.json"),
+            scope: McpScope::Home,
+        };
+        McpServer::new(definition, dir.to_path_buf()).with_startup_timeout(Duration::from_millis(500))
+    }
+
+    fn group_alive(pgid: i32) -> bool {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+            .filter_map(|pid| std::fs::read_to_string(format!("/proc/{pid}/stat")).ok())
+            .any(|stat| {
+                let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split_whitespace().collect();
+                fields[2] == pgid.to_string() && fields[0] != "Z"
+            })
+    }
+
+    #[tokio::test]
+    async fn a_server_that_never_answers_is_killed_and_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("pid");
+        let server = script_server(
+            dir.path(),
+            &format!(
+                "echo $$ > '{}'; echo waiting >&2; sleep 300 & wait",
+                pid_file.display()
+            ),
+        );
+        let started = std::time::Instant::now();
+        let error = server.start().await.unwrap_err();
+        assert!(started.elapsed() < Duration::from_secs(3));
+        assert_eq!(
+            error,
+            "did not answer within 500 ms of starting; skipped; its stderr ends with: waiting"
+        );
+        assert!(matches!(server.state(), ServerState::Failed { .. }));
+        let pgid: i32 = std::fs::read_to_string(&pid_file)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(3);
+        while group_alive(pgid) && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(!group_alive(pgid), "the server and its helper were killed");
+        assert_eq!(
+            server.call("x", Default::default()).await,
+            Err(CallError::Down(error)),
+            "its tools say why it is down"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_server_that_exits_at_startup_says_how_and_what_it_printed() {
+        let dir = tempfile::tempdir().unwrap();
+        let server = script_server(dir.path(), "echo 'bad config: no token' >&2; exit 2");
+        let error = server.start().await.unwrap_err();
+        assert!(
+            error.contains("exited with status 2") || error.contains("failed to initialize"),
+            "{error}"
+        );
+        assert!(
+            error.ends_with("its stderr ends with: bad config: no token"),
+            "{error}"
+        );
+    }
 }

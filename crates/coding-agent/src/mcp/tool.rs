@@ -8,7 +8,7 @@ use elph_agent::tools::{Tool, ToolContext, ToolOutput};
 use rmcp::model::{CallToolResult, ContentBlock as McpContent, ResourceContents, Tool as McpToolSpec};
 use serde_json::{Value, json};
 
-use super::server::{CallError, McpServer};
+use super::server::{CallError, McpServer, human_duration};
 
 /// Providers limit tool names to 64 characters.
 pub const MAX_TOOL_NAME: usize = 64;
@@ -20,7 +20,13 @@ pub const OUTPUT_CAP: usize = 64 * 1024;
 pub fn catalog_name(server: &str, tool: &str) -> String {
     let tool: String = tool
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect();
     format!("mcp_{server}__{tool}")
 }
@@ -104,12 +110,17 @@ impl Tool for McpTool {
         };
         let server = self.server.clone();
         let remote = self.remote.clone();
-        let mut call = AbortOnDrop(self.runtime.spawn(async move { server.call(&remote, arguments).await }));
+        let mut call = AbortOnDrop(
+            self.runtime
+                .spawn(async move { server.call(&remote, arguments).await }),
+        );
         let outcome = (&mut call.0).await;
         let details = json!({"mcpServer": server_name, "mcpTool": self.remote});
         match outcome {
             Ok(Ok(result)) => convert(result, details),
-            Ok(Err(error)) => ToolOutput::error(describe_error(&server_name, &self.remote, &error)).with_details(details),
+            Ok(Err(error)) => {
+                ToolOutput::error(describe_error(&server_name, &self.remote, &error)).with_details(details)
+            }
             Err(_) => ToolOutput::error(format!(
                 "MCP server '{server_name}' is not available: the session's MCP client has stopped"
             ))
@@ -133,14 +144,6 @@ pub fn describe_error(server: &str, tool: &str, error: &CallError) -> String {
     }
 }
 
-fn human_duration(duration: std::time::Duration) -> String {
-    if duration.as_millis() % 1000 == 0 {
-        format!("{} s", duration.as_secs())
-    } else {
-        format!("{} ms", duration.as_millis())
-    }
-}
-
 /// Text and image blocks pass through; other kinds of content are described in words; a result
 /// with only structured content shows it as JSON. Text past [`OUTPUT_CAP`] is cut with a note.
 pub fn convert(result: CallToolResult, mut details: Value) -> ToolOutput {
@@ -161,14 +164,18 @@ pub fn convert(result: CallToolResult, mut details: Value) -> ToolOutput {
                 ResourceContents::TextResourceContents { uri, text, .. } => {
                     ContentBlock::text(format!("[resource {uri}]\n{text}"))
                 }
-                ResourceContents::BlobResourceContents { uri, mime_type, blob, .. } => ContentBlock::text(format!(
+                ResourceContents::BlobResourceContents {
+                    uri, mime_type, blob, ..
+                } => ContentBlock::text(format!(
                     "[resource {uri} ({}), {} bytes of base64, not shown]",
                     mime_type.as_deref().unwrap_or("binary"),
                     blob.len()
                 )),
                 _ => ContentBlock::text("[a resource of a kind Elph does not show]"),
             },
-            McpContent::ResourceLink(link) => ContentBlock::text(format!("[resource link {} ({})]", link.uri, link.name)),
+            McpContent::ResourceLink(link) => {
+                ContentBlock::text(format!("[resource link {} ({})]", link.uri, link.name))
+            }
             _ => ContentBlock::text("[content of a kind Elph does not show]"),
         });
     }
@@ -200,7 +207,9 @@ fn cap_text(content: &mut [ContentBlock]) {
             }
             let cut = text.len() - end;
             text.truncate(end);
-            text.push_str(&format!("\n[… {cut} more bytes cut: MCP tool output is limited to {OUTPUT_CAP} bytes]"));
+            text.push_str(&format!(
+                "\n[… {cut} more bytes cut: MCP tool output is limited to {OUTPUT_CAP} bytes]"
+            ));
             room = 0;
         }
     }
@@ -237,7 +246,10 @@ mod tests {
                 mime_type: "image/png".into()
             }
         );
-        assert_eq!(output.content[2], ContentBlock::text("[resource file:///a]\nbody"));
+        assert_eq!(
+            output.content[2],
+            ContentBlock::text("[resource file:///a]\nbody")
+        );
 
         let structured: CallToolResult =
             serde_json::from_value(json!({"content": [], "structuredContent": {"n": 1}})).unwrap();
@@ -251,19 +263,32 @@ mod tests {
     fn long_text_is_cut_on_a_character_boundary() {
         let mut content = vec![ContentBlock::text("é".repeat(OUTPUT_CAP))];
         cap_text(&mut content);
-        let ContentBlock::Text { text } = &content[0] else { panic!() };
+        let ContentBlock::Text { text } = &content[0] else {
+            panic!()
+        };
         assert!(text.len() < OUTPUT_CAP + 200);
         assert!(text.contains("more bytes cut"));
     }
 
     #[test]
     fn errors_name_the_server_tool_and_cause() {
-        let text = describe_error("test", "sleep", &CallError::TimedOut(std::time::Duration::from_millis(1500)));
+        let text = describe_error(
+            "test",
+            "sleep",
+            &CallError::TimedOut(std::time::Duration::from_millis(1500)),
+        );
         assert_eq!(
             text,
             "MCP server 'test' did not answer tool 'sleep' within 1500 ms; the call was cancelled"
         );
-        let text = describe_error("test", "crash", &CallError::Died("it exited with status 3".into()));
-        assert_eq!(text, "MCP server 'test' stopped during tool 'crash': it exited with status 3");
+        let text = describe_error(
+            "test",
+            "crash",
+            &CallError::Died("it exited with status 3".into()),
+        );
+        assert_eq!(
+            text,
+            "MCP server 'test' stopped during tool 'crash': it exited with status 3"
+        );
     }
 }

@@ -27,7 +27,9 @@ pub const TITLE_CHARS: usize = 80;
 
 /// Version 1. Times are UTC microseconds since the Unix epoch. `seq` counts from 0 in each session
 /// with no gaps, so it equals the entry's index in the `Transcript` (what `Summary.first_kept`
-/// refers to). Entries are append-only.
+/// refers to). Entries are append-only. Sessions are indexed by project only, not by
+/// `updated_at`: every append bumps `updated_at`, and an index on it would be one more page
+/// rewritten per append, while a project's sessions are few enough to sort in memory.
 const SCHEMA_V1: &str = "
 CREATE TABLE sessions (
     id          TEXT PRIMARY KEY NOT NULL,
@@ -37,7 +39,7 @@ CREATE TABLE sessions (
     model       TEXT NOT NULL,
     title       TEXT
 );
-CREATE INDEX sessions_by_project ON sessions (project_dir, updated_at);
+CREATE INDEX sessions_by_project ON sessions (project_dir);
 CREATE TABLE entries (
     session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
     seq        INTEGER NOT NULL,

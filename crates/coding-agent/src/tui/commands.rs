@@ -1,6 +1,7 @@
 //! The slash commands: their names and descriptions, what the palette offers for the current trust
 //! state, filtering as you type, and parsing a submitted line.
 
+use super::items::{Panel, PanelLine, Tone};
 use crate::trust::TrustSlashCommand;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -133,6 +134,47 @@ pub fn parse(line: &str) -> Option<Parsed> {
         Some(command) => Parsed::Command(command, args),
         None => Parsed::Unknown(name.to_string()),
     })
+}
+
+pub fn help_panel() -> Panel {
+    let mut lines = vec![PanelLine {
+        tone: Tone::Heading,
+        text: "Commands".into(),
+    }];
+    for command in SlashCommand::ALL {
+        lines.push(PanelLine {
+            tone: Tone::Normal,
+            text: format!(
+                "  /{:<22}{}",
+                format!("{}{}", command.name(), command.usage()),
+                command.description()
+            ),
+        });
+    }
+    lines.push(PanelLine {
+        tone: Tone::Heading,
+        text: "Keys".into(),
+    });
+    for (keys, what) in [
+        ("Enter", "send"),
+        ("Shift/Alt+Enter, Ctrl+J", "new line"),
+        ("Up/Down", "move between lines, recall earlier prompts"),
+        ("Ctrl+C", "cancel the running turn and its hooks; twice to exit"),
+        ("Ctrl+O", "expand or collapse tool output"),
+        (
+            "PageUp/PageDown",
+            "scroll the transcript (Ctrl+End: back to the end)",
+        ),
+    ] {
+        lines.push(PanelLine {
+            tone: Tone::Normal,
+            text: format!("  {keys:<24}{what}"),
+        });
+    }
+    Panel {
+        title: "Help".into(),
+        lines,
+    }
 }
 
 #[cfg(test)]

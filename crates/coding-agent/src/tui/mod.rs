@@ -13,6 +13,7 @@ pub mod app;
 pub mod commands;
 pub mod composer;
 pub mod hookview;
+pub mod items;
 pub mod markdown;
 pub mod transcript;
 pub mod view;

@@ -17,23 +17,40 @@ fn dim() -> Style {
     Style::default().fg(Color::DarkGray)
 }
 
-/// Every item, one blank row between them (notices that follow each other stay together).
+/// Every item, one blank row between them (notices stay with the command or notice before them).
 pub fn lines(items: &[Item], width: usize, expand: bool) -> Vec<Line<'static>> {
+    tail(items, width, expand, usize::MAX).0
+}
+
+fn grouped(items: &[Item], index: usize) -> bool {
+    matches!(items[index], Item::Notice { .. })
+        && matches!(
+            index.checked_sub(1).map(|i| &items[i]),
+            Some(Item::Notice { .. } | Item::Command(_))
+        )
+}
+
+/// The last rows of the transcript, whole items, at least `want` of them when there are that many;
+/// and whether they are all of it. Drawing costs what is on screen, not the whole session.
+pub fn tail(items: &[Item], width: usize, expand: bool, want: usize) -> (Vec<Line<'static>>, bool) {
     let width = width.max(8);
-    let mut out = Vec::new();
-    for (index, item) in items.iter().enumerate() {
-        // Notices stay with what came just before them: a command, or another notice.
-        let grouped = matches!(item, Item::Notice { .. })
-            && matches!(
-                index.checked_sub(1).map(|i| &items[i]),
-                Some(Item::Notice { .. } | Item::Command(_))
-            );
-        if index > 0 && !grouped {
-            out.push(Line::default());
+    let mut chunks: Vec<Vec<Line<'static>>> = Vec::new();
+    let mut count = 0;
+    let mut complete = true;
+    for index in (0..items.len()).rev() {
+        let mut chunk = Vec::new();
+        if index > 0 && !grouped(items, index) {
+            chunk.push(Line::default());
         }
-        out.extend(item_lines(item, width, expand));
+        chunk.extend(item_lines(&items[index], width, expand));
+        count += chunk.len();
+        chunks.push(chunk);
+        if count >= want && index > 0 {
+            complete = false;
+            break;
+        }
     }
-    out
+    (chunks.into_iter().rev().flatten().collect(), complete)
 }
 
 pub fn item_lines(item: &Item, width: usize, expand: bool) -> Vec<Line<'static>> {

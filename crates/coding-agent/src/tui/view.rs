@@ -75,14 +75,17 @@ pub fn draw(frame: &mut Frame<'_>, app: &App) {
 fn draw_transcript(frame: &mut Frame<'_>, app: &App, area: Rect) {
     let width = area.width as usize;
     let height = area.height as usize;
+    let page = height.saturating_sub(2).max(1);
     let lines = if app.items.is_empty() {
         welcome(app, width)
     } else {
-        transcript::lines(&app.items, width, app.expand_tools)
+        // Enough rows for this view and one more page up.
+        let want = height + app.scroll + page + 1;
+        transcript::tail(&app.items, width, app.expand_tools, want).0
     };
     let max = lines.len().saturating_sub(height);
     app.scroll_max.set(max);
-    app.page.set(height.saturating_sub(2).max(1));
+    app.page.set(page);
     let scroll = app.scroll.min(max);
     let start = lines.len().saturating_sub(height + scroll);
     let visible: Vec<Line<'static>> = lines.into_iter().skip(start).take(height).collect();
@@ -155,7 +158,7 @@ fn popup_lines(app: &App, width: usize) -> Vec<Line<'static>> {
 
 fn palette_window(app: &App, lines: Vec<Line<'static>>, height: usize) -> Vec<Line<'static>> {
     let selected = app.palette_selected.min(lines.len().saturating_sub(1));
-    let height = height.min(MAX_PALETTE_ROWS).max(1);
+    let height = height.clamp(1, MAX_PALETTE_ROWS);
     let start = (selected + 1).saturating_sub(height);
     lines.into_iter().skip(start).take(height).collect()
 }

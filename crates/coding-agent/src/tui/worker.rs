@@ -421,17 +421,17 @@ pub fn history(entries: &[Entry]) -> Vec<HistoryEntry> {
     out
 }
 
-/// Sets up the channels and the approver, builds the runtime, and returns the worker with the
-/// sending end of its commands and the receiving end of its messages.
-pub fn build(
-    paths: crate::paths::Paths,
-    options: RuntimeOptions,
-) -> anyhow::Result<(
+/// The worker, the sending and receiving ends of its commands, and the receiving end of its messages.
+pub type Built = (
     Worker,
     UnboundedSender<Command>,
     UnboundedReceiver<Command>,
     UnboundedReceiver<UiMsg>,
-)> {
+);
+
+/// Sets up the channels and the approver and builds the runtime (errors here come before the
+/// terminal changes).
+pub fn build(paths: crate::paths::Paths, options: RuntimeOptions) -> anyhow::Result<Built> {
     let (events_tx, events) = tokio::sync::mpsc::unbounded_channel();
     let (approvals_tx, approvals) = tokio::sync::mpsc::unbounded_channel();
     let (ui, ui_rx) = tokio::sync::mpsc::unbounded_channel();

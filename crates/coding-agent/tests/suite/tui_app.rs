@@ -419,3 +419,57 @@ fn any_size_and_resizing_draw_cleanly() {
     assert!(rows[18].starts_with("────"), "{screen}");
     assert!(rows[17].starts_with("› /"), "{screen}");
 }
+
+#[test]
+fn page_up_scrolls_back_through_a_long_transcript() {
+    let mut app = started_app(true);
+    for n in 0..60 {
+        worker(
+            &mut app,
+            UiMsg::Notice(
+                coding_agent::tui::worker::Level::Info,
+                format!("notice number {n}"),
+            ),
+        );
+    }
+    let screen = render(&app, 80, 24);
+    assert!(
+        screen.contains("notice number 59") && !screen.contains("notice number 40\n"),
+        "{screen}"
+    );
+    for _ in 0..10 {
+        press(&mut app, KeyCode::PageUp);
+        render(&app, 80, 24);
+    }
+    let screen = render(&app, 80, 24);
+    assert!(screen.contains("notice number 0\n"), "the beginning: {screen}");
+    assert!(screen.contains("↑ scrolled"), "{screen}");
+    press_with(&mut app, KeyCode::End, KeyModifiers::CONTROL);
+    assert!(render(&app, 80, 24).contains("notice number 59"));
+}
+
+#[test]
+fn the_spinner_names_the_hook_or_tool_at_work() {
+    let mut app = started_app(true);
+    send_prompt(&mut app, "go");
+    let label = |app: &App| app.busy.as_ref().unwrap().label.clone();
+    agent(&mut app, AgentEvent::TurnStarted { prompt: "go".into() });
+    assert_eq!(label(&app), "waiting for the model");
+    for (tool, expected) in [
+        ("write_file", "hook preToolUse · write_file"),
+        ("shell_exec", "running shell_exec"),
+    ] {
+        agent(
+            &mut app,
+            AgentEvent::ToolCallStarted {
+                tool_call_id: tool.into(),
+                tool_name: tool.into(),
+                input: json!({}),
+            },
+        );
+        assert_eq!(label(&app), expected);
+    }
+    let since = app.busy.as_ref().unwrap().since;
+    app.update(Msg::Tick(since + Duration::from_secs(75)));
+    assert!(render(&app, 80, 24).contains("running shell_exec · 75s · Ctrl+C to cancel"));
+}

@@ -128,7 +128,10 @@ impl Tui {
             }
             if let Ok(Some(status)) = self.child.lock().unwrap().try_wait() {
                 std::thread::sleep(Duration::from_millis(100));
-                panic!("elph exited ({status:?}) while waiting for {what}; screen:\n{}", self.contents());
+                panic!(
+                    "elph exited ({status:?}) while waiting for {what}; screen:\n{}",
+                    self.contents()
+                );
             }
             assert!(
                 Instant::now() < deadline,
@@ -311,7 +314,11 @@ fn untrust_then_the_palette_offers_trust() {
     // The palette offers exactly one of the two (matched by their descriptions).
     tui.press(b"/");
     tui.wait_for("Stop trusting this project");
-    assert!(!tui.contents().contains("Trust this project"), "{}", tui.contents());
+    assert!(
+        !tui.contents().contains("Trust this project"),
+        "{}",
+        tui.contents()
+    );
     tui.press(b"untrust\r");
     tui.wait_for("no longer trusting");
     tui.wait_idle();
@@ -326,7 +333,11 @@ fn untrust_then_the_palette_offers_trust() {
 
     tui.press(b"/");
     tui.wait_for("Trust this project");
-    assert!(!tui.contents().contains("Stop trusting this project"), "{}", tui.contents());
+    assert!(
+        !tui.contents().contains("Stop trusting this project"),
+        "{}",
+        tui.contents()
+    );
     // The project's hook is off now.
     tui.press(b"\x15"); // Ctrl+U clears the input
     tui.send("hi");
@@ -483,9 +494,7 @@ fn resizing_and_a_60x20_terminal_keep_the_layout() {
         tui.wait_until(&format!("the layout at {cols}x{rows}"), |_| {
             let lines = tui.rows();
             lines.len() == rows as usize
-                && lines
-                    .last()
-                    .is_some_and(|last| last.starts_with("openai/gpt-test"))
+                && lines.last().is_some_and(|last| last.starts_with("openai/"))
                 && lines[rows as usize - 2].starts_with("─")
                 && lines[rows as usize - 3].starts_with("› Ask Elph")
                 && lines.iter().all(|line| line.chars().count() <= cols as usize)

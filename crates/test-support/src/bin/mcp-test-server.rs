@@ -105,13 +105,15 @@ async fn main() {
         &json!({"pid": std::process::id(), "env": names}),
     );
     if std::env::var_os("MCP_TEST_GRANDCHILD").is_some() {
-        std::process::Command::new("sleep")
+        // Left running on purpose: the client must stop it with the server's group.
+        let helper = std::process::Command::new("sleep")
             .arg("300")
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
             .expect("spawn the grandchild");
+        std::mem::forget(helper);
     }
     let service = TestServer::new()
         .serve(rmcp::transport::io::stdio_pipes())

@@ -1,5 +1,6 @@
 //! `shell_exec`: run a shell command in the project folder, bounded in time and output.
 
+use std::path::Path;
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
@@ -7,7 +8,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::parse_args;
-use super::process::{self, RunResult};
+use super::process;
+use crate::process::RunOutput;
 use crate::tools::{Tool, ToolContext, ToolOutput};
 
 pub struct ShellExec;
@@ -77,13 +79,13 @@ impl Tool for ShellExec {
             .unwrap_or(DEFAULT_TIMEOUT_MS)
             .clamp(1, MAX_TIMEOUT_MS);
         let result = process::run(&args.command, &ctx.project_dir, Duration::from_millis(timeout_ms)).await;
-        render(&result, timeout_ms)
+        render(&result, &ctx.project_dir, timeout_ms)
     }
 }
 
-fn render(result: &RunResult, timeout_ms: u64) -> ToolOutput {
+fn render(result: &RunOutput, cwd: &Path, timeout_ms: u64) -> ToolOutput {
     if let Some(error) = &result.spawn_error {
-        return ToolOutput::error(error.clone()).with_details(json!({
+        return ToolOutput::error(process::describe_spawn_error(cwd, error)).with_details(json!({
             "exitCode": null,
             "signal": null,
             "timedOut": false,
@@ -112,11 +114,12 @@ fn render(result: &RunResult, timeout_ms: u64) -> ToolOutput {
     } else {
         result
             .wait_error
-            .clone()
+            .as_ref()
+            .map(|error| error.describe("the command"))
             .unwrap_or_else(|| "the command's exit status is unknown".into())
     };
     text.push_str(&status);
-    if result.leftovers_killed {
+    if result.pipes_held_open {
         text.push_str(
             "\n[background processes still holding stdout or stderr open were killed when the command \
              exited; redirect their output (`cmd > file.log 2>&1 &`) to keep them running]",

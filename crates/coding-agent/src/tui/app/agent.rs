@@ -1,0 +1,324 @@
+//! How the agent's messages change the app: streamed text, tool calls, approval questions, hook
+//! activity (recent runs, and a notice for each block, rewrite or failure), session switches.
+
+use elph_agent::harness::AgentEvent;
+use elph_agent::hooks::{HookEvent, StopStatus};
+
+use super::super::hookview::{RECENT_RUNS, RunInfo};
+use super::super::items::{Item, ToolItem, ToolState};
+use super::super::worker::{HistoryEntry, Level, PendingApproval, SessionView, UiMsg};
+use super::{App, Modal};
+use crate::notices::{self, NoticeKind};
+use crate::store::SessionInfo;
+
+/// The hooks that run, in order, before a turn's first model request.
+const TURN_PHASES: [HookEvent; 3] = [
+    HookEvent::UserPromptSubmit,
+    HookEvent::BeforeAgent,
+    HookEvent::Context,
+];
+
+impl App {
+    /// What the agent does next: the first of `events` that has a hook (for `tool`), else the model
+    /// (or, after the stop hooks, the end of the turn).
+    fn next_phase(&self, events: &[HookEvent], tool: Option<&str>) -> String {
+        match events.iter().find(|event| self.hooks.runs_for(**event, tool)) {
+            Some(event) => format!("hook {event}"),
+            None if events == [HookEvent::Stop] => "finishing".into(),
+            None => "waiting for the model".into(),
+        }
+    }
+
+    pub(super) fn tool_mut(&mut self, id: &str) -> Option<&mut ToolItem> {
+        self.items.iter_mut().rev().find_map(|item| match item {
+            Item::Tool(tool) if tool.id == id => Some(tool),
+            _ => None,
+        })
+    }
+
+    /// The call whose hooks run now: the last one still running or waiting for approval.
+    fn active_tool(&mut self) -> Option<&mut ToolItem> {
+        self.items.iter_mut().rev().find_map(|item| match item {
+            Item::Tool(tool) if matches!(tool.state, ToolState::Running | ToolState::Approval) => Some(tool),
+            _ => None,
+        })
+    }
+
+    fn set_label(&mut self, label: impl Into<String>) {
+        if let Some(busy) = &mut self.busy
+            && !self.quitting
+            && busy.label != "cancelling"
+        {
+            busy.label = label.into();
+        }
+    }
+
+    fn finish_streaming(&mut self) {
+        for item in &mut self.items {
+            if let Item::Assistant { streaming, .. } = item {
+                *streaming = false;
+            }
+        }
+    }
+
+    pub(super) fn worker(&mut self, msg: UiMsg) {
+        match msg {
+            UiMsg::Agent(event) => self.agent(event),
+            UiMsg::Approval(PendingApproval { request, reply }) => {
+                if let Some(tool) = self.tool_mut(&request.tool_call_id) {
+                    tool.state = ToolState::Approval;
+                }
+                self.set_label("waiting for your approval");
+                self.modal = Some(Modal::Approval {
+                    request,
+                    reply: Some(reply),
+                    selected: 0,
+                });
+                self.scroll = 0;
+            }
+            UiMsg::Session(view) => self.session(view),
+            UiMsg::Hooks(view) => {
+                self.hooks = view;
+                self.palette_selected = 0;
+            }
+            UiMsg::Context { tokens, window } => {
+                self.status.context_tokens = tokens;
+                self.status.context_window = window;
+            }
+            UiMsg::Notice(level, text) => self.push_notice(level, text),
+            UiMsg::Sessions(sessions) => {
+                let others: Vec<SessionInfo> = sessions
+                    .into_iter()
+                    .filter(|s| s.id != self.status.session_id)
+                    .collect();
+                if others.is_empty() {
+                    self.push_notice(Level::Info, "no earlier sessions in this project");
+                } else {
+                    self.modal = Some(Modal::Sessions {
+                        sessions: others,
+                        selected: 0,
+                    });
+                }
+            }
+            UiMsg::Idle => {
+                if !self.quitting {
+                    self.busy = None;
+                }
+                self.close_approval();
+                self.finish_streaming();
+            }
+            UiMsg::Exited => self.exit = true,
+        }
+    }
+
+    fn session(&mut self, view: SessionView) {
+        let switching = !self.status.session_id.is_empty();
+        self.status.model = view.model;
+        self.status.context_window = view.context_window;
+        if switching {
+            self.items.clear();
+            self.recent_runs.clear();
+        }
+        self.status.session_id = view.session_id.clone();
+        for entry in view.history {
+            self.items.push(match entry {
+                HistoryEntry::User(text) => Item::User(text),
+                HistoryEntry::Assistant(text) => Item::Assistant {
+                    text,
+                    streaming: false,
+                },
+                HistoryEntry::Tool {
+                    id,
+                    name,
+                    input,
+                    result,
+                } => {
+                    let (state, result) = match result {
+                        Some((text, false)) => (ToolState::Ok, text),
+                        Some((text, true)) => (ToolState::Failed, text),
+                        None => (ToolState::Cancelled, String::new()),
+                    };
+                    Item::Tool(ToolItem {
+                        id,
+                        name,
+                        input,
+                        state,
+                        result,
+                        notes: Vec::new(),
+                    })
+                }
+                HistoryEntry::Summary(count) => Item::Notice {
+                    level: Level::Info,
+                    text: format!("{count} earlier message(s) were compacted into a summary"),
+                },
+            });
+        }
+        if switching || view.resumed {
+            let verb = if view.resumed { "resumed" } else { "started" };
+            self.push_notice(Level::Info, format!("{verb} session {}", view.session_id));
+        }
+        self.scroll = 0;
+    }
+
+    fn agent(&mut self, event: AgentEvent) {
+        match event {
+            AgentEvent::SessionStarted { session_id } => self.status.session_id = session_id,
+            AgentEvent::TurnStarted { .. } => {
+                let label = self.next_phase(&TURN_PHASES, None);
+                self.set_label(label);
+            }
+            AgentEvent::TextDelta { text } => {
+                match self.items.last_mut() {
+                    Some(Item::Assistant {
+                        text: current,
+                        streaming: true,
+                    }) => current.push_str(&text),
+                    _ => self.items.push(Item::Assistant {
+                        text,
+                        streaming: true,
+                    }),
+                }
+                self.set_label("responding");
+            }
+            AgentEvent::AssistantMessage { text, tool_calls } => {
+                let streamed = matches!(self.items.last(), Some(Item::Assistant { streaming: true, .. }));
+                if streamed {
+                    if text.trim().is_empty() {
+                        self.items.pop();
+                    } else if let Some(Item::Assistant {
+                        text: current,
+                        streaming,
+                    }) = self.items.last_mut()
+                    {
+                        *current = text;
+                        *streaming = false;
+                    }
+                } else if !text.trim().is_empty() {
+                    self.items.push(Item::Assistant {
+                        text,
+                        streaming: false,
+                    });
+                }
+                let label = if tool_calls.is_empty() {
+                    self.next_phase(&[HookEvent::Stop], None)
+                } else {
+                    "working".to_string()
+                };
+                self.set_label(label);
+            }
+            AgentEvent::ToolCallStarted {
+                tool_call_id,
+                tool_name,
+                input,
+            } => {
+                let label = match self.next_phase(&[HookEvent::PreToolUse], Some(&tool_name)) {
+                    hook if hook.starts_with("hook") => format!("{hook} · {tool_name}"),
+                    _ => format!("running {tool_name}"),
+                };
+                self.set_label(label);
+                self.items.push(Item::Tool(ToolItem {
+                    id: tool_call_id,
+                    name: tool_name,
+                    input,
+                    state: ToolState::Running,
+                    result: String::new(),
+                    notes: Vec::new(),
+                }));
+            }
+            AgentEvent::ApprovalNeeded { tool_call_id, .. } => {
+                if let Some(tool) = self.tool_mut(&tool_call_id) {
+                    tool.state = ToolState::Approval;
+                }
+            }
+            AgentEvent::ToolCallFinished {
+                tool_call_id,
+                content,
+                is_error,
+                ran,
+                ..
+            } => {
+                let text = content
+                    .iter()
+                    .map(|block| match block {
+                        elph_agent::messages::ContentBlock::Text { text } => text.clone(),
+                        elph_agent::messages::ContentBlock::Image { mime_type, .. } => {
+                            format!("[image {mime_type}]")
+                        }
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                if let Some(tool) = self.tool_mut(&tool_call_id) {
+                    tool.result = text;
+                    tool.state = match (ran, is_error) {
+                        (false, _) => ToolState::NotRun,
+                        (true, true) => ToolState::Failed,
+                        (true, false) => ToolState::Ok,
+                    };
+                }
+                let label = self.next_phase(&[HookEvent::Context], None);
+                self.set_label(label);
+            }
+            AgentEvent::Hooks { dispatch } => {
+                let label = match dispatch.event {
+                    HookEvent::UserPromptSubmit | HookEvent::BeforeAgent => {
+                        let rest = TURN_PHASES
+                            .iter()
+                            .skip_while(|event| **event != dispatch.event)
+                            .skip(1)
+                            .copied()
+                            .collect::<Vec<_>>();
+                        Some(self.next_phase(&rest, None))
+                    }
+                    HookEvent::Context => Some(self.next_phase(&[], None)),
+                    HookEvent::PreToolUse => self.active_tool().map(|tool| format!("running {}", tool.name)),
+                    _ => None,
+                };
+                if let Some(label) = label {
+                    self.set_label(label);
+                }
+                for run in &dispatch.runs {
+                    self.recent_runs.push(RunInfo::from_run(run));
+                }
+                let excess = self.recent_runs.len().saturating_sub(RECENT_RUNS);
+                self.recent_runs.drain(..excess);
+                for notice in notices::describe(&dispatch) {
+                    let level = match notice.kind {
+                        NoticeKind::Effect => Level::Effect,
+                        NoticeKind::Problem => Level::Problem,
+                    };
+                    let attach = dispatch.event.is_tool_event();
+                    match self.active_tool().filter(|_| attach) {
+                        Some(tool) => tool.notes.push((level, notice.text)),
+                        None => self.push_notice(level, notice.text),
+                    }
+                }
+            }
+            AgentEvent::Notice { message } => self.push_notice(Level::Info, message),
+            AgentEvent::Usage { usage } => {
+                self.status.context_tokens = usage.input_tokens + usage.output_tokens;
+            }
+            AgentEvent::Compacted { entries_compacted } => self.push_notice(
+                Level::Info,
+                format!("compacted {entries_compacted} earlier message(s) into a summary"),
+            ),
+            AgentEvent::TurnEnded { status, error } => {
+                self.finish_streaming();
+                for item in &mut self.items {
+                    if let Item::Tool(tool) = item
+                        && matches!(tool.state, ToolState::Running | ToolState::Approval)
+                    {
+                        tool.state = ToolState::Cancelled;
+                    }
+                }
+                match status {
+                    StopStatus::Completed => {}
+                    StopStatus::Cancelled => self.push_notice(Level::Info, "turn cancelled"),
+                    StopStatus::Failed => {
+                        self.push_notice(Level::Error, error.unwrap_or_else(|| "the turn failed".into()))
+                    }
+                }
+            }
+            AgentEvent::SessionEnded { .. } => {}
+        }
+    }
+}
