@@ -1,7 +1,10 @@
 //! The agent runtime of Elph and its typed lifecycle contracts.
 //!
-//! This crate owns what hook events, payloads and outcomes mean. It never reads a hooks.json and
-//! never spawns a process: that is the host's job in `coding-agent`.
+//! This crate owns what hook events, payloads and outcomes mean, the turn loop, and the tools. It
+//! never reads a hooks.json and never decides which hook runs or how: that is the host's job in
+//! `coding-agent`. The one bounded-child-process mechanism (`process`) lives here because the
+//! `shell_exec` tool needs it too; the hook policy on top of it (environment allowlist, caps,
+//! diagnostics) stays in the host.
 
 pub mod harness;
 pub mod hooks;
