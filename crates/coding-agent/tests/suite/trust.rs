@@ -515,6 +515,8 @@ const CANARY_COMMANDS: &[&[&str]] = &[
     &["trust", "--status", "--json"],
     &["doctor"],
     &["doctor", "--json"],
+    &["hooks", "test", "sessionStart"],
+    &["hooks", "test", "sessionStart", "--json"],
     // `elph` itself, with no terminal (stdin from /dev/null).
     &[],
 ];
@@ -562,6 +564,22 @@ fn an_untrusted_project_runs_no_hook_and_gets_no_file() {
         assert_eq!(snapshot(&project), before, "elph {args:?} wrote into the project");
     }
     assert!(!world.config.exists(), "nothing was written to CONFIG_DIR");
+
+    // A real headless session (offline scripted model) in the untrusted project: sessionStart fires,
+    // but not the project's hook, and nothing lands inside the project. (`elph acp` in an untrusted
+    // cwd is covered by the ACP tests.)
+    let script = world.home.join("script.json");
+    std::fs::write(&script, r#"{"turns": [{"text": "hello"}]}"#).unwrap();
+    let model = format!("scripted/{}", script.display());
+    for extra in [&["--no-session"][..], &[][..]] {
+        let mut cmd = world.command(&world.config);
+        cmd.args(["run", "--model", &model, "--cwd"]).arg(&project).args(extra).arg("hi").current_dir(&project);
+        let output = cmd.output().unwrap();
+        assert_eq!(output.status.code(), Some(0), "{output:?}");
+        assert!(text(&output.stderr).contains("project hooks skipped until"), "{output:?}");
+        assert!(!canary.exists(), "elph run ran the untrusted project's hook");
+        assert_eq!(snapshot(&project), before, "elph run wrote into the project");
+    }
 
     // The fixture is live: once trusted, the same file loads its hook.
     world.ok(&["trust", s(&project)]);

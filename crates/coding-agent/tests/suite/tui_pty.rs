@@ -505,3 +505,35 @@ fn resizing_and_a_60x20_terminal_keep_the_layout() {
     tui.send("/quit");
     assert_eq!(tui.exit_code(), 0);
 }
+
+#[test]
+#[ignore]
+fn zz_visual_tour() {
+    let env = TestEnv::new();
+    env.trust_project();
+    env.project_script("guard.sh", "cat >/dev/null\nprintf '%s' '{\"block\": true, \"reason\": \"Writing .env is not allowed\"}'");
+    env.project_script("fails.sh", "cat >/dev/null\necho oops >&2\nexit 2");
+    env.write_project_hooks(&json!({"hooks": [
+        {"id": "guard", "event": "preToolUse", "command": "hooks/guard.sh", "matcher": {"toolNames": ["write_file"]}},
+        {"id": "flaky", "event": "userPromptSubmit", "command": "hooks/fails.sh"},
+    ]}));
+    let model = Model::start();
+    model.server.enqueue(FakeReply::text("Let me write it.").and_tool_call("write_file", json!({"path": ".env", "content": "K=1\n"})));
+    model.server.enqueue(FakeReply::tool_call("shell_exec", json!({"command": "seq 1 30"})));
+    model.server.enqueue(FakeReply::text("# Done\n\nI could not write `.env`:\n\n1. a hook blocked it\n2. so I listed numbers\n\n```rust\nfn main() {}\n```"));
+    let mut tui = Tui::start(&env, &model, 34, 100);
+    tui.wait_idle();
+    tui.send("write the key to .env");
+    tui.wait_for("Approve tool call");
+    println!("{}\n==========", tui.contents());
+    tui.press(b"2");
+    tui.wait_for("fn main");
+    tui.wait_idle();
+    println!("{}\n==========", tui.contents());
+    tui.send("/hooks");
+    tui.wait_for("Diagnostics");
+    println!("{}\n==========", tui.contents());
+    tui.send("/help");
+    tui.wait_for("PageUp");
+    println!("{}\n==========", tui.contents());
+}
