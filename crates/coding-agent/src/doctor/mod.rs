@@ -24,6 +24,7 @@ use crate::diagnostics::Diagnostic;
 use crate::hooks::reload::HookLoader;
 use crate::hooks::runlog;
 use crate::hooks::{FileState, HookDefinition, HookFile, HookScope};
+use crate::mcp::{McpOverview, describe_servers};
 use crate::paths::Paths;
 use crate::trust::{DecisionSource, DefaultTrust, TrustDecision};
 use checks::shell_quote;
@@ -43,6 +44,9 @@ pub struct Report {
     pub files: Vec<FileReport>,
     pub hooks: Vec<HookReport>,
     pub run_log: RunLogReport,
+    /// MCP servers from CONFIG_DIR/mcp.json and (when trusted) PROJECT_DIR/.elph/mcp.json; doctor
+    /// does not start them.
+    pub mcp: McpOverview,
     pub diagnostics: Vec<Diagnostic>,
     /// Every warning and error above in one list, each with what to do next.
     pub problems: Vec<Problem>,
@@ -211,6 +215,7 @@ pub fn gather(paths: &Paths, sources: &PathSources, path_var: &str) -> Report {
         project_dir: path_report(&paths.project_dir, &sources.project_dir),
     };
     let trust_error = decision.error().is_some();
+    let mcp = describe_servers(paths, decision.trusted);
     let trust = trust_report(paths, decision);
     let files: Vec<FileReport> = set
         .files
@@ -247,6 +252,13 @@ pub fn gather(paths: &Paths, sources: &PathSources, path_var: &str) -> Report {
             add(format!("hook '{}'", hook.id), finding);
         }
     }
+    for diagnostic in &mcp.diagnostics {
+        add(
+            "MCP".into(),
+            &Finding::new(Level::Warning, diagnostic.to_string())
+                .fix("fix the mcp.json named above; `elph doctor` shows the result".to_string()),
+        );
+    }
     let summary = Summary {
         hooks: hooks.len(),
         enabled: hooks.iter().filter(|hook| hook.enabled).count(),
@@ -269,6 +281,7 @@ pub fn gather(paths: &Paths, sources: &PathSources, path_var: &str) -> Report {
             unknown_hook_runs: log.unknown_hook_runs,
             window: runstats::WINDOW,
         },
+        mcp,
         diagnostics: set.diagnostics.clone(),
         problems,
         summary,

@@ -66,6 +66,8 @@ pub fn render(out: &mut impl Write, report: &Report) -> io::Result<()> {
         render_hook(out, hook)?;
     }
 
+    render_mcp(out, &report.mcp)?;
+
     heading(out, "Run log")?;
     let log = &report.run_log;
     if let Some(error) = &log.error {
@@ -201,5 +203,62 @@ fn scope_name(scope: HookScope) -> &'static str {
     match scope {
         HookScope::Home => "home",
         HookScope::Project => "project",
+    }
+}
+
+fn render_mcp(out: &mut impl Write, mcp: &crate::mcp::McpOverview) -> io::Result<()> {
+    use crate::mcp::ServerTransport;
+    heading(out, &format!("MCP servers: {}", mcp.servers.len()))?;
+    for file in &mcp.files {
+        let state = serde_json::to_value(&file.state).ok();
+        let state = state
+            .as_ref()
+            .and_then(|value| value.get("state"))
+            .and_then(|value| value.as_str())
+            .unwrap_or("unknown");
+        writeln!(
+            out,
+            "  {} {}: {state}",
+            scope_label(&file.scope),
+            file.path.display()
+        )?;
+    }
+    for server in &mcp.servers {
+        let target = match &server.definition.transport {
+            ServerTransport::Stdio { command, args, .. } => {
+                let found = if command.executable {
+                    ""
+                } else {
+                    "  (not found or not executable)"
+                };
+                format!("{} {}{found}", command.path.display(), args.join(" "))
+            }
+            ServerTransport::Http { url, .. } => url.clone(),
+        };
+        let state = serde_json::to_value(&server.state).ok();
+        let state = state
+            .as_ref()
+            .and_then(|value| value.get("state"))
+            .and_then(|value| value.as_str())
+            .unwrap_or("unknown")
+            .to_string();
+        writeln!(
+            out,
+            "  - {:<16} {state:<11} {}",
+            server.definition.name,
+            target.trim_end()
+        )?;
+        writeln!(out, "    from {}", server.definition.source.display())?;
+    }
+    for diagnostic in &mcp.diagnostics {
+        writeln!(out, "  ! {diagnostic}")?;
+    }
+    Ok(())
+}
+
+fn scope_label(scope: &crate::mcp::McpScope) -> &'static str {
+    match scope {
+        crate::mcp::McpScope::Home => "home",
+        crate::mcp::McpScope::Project => "project",
     }
 }

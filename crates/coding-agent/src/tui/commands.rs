@@ -145,8 +145,8 @@ pub fn help_panel() -> Panel {
         lines.push(PanelLine {
             tone: Tone::Normal,
             text: format!(
-                "  /{:<22}{}",
-                format!("{}{}", command.name(), command.usage()),
+                "  {:<26}{}",
+                format!("/{}{}", command.name(), command.usage()),
                 command.description()
             ),
         });
@@ -168,7 +168,7 @@ pub fn help_panel() -> Panel {
     ] {
         lines.push(PanelLine {
             tone: Tone::Normal,
-            text: format!("  {keys:<24}{what}"),
+            text: format!("  {keys:<26}{what}"),
         });
     }
     Panel {

@@ -112,7 +112,8 @@ impl Composer {
             KeyCode::Backspace if alt || ctrl => self.delete_word_back(),
             KeyCode::Char('b') if alt => self.cursor = self.word_left(),
             KeyCode::Char('f') if alt => self.cursor = self.word_right(),
-            KeyCode::Char(c) if !ctrl => self.insert_char(c),
+            // AltGr arrives as Ctrl+Alt on some systems.
+            KeyCode::Char(c) if !ctrl || alt => self.insert_char(c),
             KeyCode::Backspace => {
                 if let Some(previous) = self.prev_boundary(self.cursor) {
                     self.text.replace_range(previous..self.cursor, "");

@@ -119,7 +119,9 @@ async fn main_loop(paths: Paths, model: Option<String>) -> anyhow::Result<u8> {
             if let Err(error) = screen.terminal.draw(|frame| view::draw(frame, &app)) {
                 tracing::error!(%error, "cannot draw; ending the session");
                 screen_ok = false;
-                app.quit();
+                if !app.quitting {
+                    app.quit();
+                }
             }
             dirty = false;
         }
@@ -133,12 +135,8 @@ async fn main_loop(paths: Paths, model: Option<String>) -> anyhow::Result<u8> {
                     Some(Err(error)) => {
                         tracing::error!(%error, "cannot read the terminal");
                         input_done = true;
-                        app.quit();
                     }
-                    None => {
-                        input_done = true;
-                        app.quit();
-                    }
+                    None => input_done = true,
                 }
                 dirty = true;
             }
@@ -162,8 +160,13 @@ async fn main_loop(paths: Paths, model: Option<String>) -> anyhow::Result<u8> {
                 app.update(Msg::Tick(Instant::now()));
                 dirty |= app.busy.is_some() || app.hint.is_some();
             }
+            // Told to stop: end the session (sessionEnd hooks run), then exit; a second time, now.
             _ = hangup.recv() => app.quit(),
             _ = terminate.recv() => app.quit(),
+        }
+        // No terminal to read: end the session, then exit.
+        if input_done && !app.quitting {
+            app.quit();
         }
         for command in app.take_commands() {
             let _ = commands.send(command);

@@ -840,3 +840,61 @@ fn hooks_md_names_every_native_tool_limit_and_inherited_variable() {
         assert!(hooks_md.contains(&format!("`{name}`")), "{name}");
     }
 }
+
+/// The anchor GitHub gives a heading: lower case, punctuation dropped, spaces as hyphens.
+fn slug(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_'))
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+fn anchors(markdown: &str) -> BTreeSet<String> {
+    let mut in_code = false;
+    let mut anchors = BTreeSet::new();
+    for line in markdown.lines() {
+        if line.trim_start().starts_with("```") {
+            in_code = !in_code;
+        } else if !in_code && line.starts_with('#') {
+            anchors.insert(slug(line.trim_start_matches('#')));
+        }
+    }
+    anchors
+}
+
+#[test]
+fn links_between_the_docs_resolve() {
+    let docs = ["hooks.md", "trust.md", "cli.md", "architecture.md"];
+    for doc in docs {
+        let text = read_doc(doc);
+        let mut rest = text.as_str();
+        while let Some(start) = rest.find("](") {
+            rest = &rest[start + 2..];
+            let target = &rest[..rest.find(')').expect("a closed link")];
+            if target.starts_with("http://") || target.starts_with("https://") {
+                continue;
+            }
+            let (file, anchor) = target.split_once('#').unwrap_or((target, ""));
+            let file_text = if file.is_empty() {
+                text.clone()
+            } else {
+                let path = docs_dir().join(file);
+                assert!(path.exists(), "docs/{doc}: the link {target} points at nothing");
+                if !file.ends_with(".md") {
+                    continue;
+                }
+                std::fs::read_to_string(path).unwrap()
+            };
+            if !anchor.is_empty() {
+                assert!(
+                    anchors(&file_text).contains(anchor),
+                    "docs/{doc}: the link {target} names no heading of {}",
+                    if file.is_empty() { doc } else { file }
+                );
+            }
+        }
+    }
+}

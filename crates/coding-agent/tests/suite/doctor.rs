@@ -716,3 +716,34 @@ fn doctor_fails_only_when_it_cannot_run() {
         "doctor created nothing"
     );
 }
+
+#[test]
+fn mcp_servers_are_listed_with_their_state_and_untrusted_ones_are_skipped() {
+    let env = TestEnv::new();
+    std::fs::write(
+        env.config_dir.join("mcp.json"),
+        json!({"servers": {
+            "files": {"command": "/bin/cat", "args": ["-"], "env": {"TOKEN": "secret-value"}},
+            "off": {"command": "/bin/cat", "enabled": false},
+            "remote": {"url": "http://127.0.0.1:9/mcp"}
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    std::fs::create_dir_all(env.project.join(".elph")).unwrap();
+    std::fs::write(env.project.join(".elph/mcp.json"), json!({"servers": {"repo": {"command": "./server"}}}).to_string())
+        .unwrap();
+
+    let report = doctor_json(&env);
+    let servers = report["mcp"]["servers"].as_array().unwrap();
+    let states: BTreeMap<&str, &str> =
+        servers.iter().map(|s| (s["name"].as_str().unwrap(), s["state"].as_str().unwrap())).collect();
+    assert_eq!(states, BTreeMap::from([("files", "configured"), ("off", "disabled"), ("remote", "configured")]));
+    assert!(!report.to_string().contains("secret-value"), "env values are never shown");
+    let project_file = report["mcp"]["files"].as_array().unwrap().iter().find(|f| f["scope"] == "project").unwrap();
+    assert_eq!(project_file["state"], "skippedUntrusted");
+
+    let human = doctor(&env);
+    assert!(human.contains("MCP servers: 3"), "{human}");
+    assert!(human.contains("files") && human.contains("/bin/cat -"), "{human}");
+}

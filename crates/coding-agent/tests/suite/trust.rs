@@ -573,10 +573,17 @@ fn an_untrusted_project_runs_no_hook_and_gets_no_file() {
     let model = format!("scripted/{}", script.display());
     for extra in [&["--no-session"][..], &[][..]] {
         let mut cmd = world.command(&world.config);
-        cmd.args(["run", "--model", &model, "--cwd"]).arg(&project).args(extra).arg("hi").current_dir(&project);
+        cmd.args(["run", "--model", &model, "--cwd"])
+            .arg(&project)
+            .args(extra)
+            .arg("hi")
+            .current_dir(&project);
         let output = cmd.output().unwrap();
         assert_eq!(output.status.code(), Some(0), "{output:?}");
-        assert!(text(&output.stderr).contains("project hooks skipped until"), "{output:?}");
+        assert!(
+            text(&output.stderr).contains("project hooks skipped until"),
+            "{output:?}"
+        );
         assert!(!canary.exists(), "elph run ran the untrusted project's hook");
         assert_eq!(snapshot(&project), before, "elph run wrote into the project");
     }

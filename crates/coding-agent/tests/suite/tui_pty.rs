@@ -507,33 +507,24 @@ fn resizing_and_a_60x20_terminal_keep_the_layout() {
 }
 
 #[test]
-#[ignore]
-fn zz_visual_tour() {
+fn sigterm_ends_the_session_and_restores_the_terminal() {
     let env = TestEnv::new();
     env.trust_project();
-    env.project_script("guard.sh", "cat >/dev/null\nprintf '%s' '{\"block\": true, \"reason\": \"Writing .env is not allowed\"}'");
-    env.project_script("fails.sh", "cat >/dev/null\necho oops >&2\nexit 2");
+    let log = env.evidence("end.jsonl");
+    let command = logging_hook(&env, "end.sh", &log, "");
     env.write_project_hooks(&json!({"hooks": [
-        {"id": "guard", "event": "preToolUse", "command": "hooks/guard.sh", "matcher": {"toolNames": ["write_file"]}},
-        {"id": "flaky", "event": "userPromptSubmit", "command": "hooks/fails.sh"},
+        {"id": "on-end", "event": "sessionEnd", "command": command},
     ]}));
     let model = Model::start();
-    model.server.enqueue(FakeReply::text("Let me write it.").and_tool_call("write_file", json!({"path": ".env", "content": "K=1\n"})));
-    model.server.enqueue(FakeReply::tool_call("shell_exec", json!({"command": "seq 1 30"})));
-    model.server.enqueue(FakeReply::text("# Done\n\nI could not write `.env`:\n\n1. a hook blocked it\n2. so I listed numbers\n\n```rust\nfn main() {}\n```"));
-    let mut tui = Tui::start(&env, &model, 34, 100);
+    let mut tui = Tui::start(&env, &model, 24, 100);
     tui.wait_idle();
-    tui.send("write the key to .env");
-    tui.wait_for("Approve tool call");
-    println!("{}\n==========", tui.contents());
-    tui.press(b"2");
-    tui.wait_for("fn main");
-    tui.wait_idle();
-    println!("{}\n==========", tui.contents());
-    tui.send("/hooks");
-    tui.wait_for("Diagnostics");
-    println!("{}\n==========", tui.contents());
-    tui.send("/help");
-    tui.wait_for("PageUp");
-    println!("{}\n==========", tui.contents());
+    let pid = tui.child.lock().unwrap().process_id().unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    assert_eq!(tui.exit_code(), 0, "screen:\n{}", tui.contents());
+    tui.assert_terminal_restored();
+    assert_eq!(json_lines(&log)[0]["reason"], "exit");
 }
