@@ -39,6 +39,7 @@ pub enum StreamEvent {
 
 /// Token counts of one turn, as the server reported them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Usage {
     pub input_tokens: u64,
     pub output_tokens: u64,

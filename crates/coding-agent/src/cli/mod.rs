@@ -83,6 +83,8 @@ pub fn main() -> ExitCode {
     };
     match run(cli) {
         Ok(code) => ExitCode::from(code),
+        // A closed pipe (`elph hooks list | head`) is the reader's choice, not an error.
+        Err(err) if is_broken_pipe(&err) => ExitCode::from(exit::SUCCESS),
         Err(err) => {
             eprintln!("elph: {err:#}");
             ExitCode::from(exit::ERROR)
@@ -117,4 +119,16 @@ fn interactive(cwd: Option<&std::path::Path>, model: Option<String>) -> anyhow::
         GateOutcome::Interrupted => Ok(exit::INTERRUPTED),
         GateOutcome::Proceed(decision) => crate::tui::run(paths, model, decision),
     }
+}
+
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            || cause
+                .downcast_ref::<serde_json::Error>()
+                .and_then(|json| json.io_error_kind())
+                == Some(std::io::ErrorKind::BrokenPipe)
+    })
 }

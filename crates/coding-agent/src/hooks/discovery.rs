@@ -144,6 +144,11 @@ pub fn assemble(paths: &Paths, home: FileLoad, project: Option<FileLoad>) -> Hoo
             if let Some(file) = set.files.last_mut() {
                 file.state = FileState::SkippedUntrusted;
             }
+            // Only worth saying when there is something to skip: an untrusted folder without
+            // project hooks is the common case and needs no warning.
+            if !project_path.exists() {
+                return set;
+            }
             set.diagnostics.push(
                 Diagnostic::new(format!(
                     "project hooks skipped until {} is trusted (run `elph trust` there, or /trust in the app)",
@@ -160,6 +165,8 @@ pub fn assemble(paths: &Paths, home: FileLoad, project: Option<FileLoad>) -> Hoo
 /// `path_var` is the PATH used to resolve bare command names (`None`: the process's PATH).
 pub fn merge(files: Vec<FileLoad>, path_var: Option<&str>) -> HookSet {
     let mut set = HookSet::default();
+    // Where each id was first defined: a lookup per hook, not a scan of every earlier hook.
+    let mut first_source: std::collections::HashMap<String, PathBuf> = std::collections::HashMap::new();
     let path_var = path_var
         .map(str::to_string)
         .or_else(|| std::env::var("PATH").ok())
@@ -177,19 +184,20 @@ pub fn merge(files: Vec<FileLoad>, path_var: Option<&str>) -> HookSet {
             Ok(Some(contents)) => {
                 let mut loaded = 0;
                 for config in contents.hooks {
-                    if let Some(first) = set.hooks.iter().find(|hook| hook.id == config.id) {
+                    if let Some(first) = first_source.get(&config.id) {
                         set.diagnostics.push(
                             Diagnostic::new(format!(
                                 "duplicate hook id '{}' in {} (first defined in {})",
                                 config.id,
                                 file.path.display(),
-                                first.source.display()
+                                first.display()
                             ))
                             .in_file(&file.path)
                             .for_hook(&config.id),
                         );
                         continue;
                     }
+                    first_source.insert(config.id.clone(), file.path.clone());
                     set.hooks
                         .push(definition(config, &file.path, file.scope, &path_var));
                     loaded += 1;

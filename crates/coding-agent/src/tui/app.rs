@@ -314,7 +314,7 @@ impl App {
         }
         self.close_approval();
         self.start("ending the session", Command::Shutdown, None);
-        self.set_hint("ending the session · Ctrl+C to exit now");
+        self.set_hint("Ctrl+C to exit now");
     }
 
     fn close_approval(&mut self) {

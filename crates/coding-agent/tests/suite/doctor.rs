@@ -731,16 +731,36 @@ fn mcp_servers_are_listed_with_their_state_and_untrusted_ones_are_skipped() {
     )
     .unwrap();
     std::fs::create_dir_all(env.project.join(".elph")).unwrap();
-    std::fs::write(env.project.join(".elph/mcp.json"), json!({"servers": {"repo": {"command": "./server"}}}).to_string())
-        .unwrap();
+    std::fs::write(
+        env.project.join(".elph/mcp.json"),
+        json!({"servers": {"repo": {"command": "./server"}}}).to_string(),
+    )
+    .unwrap();
 
     let report = doctor_json(&env);
     let servers = report["mcp"]["servers"].as_array().unwrap();
-    let states: BTreeMap<&str, &str> =
-        servers.iter().map(|s| (s["name"].as_str().unwrap(), s["state"].as_str().unwrap())).collect();
-    assert_eq!(states, BTreeMap::from([("files", "configured"), ("off", "disabled"), ("remote", "configured")]));
-    assert!(!report.to_string().contains("secret-value"), "env values are never shown");
-    let project_file = report["mcp"]["files"].as_array().unwrap().iter().find(|f| f["scope"] == "project").unwrap();
+    let states: BTreeMap<&str, &str> = servers
+        .iter()
+        .map(|s| (s["name"].as_str().unwrap(), s["state"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        states,
+        BTreeMap::from([
+            ("files", "configured"),
+            ("off", "disabled"),
+            ("remote", "configured")
+        ])
+    );
+    assert!(
+        !report.to_string().contains("secret-value"),
+        "env values are never shown"
+    );
+    let project_file = report["mcp"]["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["scope"] == "project")
+        .unwrap();
     assert_eq!(project_file["state"], "skippedUntrusted");
 
     let human = doctor(&env);

@@ -31,15 +31,14 @@ pub async fn run_elph(env: &TestEnv, server: &FakeModelServer, args: &[&str]) ->
         }
     }
     command.args(args);
-    let output = tokio::time::timeout(
+    tokio::time::timeout(
         Duration::from_secs(60),
         tokio::task::spawn_blocking(move || command.output()),
     )
     .await
     .expect("elph run finished within 60 s")
     .unwrap()
-    .unwrap();
-    output
+    .unwrap()
 }
 
 fn stderr(output: &Output) -> String {
@@ -67,13 +66,6 @@ fn hook(id: &str, event: &str, command: &str) -> Value {
 
 fn tool_hook(id: &str, event: &str, tools: &[&str], command: &str) -> Value {
     json!({"id": id, "event": event, "command": command, "matcher": {"toolNames": tools}})
-}
-
-fn setup(hooks: Vec<Value>) -> TestEnv {
-    let env = TestEnv::new();
-    env.trust_project();
-    env.write_project_hooks(&json!({ "hooks": hooks }));
-    env
 }
 
 /// All text of a request (system prompt and messages) as one string, for searching.

@@ -297,6 +297,9 @@ fn a_prompt_gets_the_streamed_answer() {
     tui.press(b"\x03");
     assert_eq!(tui.exit_code(), 0, "screen:\n{}", tui.contents());
     tui.assert_terminal_restored();
+    // Logs go to DATA_DIR/logs/elph.log, never to the screen.
+    let log = std::fs::read_to_string(env.data_dir.join("logs").join("elph.log")).unwrap();
+    assert!(log.contains("starting the terminal UI"), "{log}");
 }
 
 #[test]
@@ -527,4 +530,60 @@ fn sigterm_ends_the_session_and_restores_the_terminal() {
     assert_eq!(tui.exit_code(), 0, "screen:\n{}", tui.contents());
     tui.assert_terminal_restored();
     assert_eq!(json_lines(&log)[0]["reason"], "exit");
+}
+
+#[test]
+fn new_then_resume_brings_the_conversation_back() {
+    let env = TestEnv::new();
+    env.trust_project();
+    let log = env.evidence("sessions.jsonl");
+    let command = logging_hook(&env, "sessions.sh", &log, "");
+    env.write_project_hooks(&json!({"hooks": [
+        {"id": "start", "event": "sessionStart", "command": command},
+        {"id": "end", "event": "sessionEnd", "command": command},
+    ]}));
+    let model = Model::start();
+    model.server.enqueue(FakeReply::text("The first answer."));
+    let mut tui = Tui::start(&env, &model, 24, 100);
+    tui.wait_idle();
+    tui.send("the first question");
+    tui.wait_for("● The first answer.");
+    tui.wait_idle();
+
+    tui.send("/new");
+    tui.wait_for("started session");
+    tui.wait_idle();
+    assert!(
+        !tui.contents().contains("The first answer."),
+        "{}",
+        tui.contents()
+    );
+
+    tui.send("/resume");
+    tui.wait_for("Resume a session");
+    tui.wait_for("the first question");
+    tui.press(b"\r");
+    tui.wait_for("resumed session");
+    tui.wait_for("● The first answer.");
+    tui.wait_idle();
+    let events: Vec<String> = json_lines(&log)
+        .iter()
+        .map(|p| {
+            format!(
+                "{}:{}",
+                p["event"].as_str().unwrap(),
+                p["source"].as_str().or(p["reason"].as_str()).unwrap_or("")
+            )
+        })
+        .collect();
+    assert_eq!(
+        events,
+        vec![
+            "sessionStart:new",
+            "sessionEnd:new_session",
+            "sessionStart:new",
+            "sessionEnd:resume",
+            "sessionStart:resume"
+        ]
+    );
 }

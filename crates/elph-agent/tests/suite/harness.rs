@@ -42,11 +42,24 @@ struct Fixture {
 
 impl Fixture {
     fn new() -> Self {
-        Fixture { dir: tempfile::tempdir().unwrap(), seen: Arc::default() }
+        Fixture {
+            dir: tempfile::tempdir().unwrap(),
+            seen: Arc::default(),
+        }
     }
 
-    fn recorder(&self, id: &'static str, event: HookEvent, outcome: Option<HookOutcome>) -> Arc<dyn NativeHook> {
-        Arc::new(Recorder { id, event, outcome, seen: self.seen.clone() })
+    fn recorder(
+        &self,
+        id: &'static str,
+        event: HookEvent,
+        outcome: Option<HookOutcome>,
+    ) -> Arc<dyn NativeHook> {
+        Arc::new(Recorder {
+            id,
+            event,
+            outcome,
+            seen: self.seen.clone(),
+        })
     }
 
     fn harness(&self, turns: Value, hooks: HookRegistry) -> AgentHarness {
@@ -62,7 +75,13 @@ impl Fixture {
     }
 
     fn payloads(&self, event: HookEvent) -> Vec<HookPayload> {
-        self.seen.lock().unwrap().iter().filter(|p| p.event() == event).cloned().collect()
+        self.seen
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|p| p.event() == event)
+            .cloned()
+            .collect()
     }
 }
 
@@ -99,21 +118,40 @@ async fn manual_compaction_summarizes_older_turns_and_keeps_recent_ones() {
     let cancel = CancellationToken::new();
     harness.run_turn("prompt one", &cancel).await;
     harness.run_turn("prompt two", &cancel).await;
-    let outcome = harness.compact(CompactTrigger::Manual, Some("user instructions".into()), &cancel).await;
+    let outcome = harness
+        .compact(CompactTrigger::Manual, Some("user instructions".into()), &cancel)
+        .await;
     assert_eq!(outcome, CompactOutcome::Compacted { entries_compacted: 2 });
 
     let pre = &fixture.payloads(HookEvent::PreCompact)[0];
-    let HookPayload::PreCompact(pre) = pre else { panic!() };
+    let HookPayload::PreCompact(pre) = pre else {
+        panic!()
+    };
     assert_eq!((pre.trigger, pre.entry_count), (CompactTrigger::Manual, 2));
     assert_eq!(pre.custom_instructions.as_deref(), Some("user instructions"));
-    let HookPayload::PostCompact(post) = &fixture.payloads(HookEvent::PostCompact)[0] else { panic!() };
+    let HookPayload::PostCompact(post) = &fixture.payloads(HookEvent::PostCompact)[0] else {
+        panic!()
+    };
     assert_eq!(post.entries_compacted, 2);
 
     let context = harness.transcript().context_messages();
     assert!(context[0].content().text().contains("THE SUMMARY"));
-    assert_eq!(context[1..], [Message::user("prompt two"), Message::assistant("answer two", vec![])]);
-    assert_eq!(harness.transcript().messages().count(), 4, "the stored transcript keeps the full history");
-    assert!(matches!(harness.transcript().entries().last(), Some(Entry::Summary { first_kept: 2, .. })));
+    assert_eq!(
+        context[1..],
+        [
+            Message::user("prompt two"),
+            Message::assistant("answer two", vec![])
+        ]
+    );
+    assert_eq!(
+        harness.transcript().messages().count(),
+        4,
+        "the stored transcript keeps the full history"
+    );
+    assert!(matches!(
+        harness.transcript().entries().last(),
+        Some(Entry::Summary { first_kept: 2, .. })
+    ));
 }
 
 #[tokio::test]
@@ -122,18 +160,32 @@ async fn compaction_with_nothing_older_does_nothing_and_a_hook_can_cancel_it() {
     let hooks = HookRegistry::default().with_native(fixture.recorder(
         "veto",
         HookEvent::PreCompact,
-        Some(HookOutcome::PreCompact(PreCompactOutcome { cancel: Some(true), custom_instructions: None })),
+        Some(HookOutcome::PreCompact(PreCompactOutcome {
+            cancel: Some(true),
+            custom_instructions: None,
+        })),
     ));
     let mut harness = fixture.harness(json!([{"text": "a"}, {"text": "b"}]), hooks);
     let cancel = CancellationToken::new();
-    assert_eq!(harness.compact(CompactTrigger::Manual, None, &cancel).await, CompactOutcome::NothingToCompact);
+    assert_eq!(
+        harness.compact(CompactTrigger::Manual, None, &cancel).await,
+        CompactOutcome::NothingToCompact
+    );
     harness.run_turn("one", &cancel).await;
     harness.run_turn("two", &cancel).await;
     assert_eq!(
         harness.compact(CompactTrigger::Manual, None, &cancel).await,
-        CompactOutcome::CancelledByHook { hook_id: "veto".into() }
+        CompactOutcome::CancelledByHook {
+            hook_id: "veto".into()
+        }
     );
-    assert!(harness.transcript().entries().iter().all(|e| matches!(e, Entry::Message { .. })));
+    assert!(
+        harness
+            .transcript()
+            .entries()
+            .iter()
+            .all(|e| matches!(e, Entry::Message { .. }))
+    );
 }
 
 #[tokio::test]
@@ -155,7 +207,10 @@ async fn before_agent_material_is_never_stored() {
     let result = harness.run_turn("hello", &CancellationToken::new()).await;
     assert_eq!(result.status, StopStatus::Completed);
     let stored = serde_json::to_string(harness.transcript().entries()).unwrap();
-    assert!(!stored.contains("TEMPORARY") && !stored.contains("EXTRA-SYSTEM"), "{stored}");
+    assert!(
+        !stored.contains("TEMPORARY") && !stored.contains("EXTRA-SYSTEM"),
+        "{stored}"
+    );
     assert_eq!(harness.transcript().messages().count(), 4);
 }
 
@@ -181,10 +236,24 @@ async fn a_native_block_reaches_the_model_as_an_error_result() {
     );
     harness.run_turn("go", &CancellationToken::new()).await;
     assert!(!marker.exists());
-    let tool_message = harness.transcript().messages().find(|m| m.role() == "tool").unwrap().clone();
-    let Message::Tool { content, is_error, .. } = tool_message else { panic!() };
+    let tool_message = harness
+        .transcript()
+        .messages()
+        .find(|m| m.role() == "tool")
+        .unwrap()
+        .clone();
+    let Message::Tool {
+        content, is_error, ..
+    } = tool_message
+    else {
+        panic!()
+    };
     assert!(is_error);
-    assert!(content.text().contains("blocked by hook 'native-guard': not here"));
+    assert!(
+        content
+            .text()
+            .contains("blocked by hook 'native-guard': not here")
+    );
 }
 
 #[tokio::test]
@@ -210,10 +279,17 @@ async fn cancelling_mid_tool_answers_every_call_and_runs_stop() {
             }
         }
     });
-    let result = tokio::time::timeout(Duration::from_secs(10), harness.run_turn("go", &cancel)).await.unwrap();
+    let result = tokio::time::timeout(Duration::from_secs(10), harness.run_turn("go", &cancel))
+        .await
+        .unwrap();
     assert_eq!(result.status, StopStatus::Cancelled);
     let messages: Vec<&Message> = harness.transcript().messages().collect();
-    assert!(every_tool_call_is_answered(&messages), "the stored transcript stays valid: {messages:?}");
-    let HookPayload::Stop(stop) = &fixture.payloads(HookEvent::Stop)[0] else { panic!() };
+    assert!(
+        every_tool_call_is_answered(&messages),
+        "the stored transcript stays valid: {messages:?}"
+    );
+    let HookPayload::Stop(stop) = &fixture.payloads(HookEvent::Stop)[0] else {
+        panic!()
+    };
     assert_eq!(stop.status, StopStatus::Cancelled);
 }

@@ -1,2 +1,2 @@
-mod tools;
 mod harness;
+mod tools;

@@ -117,7 +117,6 @@ impl App {
         self.status.context_window = view.context_window;
         if switching {
             self.items.clear();
-            self.recent_runs.clear();
         }
         self.status.session_id = view.session_id.clone();
         for entry in view.history {
