@@ -285,6 +285,9 @@ struct Report {
     configuration: Vec<Diagnostic>,
     /// The hook whose outcome stopped the chain, if one did.
     stopped_by: Option<String>,
+    /// Why a rewritten toolInput fails the native tool's schema (a real session would fail the call).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rewritten_input_error: Option<String>,
 }
 
 impl Report {
@@ -310,6 +313,25 @@ impl Report {
             } => Some(verdict.hook_id.clone()),
             _ => None,
         };
+        // A real session checks a rewritten input against the tool's schema again; so does this.
+        let rewritten_input_error = match (&dispatch.reduced, tool) {
+            (
+                Reduced::PreToolUse {
+                    tool_input,
+                    input_changed: true,
+                    blocked: None,
+                    ..
+                },
+                Some(tool),
+            ) => {
+                let catalog = elph_agent::tools::ToolCatalog::native();
+                match catalog.get(tool) {
+                    Some(_) => catalog.validate(tool, tool_input).err(),
+                    None => None,
+                }
+            }
+            _ => None,
+        };
         Report {
             event,
             payload: payload.clone(),
@@ -319,6 +341,7 @@ impl Report {
             reduced: dispatch.reduced.clone(),
             configuration: set.diagnostics.clone(),
             stopped_by,
+            rewritten_input_error,
         }
     }
 }
@@ -508,6 +531,12 @@ fn print_reduced(out: &mut impl Write, report: &Report) -> std::io::Result<()> {
                     "  toolInput rewritten to: {}",
                     shorten(&tool_input.to_string(), 600)
                 )?;
+                if let Some(error) = &report.rewritten_input_error {
+                    writeln!(
+                        out,
+                        "  ✗ the rewritten input fails the tool's schema, so a real session fails the call: {error}"
+                    )?;
+                }
             } else {
                 writeln!(
                     out,
