@@ -402,6 +402,18 @@ fn keep(capture: &mut Capture, chunk: &[u8], mode: CaptureMode) -> bool {
     !matches!(mode, CaptureMode::KillPastCap(_)) || capture.omitted() == 0
 }
 
+/// Starts the child in a session of its own: a new process group whose id is its pid (so the
+/// whole group can be killed), with no controlling terminal (so a hook or a command cannot read the
+/// user's keys or draw on the screen the TUI owns).
+#[allow(unsafe_code)]
+fn new_session(command: &mut Command) {
+    // SAFETY: the closure runs in the forked child before exec and only calls setsid(2), which is
+    // async-signal-safe and touches no memory shared with the parent.
+    unsafe {
+        command.pre_exec(|| nix::unistd::setsid().map(|_| ()).map_err(io::Error::from));
+    }
+}
+
 async fn spawn(spec: &RunSpec<'_>) -> io::Result<Child> {
     let mut command = Command::new(spec.program);
     command
@@ -413,8 +425,8 @@ async fn spawn(spec: &RunSpec<'_>) -> io::Result<Child> {
         })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
         .kill_on_drop(true);
+    new_session(&mut command);
     if let Env::Exactly(vars) = spec.env {
         command.env_clear().envs(vars.iter().map(|(k, v)| (k, v)));
     }

@@ -167,7 +167,8 @@ async fn runs_directly_with_literal_args_in_the_project_and_a_new_group() {
              for a in \"$@\"; do printf '[%s]\\n' \"$a\"; done > '{args}'\n\
              pwd > '{where_}'\n\
              cut -d' ' -f5 /proc/$$/stat >> '{where_}'\n\
-             echo $$ >> '{where_}'",
+             echo $$ >> '{where_}'\n\
+             cut -d' ' -f6,7 /proc/$$/stat >> '{where_}'",
             stdin = stdin_file.display(),
             args = args_file.display(),
             where_ = where_file.display()
@@ -208,6 +209,8 @@ async fn runs_directly_with_literal_args_in_the_project_and_a_new_group() {
         .unwrap()
         .to_string();
     assert_ne!(lines[1], our_pgid, "not the agent's group");
+    // A session of its own, with no controlling terminal: `SID TTY_NR` is `PID 0`.
+    assert_eq!(lines[3], format!("{} 0", lines[2]), "the hook leads a new session without a terminal");
 }
 
 #[tokio::test]
