@@ -1,7 +1,7 @@
 //! Diagnostics as data: what went wrong, in which file, for which hook.
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
@@ -61,9 +61,30 @@ impl fmt::Display for Diagnostic {
     }
 }
 
+/// `path` as one shell word, for the commands that messages tell people to run: as it is when that
+/// is safe, single-quoted otherwise.
+pub fn shell_quote(path: &Path) -> String {
+    let text = path.display().to_string();
+    let safe = !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+:@%,=".contains(c));
+    if safe {
+        text
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shell_quote_leaves_safe_paths_and_quotes_the_rest() {
+        assert_eq!(shell_quote(Path::new("/a/b-c.sh")), "/a/b-c.sh");
+        assert_eq!(shell_quote(Path::new("/a b/it's")), "'/a b/it'\\''s'");
+    }
 
     #[test]
     fn display_names_file_pointer_and_hook() {

@@ -16,6 +16,7 @@ pub mod prompt;
 use std::io::IsTerminal;
 use std::path::Path;
 
+use crate::diagnostics::shell_quote;
 use crate::paths::Paths;
 use crate::trust::{DecisionSource, DefaultTrust, TrustDecision, TrustError, TrustStore};
 
@@ -116,7 +117,7 @@ pub fn startup_gate_with(
             message: not_trusted_message(project),
             hint: Some(format!(
                 "elph: {message}\nelph: after fixing it, run `elph trust {}` or start elph again",
-                shell_path(project)
+                shell_quote(project)
             )),
         }));
     }
@@ -128,7 +129,7 @@ pub fn startup_gate_with(
                 "elph: {} (\"defaultProjectTrust\": \"never\" in {}); run `elph trust {}` to trust it",
                 decision.explanation(),
                 store.path().display(),
-                shell_path(project)
+                shell_quote(project)
             )),
         })),
         DefaultTrust::Ask => {
@@ -139,7 +140,7 @@ pub fn startup_gate_with(
                         "elph: {} is not trusted and there is no terminal to ask on; run `elph trust {}` \
                          first, or use `elph run` (its project hooks stay off)",
                         project.display(),
-                        shell_path(project)
+                        shell_quote(project)
                     )),
                 }));
             };
@@ -173,19 +174,6 @@ pub fn not_trusted_message(project: &Path) -> String {
 /// `elph: project trust declined; exiting`.
 pub fn declined_message() -> String {
     "elph: project trust declined; exiting".to_string()
-}
-
-/// The path as it can be pasted into a shell: quoted when it has anything but safe characters.
-fn shell_path(path: &Path) -> String {
-    let text = path.display().to_string();
-    let safe = text
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || "/._-+,:@%".contains(c));
-    if safe {
-        text
-    } else {
-        format!("'{}'", text.replace('\'', "'\\''"))
-    }
 }
 
 #[cfg(test)]
@@ -340,11 +328,5 @@ mod tests {
             |_: &Path, _: &Path| -> std::io::Result<Answer> { Err(std::io::Error::other("no tty")) };
         let err = startup_gate_with(&f.paths, &f.store, Some(&mut fail)).unwrap_err();
         assert!(err.to_string().contains("no tty"), "{err}");
-    }
-
-    #[test]
-    fn shell_paths_are_quoted_when_needed() {
-        assert_eq!(shell_path(Path::new("/a/b-c")), "/a/b-c");
-        assert_eq!(shell_path(Path::new("/a b/it's")), "'/a b/it'\\''s'");
     }
 }

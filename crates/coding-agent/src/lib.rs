@@ -6,6 +6,7 @@ pub mod diagnostics;
 pub mod doctor;
 pub mod gate;
 pub mod hooks;
+pub mod logging;
 pub mod mcp;
 pub mod notices;
 pub mod paths;

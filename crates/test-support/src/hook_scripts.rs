@@ -87,16 +87,21 @@ pub fn vm_rss_kib() -> u64 {
         .expect("VmRSS in /proc/self/status")
 }
 
-/// The path of the `trivial-hook` binary of this crate, in the same target folder and profile as
-/// the running test or benchmark, built with cargo first when it is not there yet.
+/// The `trivial-hook` binary of this crate (reads stdin, prints `{}`).
 pub fn trivial_hook_binary() -> PathBuf {
+    test_support_binary("trivial-hook")
+}
+
+/// A binary of this crate, in the same target folder and profile as the running test, built with
+/// cargo first when it is not there yet.
+pub fn test_support_binary(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("current_exe");
     // target/PROFILE/deps/NAME-HASH
     let profile_dir = exe
         .parent()
         .and_then(Path::parent)
         .expect("the test binary lives in target/PROFILE/deps");
-    let binary = profile_dir.join("trivial-hook");
+    let binary = profile_dir.join(name);
     if binary.is_file() {
         return binary;
     }
@@ -110,22 +115,23 @@ pub fn trivial_hook_binary() -> PathBuf {
             "-p",
             "test-support",
             "--bin",
-            "trivial-hook",
+            name,
             "--target-dir",
         ])
         .arg(target_dir);
-    match profile_dir.file_name().and_then(|name| name.to_str()) {
-        Some("debug") => {}
+    match profile_dir.file_name().and_then(|profile| profile.to_str()) {
+        Some("debug") | None => {}
         Some("release") => {
             command.arg("--release");
         }
         Some(other) => {
             command.args(["--profile", other]);
         }
-        None => {}
     }
-    let status = command.status().expect("run cargo to build trivial-hook");
-    assert!(status.success(), "cargo build of trivial-hook failed");
+    let status = command
+        .status()
+        .unwrap_or_else(|err| panic!("run cargo to build {name}: {err}"));
+    assert!(status.success(), "cargo build of {name} failed");
     assert!(binary.is_file(), "{} was not built", binary.display());
     binary
 }

@@ -84,7 +84,7 @@ impl AcpConfig {
 /// `elph acp`: serves one client on stdin/stdout until stdin closes.
 pub fn run(cwd: Option<&Path>, args: AcpArgs) -> anyhow::Result<u8> {
     let paths = Paths::from_env(cwd)?;
-    init_logging(&paths);
+    crate::logging::to_file(&paths);
     let config = AcpConfig {
         paths,
         model: args.model,
@@ -106,29 +106,6 @@ pub fn run(cwd: Option<&Path>, args: AcpArgs) -> anyhow::Result<u8> {
             Ok(exit::ERROR)
         }
     }
-}
-
-/// Logs go to `DATA_DIR/logs/elph.log` (level from `ELPH_LOG`, default `info`): stdout belongs to the
-/// protocol.
-fn init_logging(paths: &Paths) {
-    let dir = paths.logs_dir();
-    if std::fs::create_dir_all(&dir).is_err() {
-        return;
-    }
-    let Ok(file) = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(dir.join("elph.log"))
-    else {
-        return;
-    };
-    let filter = tracing_subscriber::EnvFilter::try_from_env("ELPH_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
-        .with_writer(std::sync::Mutex::new(file))
-        .with_ansi(false)
-        .with_env_filter(filter)
-        .try_init();
 }
 
 /// Serves one client on the process's stdin and stdout.

@@ -21,13 +21,13 @@ pub use render::render;
 pub use runstats::RunStats;
 
 use crate::diagnostics::Diagnostic;
+use crate::diagnostics::shell_quote;
 use crate::hooks::reload::HookLoader;
 use crate::hooks::runlog;
 use crate::hooks::{FileState, HookDefinition, HookFile, HookScope};
 use crate::mcp::{McpOverview, describe_servers};
 use crate::paths::Paths;
 use crate::trust::{DecisionSource, DefaultTrust, TrustDecision};
-use checks::shell_quote;
 use runstats::LogRead;
 
 /// The version of the `--json` document; bumped when a field changes meaning or goes away.

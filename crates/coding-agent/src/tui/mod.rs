@@ -49,7 +49,7 @@ pub fn run(paths: Paths, model: Option<String>, decision: TrustDecision) -> anyh
         eprintln!("elph: the terminal UI needs a terminal on stdin and stdout; use `elph run` in scripts");
         return Ok(exit::USAGE);
     }
-    init_logging(&paths);
+    crate::logging::to_file(&paths);
     tracing::info!(
         project = %paths.project_dir.display(),
         trusted = decision.trusted,
@@ -64,28 +64,6 @@ pub fn run(paths: Paths, model: Option<String>, decision: TrustDecision) -> anyh
     // Whatever still runs (an interrupted sessionEnd hook) is dropped, which kills its process group.
     runtime.shutdown_timeout(Duration::from_secs(2));
     result
-}
-
-/// Logs to `DATA_DIR/logs/elph.log` (level from `ELPH_LOG`, default `info`); never to the screen.
-fn init_logging(paths: &Paths) {
-    let dir = paths.data_dir.join("logs");
-    if std::fs::create_dir_all(&dir).is_err() {
-        return;
-    }
-    let Ok(file) = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(dir.join("elph.log"))
-    else {
-        return;
-    };
-    let filter = tracing_subscriber::EnvFilter::try_from_env("ELPH_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
-        .with_writer(std::sync::Mutex::new(file))
-        .with_ansi(false)
-        .with_env_filter(filter)
-        .try_init();
 }
 
 async fn main_loop(paths: Paths, model: Option<String>) -> anyhow::Result<u8> {

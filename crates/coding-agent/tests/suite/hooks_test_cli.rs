@@ -163,16 +163,27 @@ fn shows_a_rewrite_and_ignored_fields() {
 #[test]
 fn a_rewrite_that_breaks_the_tool_schema_is_flagged() {
     let world = World::new();
-    world.script("breaker.sh", "cat > /dev/null\nprintf '%s' '{\"toolInput\": {\"cmd\": 1}}'");
+    world.script(
+        "breaker.sh",
+        "cat > /dev/null\nprintf '%s' '{\"toolInput\": {\"cmd\": 1}}'",
+    );
     world.home_hooks(json!([
         {"id": "breaker", "event": "preToolUse", "command": "hooks/breaker.sh"}
     ]));
     let (code, out, err) = world.hooks_test(&["preToolUse", "--input", r#"{"command": "ls"}"#]);
     assert_eq!(code, 0, "{out}\n{err}");
-    assert!(out.contains("the rewritten input fails the tool's schema"), "{out}");
+    assert!(
+        out.contains("the rewritten input fails the tool's schema"),
+        "{out}"
+    );
     let (_, out, _) = world.hooks_test(&["preToolUse", "--input", r#"{"command": "ls"}"#, "--json"]);
     let doc: Value = serde_json::from_str(&out).unwrap();
-    assert!(doc["rewrittenInputError"].as_str().unwrap().contains("invalid arguments for shell_exec"));
+    assert!(
+        doc["rewrittenInputError"]
+            .as_str()
+            .unwrap()
+            .contains("invalid arguments for shell_exec")
+    );
 }
 
 #[test]

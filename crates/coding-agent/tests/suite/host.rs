@@ -210,7 +210,11 @@ async fn runs_directly_with_literal_args_in_the_project_and_a_new_group() {
         .to_string();
     assert_ne!(lines[1], our_pgid, "not the agent's group");
     // A session of its own, with no controlling terminal: `SID TTY_NR` is `PID 0`.
-    assert_eq!(lines[3], format!("{} 0", lines[2]), "the hook leads a new session without a terminal");
+    assert_eq!(
+        lines[3],
+        format!("{} 0", lines[2]),
+        "the hook leads a new session without a terminal"
+    );
 }
 
 #[tokio::test]

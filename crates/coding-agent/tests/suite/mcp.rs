@@ -2,7 +2,7 @@
 //! an rmcp server on stdio), real hook processes, and a fake OpenAI-compatible model that records
 //! what reached it.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Output;
 use std::time::{Duration, Instant};
 
@@ -16,42 +16,7 @@ use super::run_e2e::{elph, run_elph};
 /// The `mcp-test-server` binary of test-support, in the same target folder and profile as this
 /// test, built with cargo first when it is not there yet.
 fn mcp_test_server() -> PathBuf {
-    let exe = std::env::current_exe().expect("current_exe");
-    let profile_dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("the test binary lives in target/PROFILE/deps");
-    let binary = profile_dir.join("mcp-test-server");
-    if binary.is_file() {
-        return binary;
-    }
-    let target_dir = profile_dir.parent().expect("target folder");
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut command = std::process::Command::new(cargo);
-    command
-        .args([
-            "build",
-            "--quiet",
-            "-p",
-            "test-support",
-            "--bin",
-            "mcp-test-server",
-            "--target-dir",
-        ])
-        .arg(target_dir);
-    match profile_dir.file_name().and_then(|name| name.to_str()) {
-        Some("debug") | None => {}
-        Some("release") => {
-            command.arg("--release");
-        }
-        Some(other) => {
-            command.args(["--profile", other]);
-        }
-    }
-    let status = command.status().expect("run cargo to build mcp-test-server");
-    assert!(status.success(), "cargo build of mcp-test-server failed");
-    assert!(binary.is_file(), "{} was not built", binary.display());
-    binary
+    test_support::hook_scripts::test_support_binary("mcp-test-server")
 }
 
 /// Evidence files the test server writes.

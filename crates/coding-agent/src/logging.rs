@@ -1,0 +1,27 @@
+//! Logs for the front ends that own stdout (the TUI's screen, ACP's protocol frames): they go to
+//! `DATA_DIR/logs/elph.log`, at the level `ELPH_LOG` sets (default `info`), never to stdout.
+
+use crate::paths::Paths;
+
+/// Sends `tracing` output to `DATA_DIR/logs/elph.log`. Logging is best effort: a folder or file that
+/// cannot be created leaves logging off rather than stopping Elph.
+pub fn to_file(paths: &Paths) {
+    let dir = paths.logs_dir();
+    if std::fs::create_dir_all(&dir).is_err() {
+        return;
+    }
+    let Ok(file) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("elph.log"))
+    else {
+        return;
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("ELPH_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::sync::Mutex::new(file))
+        .with_ansi(false)
+        .with_env_filter(filter)
+        .try_init();
+}
