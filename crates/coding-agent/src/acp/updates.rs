@@ -306,6 +306,7 @@ impl Forwarder {
                 self.notice(ELPH_MARK, &text);
             }
             AgentEvent::SessionStarted { .. }
+            | AgentEvent::HooksStarted { .. }
             | AgentEvent::AssistantMessage { .. }
             | AgentEvent::Usage { .. }
             | AgentEvent::TurnEnded { .. }

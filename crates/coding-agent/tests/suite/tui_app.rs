@@ -472,4 +472,21 @@ fn the_spinner_names_the_hook_or_tool_at_work() {
     let since = app.busy.as_ref().unwrap().since;
     app.update(Msg::Tick(since + Duration::from_secs(75)));
     assert!(render(&app, 80, 24).contains("running shell_exec · 75s · Ctrl+C to cancel"));
+    // When the harness says which chain runs, the spinner says so exactly.
+    agent(
+        &mut app,
+        AgentEvent::HooksStarted {
+            event: HookEvent::PostToolUse,
+            tool_name: Some("shell_exec".into()),
+        },
+    );
+    assert_eq!(label(&app), "hook postToolUse · shell_exec");
+    agent(
+        &mut app,
+        AgentEvent::HooksStarted {
+            event: HookEvent::Stop,
+            tool_name: None,
+        },
+    );
+    assert_eq!(label(&app), "hook stop");
 }

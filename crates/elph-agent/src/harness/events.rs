@@ -3,6 +3,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::hooks::HookEvent;
 use crate::hooks::payload::StopStatus;
 use crate::hooks::runner::Dispatch;
 use crate::messages::{ContentBlock, ToolCall};
@@ -43,6 +44,11 @@ pub enum AgentEvent {
         is_error: bool,
         /// Whether the tool ran at all (false: blocked, denied, or invalid arguments).
         ran: bool,
+    },
+    /// An event's hook chain is about to run (sent only when at least one hook will).
+    HooksStarted {
+        event: HookEvent,
+        tool_name: Option<String>,
     },
     /// One event's hook chain ran (at least one hook).
     Hooks {

@@ -183,6 +183,11 @@ impl AgentHarness {
 
     /// Runs one event's hooks and reports them to the front end.
     async fn dispatch(&self, payload: HookPayload) -> Dispatch {
+        let event = payload.event();
+        let tool_name = payload.tool_name().map(str::to_string);
+        if self.hooks.has_hooks(event, tool_name.as_deref()) {
+            self.emit(AgentEvent::HooksStarted { event, tool_name });
+        }
         let dispatch = self.hooks.dispatch(payload).await;
         if !dispatch.runs.is_empty() || !dispatch.diagnostics.is_empty() {
             self.emit(AgentEvent::Hooks {

@@ -224,6 +224,12 @@ impl App {
                     notes: Vec::new(),
                 }));
             }
+            AgentEvent::HooksStarted { event, tool_name } => {
+                self.set_label(match tool_name {
+                    Some(tool) => format!("hook {event} · {tool}"),
+                    None => format!("hook {event}"),
+                });
+            }
             AgentEvent::ApprovalNeeded { tool_call_id, .. } => {
                 if let Some(tool) = self.tool_mut(&tool_call_id) {
                     tool.state = ToolState::Approval;
