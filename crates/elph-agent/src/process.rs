@@ -237,6 +237,24 @@ pub struct RunOutput {
     pub exited_after: Option<Duration>,
 }
 
+/// The process groups of runs in progress, so that a process that must exit at once (a second
+/// Ctrl+C) can still kill what it started: [`kill_running_groups`].
+static RUNNING_GROUPS: std::sync::Mutex<Vec<i32>> = std::sync::Mutex::new(Vec::new());
+
+fn running_groups() -> std::sync::MutexGuard<'static, Vec<i32>> {
+    RUNNING_GROUPS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Kills the process group of every run still in progress. For an exit that will not unwind (for
+/// example `std::process::exit` on a second Ctrl+C), where the runs' own guards never get to.
+pub fn kill_running_groups() {
+    for pgid in running_groups().drain(..) {
+        let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
+    }
+}
+
 /// Kills the process group it owns when asked, and when dropped unless disarmed.
 struct GroupGuard {
     pgid: Option<Pid>,
@@ -244,6 +262,13 @@ struct GroupGuard {
 }
 
 impl GroupGuard {
+    fn new(pgid: Option<Pid>) -> Self {
+        if let Some(pgid) = pgid {
+            running_groups().push(pgid.as_raw());
+        }
+        GroupGuard { pgid, armed: true }
+    }
+
     fn kill(&self) {
         if let Some(pgid) = self.pgid {
             // ESRCH (the group is already gone) is the normal case at the end of a run.
@@ -256,6 +281,9 @@ impl Drop for GroupGuard {
     fn drop(&mut self) {
         if self.armed {
             self.kill();
+        }
+        if let Some(pgid) = self.pgid {
+            running_groups().retain(|running| *running != pgid.as_raw());
         }
     }
 }
@@ -288,10 +316,7 @@ pub async fn run(spec: &RunSpec<'_>) -> RunOutput {
         }
     };
     out.pgid = child.id().map(|pid| pid as i32);
-    let mut guard = GroupGuard {
-        pgid: out.pgid.map(Pid::from_raw),
-        armed: true,
-    };
+    let mut guard = GroupGuard::new(out.pgid.map(Pid::from_raw));
     let stdin = child.stdin.take();
     let (Some(mut stdout), Some(mut stderr)) = (child.stdout.take(), child.stderr.take()) else {
         unreachable!("stdout and stderr are piped");

@@ -137,7 +137,14 @@ async fn run_async(
     let interrupt = cancel.clone();
     tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
+            // The first Ctrl+C cancels the turn; stop and sessionEnd hooks still run.
             interrupt.cancel();
+            // A second one does not wait for them.
+            if tokio::signal::ctrl_c().await.is_ok() {
+                eprintln!("elph: interrupted again; exiting without waiting for hooks");
+                elph_agent::process::kill_running_groups();
+                std::process::exit(i32::from(exit::INTERRUPTED));
+            }
         }
     });
 

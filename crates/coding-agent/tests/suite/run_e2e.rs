@@ -596,3 +596,48 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     out.sort();
     out
 }
+
+#[tokio::test]
+async fn a_second_ctrl_c_does_not_wait_for_a_slow_stop_hook() {
+    let env = TestEnv::new();
+    env.trust_project();
+    let started = env.evidence("stop-started");
+    env.project_script(
+        "slow-stop.sh",
+        &format!("cat > /dev/null\ntouch '{}'\nsleep 30\n", started.display()),
+    );
+    env.write_project_hooks(&json!({"hooks": [{"id": "slow-stop", "event": "stop", "command": "hooks/slow-stop.sh", "timeoutMs": 60000}]}));
+    let server = FakeModelServer::start(Wire::OpenAi).await;
+    server.enqueue(FakeReply::text("never finishes").hang());
+    let mut command = env.command(&elph());
+    command
+        .env("OPENAI_API_KEY", "k")
+        .env("OPENAI_BASE_URL", server.base_url())
+        .args(["run", "--model", "openai/gpt-test", "wait"]);
+    let mut child = tokio::process::Command::from(command).spawn().unwrap();
+    let pid = nix::unistd::Pid::from_raw(child.id().unwrap() as i32);
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while server.requests().is_empty() {
+        assert!(std::time::Instant::now() < deadline, "the request arrived");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    while !started.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the stop hook started after the first Ctrl+C"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let second = std::time::Instant::now();
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    let status = tokio::time::timeout(Duration::from_secs(10), child.wait())
+        .await
+        .expect("exits")
+        .unwrap();
+    assert_eq!(status.code(), Some(130));
+    assert!(
+        second.elapsed() < Duration::from_secs(5),
+        "did not wait for the 30 s stop hook"
+    );
+}
