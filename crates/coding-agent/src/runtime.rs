@@ -210,6 +210,12 @@ fn open_session(paths: &Paths, choice: &SessionChoice, model: &str) -> anyhow::R
     };
     match resumed {
         Some(id) => {
+            // An answer that was streaming when the last process died is part of the conversation:
+            // the user saw it.
+            if let Some(text) = store.draft(&id)? {
+                let message = elph_agent::messages::Message::assistant(text, Vec::new());
+                store.append(&id, &elph_agent::harness::Entry::Message { message })?;
+            }
             let entries = store.load_entries(&id)?;
             let transcript = Transcript::resume(entries, Some(sink(&id)));
             Ok((Some(store.clone()), id, transcript, SessionSource::Resume))

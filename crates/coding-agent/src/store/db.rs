@@ -29,7 +29,9 @@ pub const TITLE_CHARS: usize = 80;
 /// with no gaps, so it equals the entry's index in the `Transcript` (what `Summary.first_kept`
 /// refers to). Entries are append-only. Sessions are indexed by project only, not by
 /// `updated_at`: every append bumps `updated_at`, and an index on it would be one more page
-/// rewritten per append, while a project's sessions are few enough to sort in memory.
+/// rewritten per append, while a project's sessions are few enough to sort in memory. `drafts`
+/// holds the text of an answer while it streams, so a crash or kill -9 loses nothing already shown;
+/// the next entry of the session replaces it.
 const SCHEMA_V1: &str = "
 CREATE TABLE sessions (
     id          TEXT PRIMARY KEY NOT NULL,
@@ -47,6 +49,11 @@ CREATE TABLE entries (
     body       TEXT NOT NULL,
     created_at INTEGER NOT NULL,
     PRIMARY KEY (session_id, seq)
+);
+CREATE TABLE drafts (
+    session_id TEXT PRIMARY KEY NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    text       TEXT NOT NULL,
+    updated_at INTEGER NOT NULL
 );
 ";
 
@@ -195,8 +202,33 @@ impl SessionStore {
         )
         .and_then(|mut s| s.execute(params![session_id, seq, kind, body, now]))
         .map_err(|e| self.err(ACTION, e))?;
+        // The entry that follows a streamed answer (the answer itself) supersedes its draft.
+        tx.prepare_cached("DELETE FROM drafts WHERE session_id = ?1")
+            .and_then(|mut s| s.execute([session_id]))
+            .map_err(|e| self.err(ACTION, e))?;
         tx.commit().map_err(|e| self.err(ACTION, e))?;
         Ok(seq as u64)
+    }
+
+    /// Records the text of an answer as it streams (replacing the previous draft of the session).
+    pub fn save_draft(&self, session_id: &str, text: &str) -> Result<(), StoreError> {
+        self.lock()
+            .prepare_cached(
+                "INSERT INTO drafts (session_id, text, updated_at) VALUES (?1, ?2, ?3) \
+                 ON CONFLICT (session_id) DO UPDATE SET text = excluded.text, updated_at = excluded.updated_at",
+            )
+            .and_then(|mut s| s.execute(params![session_id, text, now_micros()]))
+            .map(|_| ())
+            .map_err(|e| self.err("saving a streaming answer", e))
+    }
+
+    /// The answer that was streaming when the session's last process stopped without storing it
+    /// (a crash or kill -9), if any.
+    pub fn draft(&self, session_id: &str) -> Result<Option<String>, StoreError> {
+        self.lock()
+            .prepare_cached("SELECT text FROM drafts WHERE session_id = ?1")
+            .and_then(|mut s| s.query_row([session_id], |row| row.get(0)).optional())
+            .map_err(|e| self.err("reading a streaming answer", e))
     }
 
     /// Every entry of a session, in order. An unknown id is an error (`--session` with a typo).

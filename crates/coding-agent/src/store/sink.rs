@@ -23,6 +23,12 @@ impl SessionSink {
 }
 
 impl TranscriptSink for SessionSink {
+    fn save_draft(&self, text: &str) -> Result<(), String> {
+        self.store
+            .save_draft(&self.session_id, text)
+            .map_err(|e| e.to_string())
+    }
+
     fn append(&self, entry: &Entry) -> Result<(), String> {
         self.store
             .append(&self.session_id, entry)

@@ -69,7 +69,7 @@ async fn resume_after_restart_sees_the_earlier_turns() {
 }
 
 #[tokio::test]
-async fn kill_9_during_a_streaming_answer_loses_nothing_already_stored() {
+async fn kill_9_during_a_streaming_answer_loses_nothing_already_shown() {
     let env = TestEnv::new();
     let server = FakeModelServer::start(Wire::OpenAi).await;
     server.enqueue(FakeReply::text("EARLIER-ANSWER"));
@@ -109,10 +109,12 @@ async fn kill_9_during_a_streaming_answer_loses_nothing_already_stored() {
         String::from_utf8_lossy(&output.stderr)
     );
     let request = server.requests()[2].to_string();
+    // Everything shown before the kill is there, the half-streamed answer included.
     for kept in [
         "EARLIER-PROMPT",
         "EARLIER-ANSWER",
         "INTERRUPTED-PROMPT",
+        "PARTIAL streaming answer that never ends",
         "NEXT-PROMPT",
     ] {
         assert!(request.contains(kept), "{kept} survived: {request}");
@@ -276,5 +278,54 @@ async fn pre_compact_cancel_makes_no_summary_request() {
     assert!(
         !Path::new(&post_log).exists(),
         "no postCompact without a compaction"
+    );
+}
+
+#[tokio::test]
+async fn an_answer_cut_short_by_ctrl_c_is_kept_as_far_as_it_was_shown() {
+    let env = TestEnv::new();
+    let server = FakeModelServer::start(Wire::OpenAi).await;
+    let gate = Gate::new();
+    server.enqueue(FakeReply::text("HALF-SHOWN answer").hold(&gate));
+    let mut command = env.command(&elph());
+    command
+        .env("OPENAI_API_KEY", "k")
+        .env("OPENAI_BASE_URL", server.base_url())
+        .args([
+            "run",
+            "--model",
+            "openai/gpt-test",
+            "--output-format",
+            "stream-json",
+            "FIRST",
+        ]);
+    command.stdout(std::process::Stdio::piped());
+    let child = tokio::process::Command::from(command).spawn().unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while server.requests().is_empty() {
+        assert!(std::time::Instant::now() < deadline, "the request arrived");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let pid = nix::unistd::Pid::from_raw(child.id().unwrap() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    let output = tokio::time::timeout(Duration::from_secs(10), child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(130));
+    assert!(
+        String::from_utf8_lossy(&output.stdout).contains("HALF-SHOWN"),
+        "the text was shown"
+    );
+    gate.open();
+
+    server.enqueue(FakeReply::text("ok"));
+    let output = run_elph(&env, &server, &["-c", "SECOND"]).await;
+    assert!(output.status.success());
+    let request = server.requests()[1].to_string();
+    assert!(
+        request.contains("HALF-SHOWN answer") && request.contains("SECOND"),
+        "{request}"
     );
 }

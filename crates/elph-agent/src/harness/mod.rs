@@ -318,16 +318,36 @@ impl AgentHarness {
                 tools: self.tools.specs(),
                 max_tokens: None,
             };
+            // The answer as it streams: shown to the front end, kept as a draft by the store (a
+            // crash loses nothing already shown), and stored if the stream ends early.
+            let streamed = Arc::new(std::sync::Mutex::new(String::new()));
             let events = self.events.clone();
+            let sink = self.transcript.sink();
+            let shown = streamed.clone();
             let mut on_event = move |event: StreamEvent| {
-                if let (Some(events), StreamEvent::TextDelta(text)) = (&events, event) {
-                    let _ = events.send(AgentEvent::TextDelta { text });
+                if let StreamEvent::TextDelta(text) = event {
+                    let mut shown = shown.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+                    shown.push_str(&text);
+                    if let Some(sink) = &sink {
+                        let _ = sink.save_draft(&shown);
+                    }
+                    if let Some(events) = &events {
+                        let _ = events.send(AgentEvent::TextDelta { text });
+                    }
                 }
             };
             let provider = self.provider.clone();
-            let answer = match unless_cancelled(cancel, provider.stream(&request, &mut on_event)).await {
-                None => return self.cancelled(last_text),
+            let outcome = unless_cancelled(cancel, provider.stream(&request, &mut on_event)).await;
+            drop(on_event);
+            let partial =
+                std::mem::take(&mut *streamed.lock().unwrap_or_else(|poisoned| poisoned.into_inner()));
+            let answer = match outcome {
+                None => {
+                    self.store_partial(partial);
+                    return self.cancelled(last_text);
+                }
                 Some(Err(err)) => {
+                    self.store_partial(partial);
                     return TurnResult {
                         status: StopStatus::Failed,
                         text: last_text,
@@ -387,6 +407,13 @@ impl AgentHarness {
                 "stopped after {} model requests in one turn (raise --max-turns to allow more)",
                 self.config.max_turns
             )),
+        }
+    }
+
+    /// Keeps the part of an answer that was shown before its stream ended early (cancel, error).
+    fn store_partial(&mut self, partial: String) {
+        if !partial.trim().is_empty() {
+            self.store(Message::assistant(partial, Vec::new()));
         }
     }
 

@@ -27,6 +27,12 @@ pub enum Entry {
 /// Where entries are persisted as they are appended (the session store implements this).
 pub trait TranscriptSink: Send + Sync {
     fn append(&self, entry: &Entry) -> Result<(), String>;
+
+    /// Keeps the text of an answer while it streams, so that a crash loses nothing already shown.
+    /// The next `append` supersedes it.
+    fn save_draft(&self, _text: &str) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 #[derive(Clone, Default)]
@@ -51,6 +57,11 @@ impl Transcript {
     /// A transcript resumed from stored entries; new entries go to `sink`.
     pub fn resume(entries: Vec<Entry>, sink: Option<Arc<dyn TranscriptSink>>) -> Self {
         Transcript { entries, sink }
+    }
+
+    /// Where entries are persisted, if anywhere.
+    pub fn sink(&self) -> Option<Arc<dyn TranscriptSink>> {
+        self.sink.clone()
     }
 
     pub fn with_sink(mut self, sink: Arc<dyn TranscriptSink>) -> Self {
