@@ -86,6 +86,15 @@ pub fn status_update(tool_call_id: &str, status: ToolCallStatus) -> ToolCallUpda
     )
 }
 
+/// A call whose arguments preToolUse hooks rewrote: the client shows the arguments that will run,
+/// not the ones the model first sent.
+pub fn rewritten_update(tool_call_id: &str, input: Value) -> ToolCallUpdate {
+    ToolCallUpdate::new(
+        tool_call_id.to_string(),
+        ToolCallUpdateFields::new().raw_input(input),
+    )
+}
+
 fn content_block(block: &messages::ContentBlock) -> ContentBlock {
     match block {
         messages::ContentBlock::Text { text } => ContentBlock::from(text.clone()),
@@ -274,6 +283,14 @@ impl Forwarder {
                 let call = tool_call(&tool_call_id, &tool_name, &input, &self.project_dir);
                 self.send(SessionUpdate::ToolCall(call));
             }
+            AgentEvent::ToolInputRewritten {
+                tool_call_id, input, ..
+            } => {
+                self.send(SessionUpdate::ToolCallUpdate(rewritten_update(
+                    &tool_call_id,
+                    input,
+                )));
+            }
             AgentEvent::ApprovalNeeded { tool_call_id, .. } => {
                 self.send(SessionUpdate::ToolCallUpdate(status_update(
                     &tool_call_id,
@@ -361,5 +378,12 @@ mod tests {
         let done = finished_update("c1", &text, &json!({"exitCode": 0}), false, true);
         assert_eq!(done.fields.status, Some(ToolCallStatus::Completed));
         assert_eq!(done.fields.raw_output, Some(json!({"exitCode": 0})));
+    }
+
+    #[test]
+    fn a_rewrite_updates_the_raw_input() {
+        let update = rewritten_update("c1", json!({"path": "docs/notes.txt"}));
+        assert_eq!(update.fields.raw_input, Some(json!({"path": "docs/notes.txt"})));
+        assert_eq!(update.fields.status, None);
     }
 }

@@ -291,12 +291,22 @@ async fn pre_tool_use_rewrite_runs_the_new_input() {
         json!({"command": "echo original"}),
     ));
     server.enqueue(FakeReply::text("done"));
-    let output = run_elph(&env, &server, &["go"]).await;
+    let output = run_elph(&env, &server, &["--output-format", "stream-json", "go"]).await;
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(marker.exists(), "the tool ran with the rewritten input");
     assert!(
         !request_text(&server.requests()[1]).contains("original\\n"),
         "the original command did not run"
+    );
+    let rewritten: Vec<Value> = stdout(&output)
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .filter(|event| event["type"] == "toolInputRewritten")
+        .collect();
+    assert_eq!(rewritten.len(), 1, "front ends are told what input runs");
+    assert_eq!(
+        rewritten[0]["input"]["command"],
+        format!("touch {}", marker.display())
     );
 }
 

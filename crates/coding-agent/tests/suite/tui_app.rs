@@ -488,5 +488,15 @@ fn the_spinner_names_the_hook_or_tool_at_work() {
             tool_name: None,
         },
     );
+    // A rewritten input replaces the one shown for the call.
+    agent(
+        &mut app,
+        AgentEvent::ToolInputRewritten {
+            tool_call_id: "shell_exec".into(),
+            tool_name: "shell_exec".into(),
+            input: json!({"command": "REWRITTEN-COMMAND"}),
+        },
+    );
+    assert!(render(&app, 80, 24).contains("REWRITTEN-COMMAND"));
     assert_eq!(label(&app), "hook stop");
 }

@@ -30,6 +30,13 @@ pub enum AgentEvent {
         tool_name: String,
         input: Value,
     },
+    /// preToolUse hooks rewrote the arguments, and the new ones passed the tool's schema: the call
+    /// goes on with `input`.
+    ToolInputRewritten {
+        tool_call_id: String,
+        tool_name: String,
+        input: Value,
+    },
     /// Approval was asked (or refused for want of someone to ask).
     ApprovalNeeded {
         tool_call_id: String,

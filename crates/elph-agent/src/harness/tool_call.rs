@@ -84,6 +84,11 @@ impl AgentHarness {
                         );
                         return self.finish_call(call, ToolOutput::error(text), false, false);
                     }
+                    self.emit(AgentEvent::ToolInputRewritten {
+                        tool_call_id: call.id.clone(),
+                        tool_name: call.name.clone(),
+                        input: tool_input.clone(),
+                    });
                     input = tool_input;
                 }
                 hook_ask = ask;

@@ -230,6 +230,14 @@ impl App {
                     None => format!("hook {event}"),
                 });
             }
+            AgentEvent::ToolInputRewritten {
+                tool_call_id, input, ..
+            } => {
+                // Show what runs, not what the model first asked for; a notice says a hook rewrote it.
+                if let Some(tool) = self.tool_mut(&tool_call_id) {
+                    tool.input = input;
+                }
+            }
             AgentEvent::ApprovalNeeded { tool_call_id, .. } => {
                 if let Some(tool) = self.tool_mut(&tool_call_id) {
                     tool.state = ToolState::Approval;
