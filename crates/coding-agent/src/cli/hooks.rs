@@ -8,6 +8,7 @@ use clap::Subcommand;
 
 use super::exit;
 use super::hooks_test;
+use crate::diagnostics::Diagnostic;
 use crate::hooks::HookSet;
 use crate::hooks::config::read_file;
 use crate::hooks::discovery::{FileLoad, HookScope, merge};
@@ -27,6 +28,9 @@ pub enum HooksCommand {
     Validate {
         /// Files to check.
         files: Vec<PathBuf>,
+        /// Print one JSON document: each file's state and every problem with its JSON pointer.
+        #[arg(long)]
+        json: bool,
     },
     /// Fire one synthetic event through the configured hooks and show what each did.
     ///
@@ -48,7 +52,7 @@ pub fn run(cwd: Option<&Path>, command: HooksCommand) -> anyhow::Result<u8> {
             }
             Ok(exit::SUCCESS)
         }
-        HooksCommand::Validate { files } => validate(cwd, files),
+        HooksCommand::Validate { files, json } => validate(cwd, files, json),
         HooksCommand::Test(args) => hooks_test::run(cwd, args),
     }
 }
@@ -140,7 +144,18 @@ fn print_list(out: &mut impl Write, set: &HookSet) -> std::io::Result<()> {
     Ok(())
 }
 
-fn validate(cwd: Option<&Path>, files: Vec<PathBuf>) -> anyhow::Result<u8> {
+/// What `elph hooks validate` found in one file.
+#[derive(Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct FileCheck {
+    path: PathBuf,
+    /// `ok`, `missing` (fine for the two discovered files) or `invalid`.
+    state: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    hooks: Option<usize>,
+}
+
+fn validate(cwd: Option<&Path>, files: Vec<PathBuf>, json: bool) -> anyhow::Result<u8> {
     let explicit = !files.is_empty();
     let files = if explicit {
         files
@@ -148,38 +163,61 @@ fn validate(cwd: Option<&Path>, files: Vec<PathBuf>) -> anyhow::Result<u8> {
         let paths = Paths::from_env(cwd).context("cannot find the hook files to validate")?;
         vec![paths.home_hooks_file(), paths.project_hooks_file()]
     };
-    let mut problems = Vec::new();
+    let mut problems: Vec<Diagnostic> = Vec::new();
+    let mut checks = Vec::new();
     let mut loads = Vec::new();
-    let mut out = std::io::stdout().lock();
     for (index, path) in files.iter().enumerate() {
         let scope = if index == 0 && !explicit {
             HookScope::Home
         } else {
             HookScope::Project
         };
-        match read_file(path) {
-            Ok(None) if explicit => problems.push(format!("{}: no such file", path.display())),
-            Ok(None) => writeln!(out, "{}: not present (nothing to check)", path.display())?,
+        let (state, hooks) = match read_file(path) {
+            Ok(None) if explicit => {
+                problems.push(Diagnostic::new("no such file").in_file(path));
+                ("invalid", None)
+            }
+            Ok(None) => ("missing", None),
             Ok(Some(file)) => {
-                writeln!(out, "{}: ok, {} hook(s)", path.display(), file.hooks.len())?;
+                let count = file.hooks.len();
                 loads.push(FileLoad {
                     path: path.clone(),
                     scope,
                     result: Ok(Some(file)),
                 });
+                ("ok", Some(count))
             }
-            Err(error) => problems.push(error.into_diagnostic(path).to_string()),
-        }
+            Err(error) => {
+                problems.push(error.into_diagnostic(path));
+                ("invalid", None)
+            }
+        };
+        checks.push(FileCheck {
+            path: path.clone(),
+            state,
+            hooks,
+        });
     }
     // Ids must be unique across the files checked together.
-    problems.extend(merge(loads, None).diagnostics.iter().map(ToString::to_string));
-    drop(out);
-    for problem in &problems {
-        eprintln!("{problem}");
-    }
-    Ok(if problems.is_empty() {
-        exit::SUCCESS
+    problems.extend(merge(loads, None).diagnostics);
+    let valid = problems.is_empty();
+    let mut out = std::io::stdout().lock();
+    if json {
+        let document = serde_json::json!({ "valid": valid, "files": checks, "problems": problems });
+        serde_json::to_writer_pretty(&mut out, &document)?;
+        writeln!(out)?;
     } else {
-        exit::ERROR
-    })
+        for check in &checks {
+            match (check.state, check.hooks) {
+                ("ok", Some(count)) => writeln!(out, "{}: ok, {count} hook(s)", check.path.display())?,
+                ("missing", _) => writeln!(out, "{}: not present (nothing to check)", check.path.display())?,
+                _ => {}
+            }
+        }
+        drop(out);
+        for problem in &problems {
+            eprintln!("{problem}");
+        }
+    }
+    Ok(if valid { exit::SUCCESS } else { exit::ERROR })
 }

@@ -8,6 +8,7 @@ mod docs_examples;
 mod doctor;
 mod herdr;
 mod hooks_test_cli;
+mod hooks_validate_cli;
 mod host;
 mod mcp;
 mod reload;
