@@ -88,13 +88,20 @@ async fn main_loop(paths: Paths, model: Option<String>) -> anyhow::Result<u8> {
     let mut hangup = signal(SignalKind::hangup()).context("cannot watch SIGHUP")?;
     let mut terminate = signal(SignalKind::terminate()).context("cannot watch SIGTERM")?;
     let mut dirty = true;
+    let no_color = view::no_color();
     let mut screen_ok = true;
     let mut worker_gone = false;
     let mut input_done = false;
 
     loop {
         if dirty && screen_ok {
-            if let Err(error) = screen.terminal.draw(|frame| view::draw(frame, &app)) {
+            let draw = |frame: &mut ratatui::Frame<'_>| {
+                view::draw(frame, &app);
+                if no_color {
+                    view::strip_colors(frame.buffer_mut());
+                }
+            };
+            if let Err(error) = screen.terminal.draw(draw) {
                 tracing::error!(%error, "cannot draw; ending the session");
                 screen_ok = false;
                 if !app.quitting {

@@ -21,6 +21,19 @@ fn dim() -> Style {
     Style::default().fg(Color::DarkGray)
 }
 
+/// Removes every colour from a drawn frame, keeping bold, dim, reverse and the rest: what a person
+/// who set `NO_COLOR` asked for (https://no-color.org).
+pub fn strip_colors(buffer: &mut ratatui::buffer::Buffer) {
+    for cell in buffer.content.iter_mut() {
+        cell.set_fg(Color::Reset).set_bg(Color::Reset);
+    }
+}
+
+/// Whether the user asked for no colour: `NO_COLOR` set to anything but the empty string.
+pub fn no_color() -> bool {
+    std::env::var_os("NO_COLOR").is_some_and(|value| !value.is_empty())
+}
+
 pub fn draw(frame: &mut Frame<'_>, app: &App) {
     let area = frame.area();
     if area.width < 4 || area.height < 4 {

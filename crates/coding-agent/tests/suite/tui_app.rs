@@ -500,3 +500,37 @@ fn the_spinner_names_the_hook_or_tool_at_work() {
     assert!(render(&app, 80, 24).contains("REWRITTEN-COMMAND"));
     assert_eq!(label(&app), "hook stop");
 }
+
+#[test]
+fn no_color_strips_every_colour_but_keeps_the_text_and_emphasis() {
+    use ratatui::style::{Color, Modifier};
+    let mut app = started_app(false);
+    type_text(&mut app, "/");
+    let mut terminal = Terminal::new(TestBackend::new(80, 24)).unwrap();
+    terminal.draw(|frame| view::draw(frame, &app)).unwrap();
+    let coloured = terminal.backend().buffer().clone();
+    assert!(
+        coloured
+            .content
+            .iter()
+            .any(|cell| cell.fg != Color::Reset || cell.bg != Color::Reset),
+        "the normal screen has colour"
+    );
+    let emphasis: Vec<Modifier> = coloured.content.iter().map(|cell| cell.modifier).collect();
+    terminal
+        .draw(|frame| {
+            view::draw(frame, &app);
+            view::strip_colors(frame.buffer_mut());
+        })
+        .unwrap();
+    let plain = terminal.backend().buffer();
+    assert!(
+        plain
+            .content
+            .iter()
+            .all(|cell| cell.fg == Color::Reset && cell.bg == Color::Reset)
+    );
+    assert_eq!(screen_text(plain), screen_text(&coloured), "the same text");
+    let kept: Vec<Modifier> = plain.content.iter().map(|cell| cell.modifier).collect();
+    assert_eq!(kept, emphasis, "bold, dim and reverse stay");
+}
