@@ -23,7 +23,7 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::{Agent, ByteStreams, ConnectTo};
 use anyhow::Context;
-use clap::{Args, ValueEnum};
+use clap::Args;
 use elph_agent::harness::ApprovalPolicy;
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
@@ -41,24 +41,7 @@ pub struct AcpArgs {
     /// Native approval for tools that change files or run commands. `ask` sends the editor a
     /// permission request for each.
     #[arg(long, value_enum, default_value = "ask")]
-    pub approval: AcpApproval,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum AcpApproval {
-    Auto,
-    Ask,
-    Deny,
-}
-
-impl From<AcpApproval> for ApprovalPolicy {
-    fn from(arg: AcpApproval) -> Self {
-        match arg {
-            AcpApproval::Auto => ApprovalPolicy::Auto,
-            AcpApproval::Ask => ApprovalPolicy::Ask,
-            AcpApproval::Deny => ApprovalPolicy::Deny,
-        }
-    }
+    pub approval: crate::cli::ApprovalArg,
 }
 
 /// What every session of one connection shares.

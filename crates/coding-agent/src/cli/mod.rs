@@ -44,6 +44,11 @@ pub struct Cli {
     #[arg(long, value_name = "PROVIDER/MODEL")]
     pub model: Option<String>,
 
+    /// Native approval in the terminal UI for tools that change files or run commands: ask before
+    /// each (the default), run them all (auto), or refuse them (deny).
+    #[arg(long, value_enum, default_value = "ask")]
+    pub approval: ApprovalArg,
+
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -65,6 +70,25 @@ pub enum Command {
     Acp(crate::acp::AcpArgs),
     /// List the project's stored sessions, newest first.
     Sessions(sessions::SessionsArgs),
+}
+
+/// `--approval`, shared by `elph`, `elph run` and `elph acp`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ApprovalArg {
+    Auto,
+    Ask,
+    Deny,
+}
+
+impl From<ApprovalArg> for elph_agent::harness::ApprovalPolicy {
+    fn from(arg: ApprovalArg) -> Self {
+        use elph_agent::harness::ApprovalPolicy;
+        match arg {
+            ApprovalArg::Auto => ApprovalPolicy::Auto,
+            ApprovalArg::Ask => ApprovalPolicy::Ask,
+            ApprovalArg::Deny => ApprovalPolicy::Deny,
+        }
+    }
 }
 
 /// Parses the arguments, runs the command, and maps the result to an exit code.
@@ -101,13 +125,17 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         Some(Command::Doctor(args)) => doctor::run(cli.cwd.as_deref(), args),
         Some(Command::Acp(args)) => crate::acp::run(cli.cwd.as_deref(), args),
         Some(Command::Sessions(args)) => sessions::run(cli.cwd.as_deref(), args),
-        None => interactive(cli.cwd.as_deref(), cli.model),
+        None => interactive(cli.cwd.as_deref(), cli.model, cli.approval.into()),
     }
 }
 
 /// `elph` without a subcommand: the trust gate first, before the datastore or any UI opens; then
 /// the terminal UI, with the project's hooks only if the project is trusted.
-fn interactive(cwd: Option<&std::path::Path>, model: Option<String>) -> anyhow::Result<u8> {
+fn interactive(
+    cwd: Option<&std::path::Path>,
+    model: Option<String>,
+    approval: elph_agent::harness::ApprovalPolicy,
+) -> anyhow::Result<u8> {
     use crate::gate::{GateOutcome, has_terminal, startup_gate};
     let paths = crate::paths::Paths::from_env(cwd)?;
     let store = crate::trust::TrustStore::new(&paths.config_dir);
@@ -117,7 +145,7 @@ fn interactive(cwd: Option<&std::path::Path>, model: Option<String>) -> anyhow::
             Ok(exit::TRUST_DECLINED)
         }
         GateOutcome::Interrupted => Ok(exit::INTERRUPTED),
-        GateOutcome::Proceed(decision) => crate::tui::run(paths, model, decision),
+        GateOutcome::Proceed(decision) => crate::tui::run(paths, model, approval, decision),
     }
 }
 

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use elph_agent::harness::{AgentEvent, ApprovalPolicy, NoApprover, TurnResult};
+use elph_agent::harness::{AgentEvent, NoApprover, TurnResult};
 use elph_agent::hooks::StopStatus;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -41,7 +41,7 @@ pub struct RunArgs {
     /// Native approval for tools that change files or run commands. Headless has no one to ask, so
     /// `ask` denies them.
     #[arg(long, value_enum, default_value = "auto")]
-    pub approval: ApprovalArg,
+    pub approval: super::ApprovalArg,
     /// Continue the project's most recent session.
     #[arg(short = 'c', long = "continue", conflicts_with_all = ["session", "no_session"])]
     pub continue_session: bool,
@@ -51,23 +51,6 @@ pub struct RunArgs {
     /// Store nothing.
     #[arg(long)]
     pub no_session: bool,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum ApprovalArg {
-    Auto,
-    Ask,
-    Deny,
-}
-
-impl From<ApprovalArg> for ApprovalPolicy {
-    fn from(arg: ApprovalArg) -> Self {
-        match arg {
-            ApprovalArg::Auto => ApprovalPolicy::Auto,
-            ApprovalArg::Ask => ApprovalPolicy::Ask,
-            ApprovalArg::Deny => ApprovalPolicy::Deny,
-        }
-    }
 }
 
 pub fn run(cwd: Option<&Path>, args: RunArgs) -> anyhow::Result<u8> {

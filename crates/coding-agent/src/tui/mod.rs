@@ -44,7 +44,12 @@ use app::{App, Msg};
 
 /// Runs the TUI for the project in `paths` until the person quits. `decision` is the startup
 /// gate's; the runtime reads trust again when it loads the hooks (and on every reload).
-pub fn run(paths: Paths, model: Option<String>, decision: TrustDecision) -> anyhow::Result<u8> {
+pub fn run(
+    paths: Paths,
+    model: Option<String>,
+    approval: ApprovalPolicy,
+    decision: TrustDecision,
+) -> anyhow::Result<u8> {
     if !crate::gate::has_terminal() {
         eprintln!("elph: the terminal UI needs a terminal on stdin and stdout; use `elph run` in scripts");
         return Ok(exit::USAGE);
@@ -60,17 +65,17 @@ pub fn run(paths: Paths, model: Option<String>, decision: TrustDecision) -> anyh
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let result = runtime.block_on(main_loop(paths, model));
+    let result = runtime.block_on(main_loop(paths, model, approval));
     // Whatever still runs (an interrupted sessionEnd hook) is dropped, which kills its process group.
     runtime.shutdown_timeout(Duration::from_secs(2));
     result
 }
 
-async fn main_loop(paths: Paths, model: Option<String>) -> anyhow::Result<u8> {
+async fn main_loop(paths: Paths, model: Option<String>, approval: ApprovalPolicy) -> anyhow::Result<u8> {
     let options = RuntimeOptions {
         model,
-        // A person is there to answer: tools that change files or run commands ask first.
-        approval: ApprovalPolicy::Ask,
+        // `ask` by default: a person is there to answer.
+        approval,
         max_turns: None,
         session: SessionChoice::New,
     };

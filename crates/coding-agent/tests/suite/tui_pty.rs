@@ -49,6 +49,11 @@ struct Tui {
 impl Tui {
     /// Starts `elph --cwd PROJECT --model openai/gpt-test` in a `rows`x`cols` terminal.
     fn start(env: &TestEnv, model: &Model, rows: u16, cols: u16) -> Tui {
+        Tui::start_with(env, model, rows, cols, &[])
+    }
+
+    /// `start`, with `args` added to the command line.
+    fn start_with(env: &TestEnv, model: &Model, rows: u16, cols: u16, args: &[&str]) -> Tui {
         let pair = native_pty_system()
             .openpty(PtySize {
                 rows,
@@ -69,6 +74,7 @@ impl Tui {
         cmd.arg("--cwd");
         cmd.arg(&env.project);
         cmd.args(["--model", "openai/gpt-test"]);
+        cmd.args(args);
         cmd.cwd(&env.project);
         let child = pair.slave.spawn_command(cmd).unwrap();
         drop(pair.slave);
@@ -477,6 +483,28 @@ fn a_tool_call_under_ask_waits_for_approval() {
     tui.wait_idle();
     let screen = tui.contents();
     assert!(screen.contains("✓ shell_exec"), "{screen}");
+}
+
+#[test]
+fn approval_auto_runs_tools_without_asking() {
+    let env = TestEnv::new();
+    env.trust_project();
+    let model = Model::start();
+    model.server.enqueue(FakeReply::tool_call(
+        "shell_exec",
+        json!({"command": "echo auto-output-$((40 + 2))"}),
+    ));
+    model.server.enqueue(FakeReply::text("Ran it without asking."));
+    let mut tui = Tui::start_with(&env, &model, 30, 100, &["--approval", "auto"]);
+    tui.wait_idle();
+    tui.send("run it");
+    tui.wait_for("● Ran it without asking.");
+    tui.wait_idle();
+    let screen = tui.contents();
+    assert!(
+        screen.contains("auto-output-42") && !screen.contains("Approve tool call"),
+        "{screen}"
+    );
 }
 
 #[test]
