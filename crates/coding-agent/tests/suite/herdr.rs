@@ -4,11 +4,12 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::time::Duration;
 
 use serde_json::{Value, json};
 use test_support::env::TestEnv;
 use test_support::fake_model::{FakeModelServer, FakeReply, Wire};
+
+use super::run_e2e::run_elph_with;
 use test_support::hook_scripts::write_script;
 
 /// The script as shipped.
@@ -52,29 +53,7 @@ fn fake_herdr(env: &TestEnv) -> (PathBuf, PathBuf) {
 }
 
 async fn elph_run(env: &TestEnv, server: &FakeModelServer, vars: &[(&str, &Path)]) -> Output {
-    let mut command = env.command(Path::new(env!("CARGO_BIN_EXE_elph")));
-    command
-        .env("OPENAI_API_KEY", "sk-test-secret-key")
-        .env("OPENAI_BASE_URL", server.base_url())
-        .args([
-            "run",
-            "--model",
-            "openai/gpt-test",
-            "--output-format",
-            "json",
-            "list the files",
-        ]);
-    for (name, value) in vars {
-        command.env(name, value);
-    }
-    tokio::time::timeout(
-        Duration::from_secs(60),
-        tokio::task::spawn_blocking(move || command.output()),
-    )
-    .await
-    .expect("elph run finished within 60 s")
-    .unwrap()
-    .unwrap()
+    run_elph_with(env, server, vars, &["--output-format", "json", "list the files"]).await
 }
 
 fn calls(path: &Path) -> Vec<String> {

@@ -4,53 +4,45 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use test_support::env::TestEnv;
 use test_support::hook_scripts::write_script;
 
 const ELPH: &str = env!("CARGO_BIN_EXE_elph");
 const DEADLINE: Duration = Duration::from_secs(60);
 
-/// HOME, CONFIG_DIR, DATA_DIR and a project, all in one temp folder.
-struct World {
-    _root: tempfile::TempDir,
-    home: PathBuf,
-    config: PathBuf,
-    data: PathBuf,
-    project: PathBuf,
+/// The hermetic layout of `TestEnv` (HOME, CONFIG_DIR, DATA_DIR, a project), with the helpers these
+/// tests share.
+struct World(TestEnv);
+
+impl std::ops::Deref for World {
+    type Target = TestEnv;
+
+    fn deref(&self) -> &TestEnv {
+        &self.0
+    }
 }
 
 impl World {
     fn new() -> Self {
-        let root = tempfile::tempdir().unwrap();
-        let base = std::fs::canonicalize(root.path()).unwrap();
-        let world = World {
-            home: base.join("home"),
-            config: base.join("config"),
-            data: base.join("data"),
-            project: base.join("project"),
-            _root: root,
-        };
-        for dir in [&world.home, &world.config, &world.project] {
-            std::fs::create_dir_all(dir).unwrap();
-        }
-        world
+        World(TestEnv::new())
     }
 
     /// Writes CONFIG_DIR/hooks.json, scripts under CONFIG_DIR/hooks/.
     fn home_hooks(&self, hooks: Value) {
         std::fs::write(
-            self.config.join("hooks.json"),
+            self.config_dir.join("hooks.json"),
             serde_json::to_string_pretty(&json!({ "hooks": hooks })).unwrap(),
         )
         .unwrap();
     }
 
     fn script(&self, name: &str, body: &str) -> PathBuf {
-        write_script(&self.config.join("hooks"), name, body)
+        write_script(&self.config_dir.join("hooks"), name, body)
     }
 
     fn trust_project(&self) {
         std::fs::write(
-            self.config.join("trust.json"),
+            self.config_dir.join("trust.json"),
             json!({ "directories": { self.project.to_str().unwrap(): true } }).to_string(),
         )
         .unwrap();
@@ -61,8 +53,8 @@ impl World {
         command
             .env_clear()
             .env("HOME", &self.home)
-            .env("ELPH_HOME", &self.config)
-            .env("ELPH_DATA_DIR", &self.data)
+            .env("ELPH_HOME", &self.config_dir)
+            .env("ELPH_DATA_DIR", &self.data_dir)
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("NO_COLOR", "1")
             .arg("--cwd")
@@ -141,7 +133,7 @@ fn shows_each_hook_and_the_reduced_outcome() {
         "hooks of other events are not listed:\n{out}"
     );
     // Tests are synthetic: the run log is not written.
-    assert!(!world.data.join("logs").exists());
+    assert!(!world.data_dir.join("logs").exists());
 }
 
 #[test]
@@ -215,7 +207,7 @@ fn json_output_is_one_document() {
 #[test]
 fn a_payload_file_or_stdin_is_checked_against_the_event() {
     let world = World::new();
-    let seen = world.config.join("seen.json");
+    let seen = world.config_dir.join("seen.json");
     world.script("observe.sh", &format!("cat > '{}'", seen.display()));
     world.home_hooks(json!([
         {"id": "observe", "event": "postToolUseFailure", "command": "hooks/observe.sh"},
@@ -228,7 +220,7 @@ fn a_payload_file_or_stdin_is_checked_against_the_event() {
         "details": {},
         "isError": true
     });
-    let file = world.config.join("payload.json");
+    let file = world.config_dir.join("payload.json");
     std::fs::write(&file, payload.to_string()).unwrap();
     let (code, out, err) = world.hooks_test(&["postToolUseFailure", "--payload", file.to_str().unwrap()]);
     assert_eq!(code, 0, "{out}\n{err}");
@@ -292,7 +284,7 @@ fn usage_errors_exit_1_with_a_helpful_message() {
 fn a_malformed_hook_file_is_a_configuration_error() {
     let world = World::new();
     std::fs::write(
-        world.config.join("hooks.json"),
+        world.config_dir.join("hooks.json"),
         r#"{"hooks": [{"id": "x", "event": "preToolUse"}]}"#,
     )
     .unwrap();
@@ -342,7 +334,7 @@ fn project_hooks_run_only_in_a_trusted_project() {
 #[test]
 fn credentials_in_the_agents_environment_never_reach_a_hook() {
     let world = World::new();
-    let env_file = world.config.join("env.txt");
+    let env_file = world.config_dir.join("env.txt");
     world.script("env.sh", "env > \"$1\"");
     world.home_hooks(json!([
         {"id": "env-dump", "event": "sessionStart", "command": "hooks/env.sh", "args": [env_file]},

@@ -13,9 +13,20 @@ pub fn elph() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_elph"))
 }
 
-/// Runs `elph run` against `server` with `args` after the prompt, under a deadline.
+/// Runs `elph run` against `server` with `args` after the model, under a deadline.
 pub async fn run_elph(env: &TestEnv, server: &FakeModelServer, args: &[&str]) -> Output {
+    run_elph_with::<&str>(env, server, &[], args).await
+}
+
+/// `run_elph` with extra environment variables for the elph process.
+pub async fn run_elph_with<V: AsRef<std::ffi::OsStr>>(
+    env: &TestEnv,
+    server: &FakeModelServer,
+    vars: &[(&str, V)],
+    args: &[&str],
+) -> Output {
     let mut command = env.command(&elph());
+    command.envs(vars.iter().map(|(name, value)| (*name, value.as_ref())));
     match server.wire() {
         Wire::OpenAi => {
             command

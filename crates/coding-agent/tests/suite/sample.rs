@@ -5,11 +5,12 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Output;
-use std::time::Duration;
 
 use serde_json::Value;
 use test_support::env::{TestEnv, json_lines};
 use test_support::fake_model::{FakeModelServer, FakeReply, Wire};
+
+use super::run_e2e::run_elph;
 
 /// The repository's `.elph` folder.
 fn sample_dir() -> PathBuf {
@@ -27,26 +28,7 @@ fn copy_sample(project: &Path) {
 }
 
 async fn elph_run(env: &TestEnv, server: &FakeModelServer, prompt: &str) -> Output {
-    let mut command = env.command(Path::new(env!("CARGO_BIN_EXE_elph")));
-    command
-        .env("OPENAI_API_KEY", "sk-test-secret-key")
-        .env("OPENAI_BASE_URL", server.base_url())
-        .args([
-            "run",
-            "--model",
-            "openai/gpt-test",
-            "--output-format",
-            "json",
-            prompt,
-        ]);
-    tokio::time::timeout(
-        Duration::from_secs(60),
-        tokio::task::spawn_blocking(move || command.output()),
-    )
-    .await
-    .expect("elph run finished within 60 s")
-    .unwrap()
-    .unwrap()
+    run_elph(env, server, &["--output-format", "json", prompt]).await
 }
 
 #[tokio::test]
