@@ -10,7 +10,9 @@ use serde_json::{Map, Value, json};
 
 use crate::http::{DecodeError, HttpProviderConfig, SseDecoder, SseEndpoint, parse_tool_input};
 use crate::messages::{ContentBlock, Message, ToolCall};
-use crate::provider::{Provider, ProviderError, Request, StopReason, StreamEvent, Turn, Usage};
+use crate::provider::{
+    Provider, ProviderError, Request, StopReason, StreamEvent, Turn, Usage, provider_schema,
+};
 
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 pub const API_KEY_ENV: &str = "ANTHROPIC_API_KEY";
@@ -84,7 +86,7 @@ fn request_body(model: &str, request: &Request) -> Value {
         let tools = request
             .tools
             .iter()
-            .map(|tool| json!({"name": tool.name, "description": tool.description, "input_schema": tool.input_schema}))
+            .map(|tool| json!({"name": tool.name, "description": tool.description, "input_schema": provider_schema(&tool.input_schema)}))
             .collect();
         body.insert("tools".into(), Value::Array(tools));
     }
@@ -351,6 +353,8 @@ impl SseDecoder for MessagesDecoder {
             Some("end_turn") => StopReason::EndTurn,
             Some("tool_use") => StopReason::ToolUse,
             Some("max_tokens") => StopReason::MaxTokens,
+            Some("refusal") => StopReason::Refusal,
+            Some("pause_turn") => StopReason::PauseTurn,
             Some(other) => StopReason::Other(other.to_string()),
             None if !self.tool_calls.is_empty() => StopReason::ToolUse,
             None => StopReason::EndTurn,

@@ -10,7 +10,9 @@ use serde_json::{Map, Value, json};
 
 use crate::http::{DecodeError, HttpProviderConfig, SseDecoder, SseEndpoint, parse_tool_input};
 use crate::messages::{Content, ContentBlock, Message, ToolCall};
-use crate::provider::{Provider, ProviderError, Request, StopReason, StreamEvent, Turn, Usage};
+use crate::provider::{
+    Provider, ProviderError, Request, StopReason, StreamEvent, Turn, Usage, provider_schema,
+};
 
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 pub const API_KEY_ENV: &str = "OPENAI_API_KEY";
@@ -79,7 +81,7 @@ fn request_body(model: &str, request: &Request, max_completion_tokens: bool) -> 
     if !request.system_prompt.is_empty() {
         messages.push(json!({"role": "system", "content": request.system_prompt}));
     }
-    messages.extend(request.messages.iter().map(message_json));
+    messages.extend(conversation_json(&request.messages));
 
     let mut body = Map::new();
     body.insert("model".into(), json!(model));
@@ -96,7 +98,7 @@ fn request_body(model: &str, request: &Request, max_completion_tokens: bool) -> 
                     "function": {
                         "name": tool.name,
                         "description": tool.description,
-                        "parameters": tool.input_schema,
+                        "parameters": provider_schema(&tool.input_schema),
                     }
                 })
             })
@@ -112,6 +114,45 @@ fn request_body(model: &str, request: &Request, max_completion_tokens: bool) -> 
         body.insert(field.into(), json!(max));
     }
     Value::Object(body)
+}
+
+/// Maps the conversation. Chat Completions takes only text in a `tool` message, so the images of a
+/// run of tool results (an MCP screenshot, say) follow it in one user message of image parts, each
+/// introduced by the id of the call that returned it.
+fn conversation_json(messages: &[Message]) -> Vec<Value> {
+    let mut out = Vec::with_capacity(messages.len());
+    let mut pending_images: Vec<Value> = Vec::new();
+    for message in messages {
+        if !matches!(message, Message::Tool { .. }) && !pending_images.is_empty() {
+            out.push(json!({"role": "user", "content": std::mem::take(&mut pending_images)}));
+        }
+        out.push(message_json(message));
+        if let Message::Tool {
+            tool_call_id,
+            content,
+            ..
+        } = message
+        {
+            let images: Vec<Value> = content
+                .blocks()
+                .iter()
+                .filter_map(|block| match block {
+                    ContentBlock::Image { .. } => Some(part_json(block)),
+                    ContentBlock::Text { .. } => None,
+                })
+                .collect();
+            if !images.is_empty() {
+                pending_images.push(
+                    json!({"type": "text", "text": format!("Image output of tool call {tool_call_id}:")}),
+                );
+                pending_images.extend(images);
+            }
+        }
+    }
+    if !pending_images.is_empty() {
+        out.push(json!({"role": "user", "content": pending_images}));
+    }
+    out
 }
 
 fn message_json(message: &Message) -> Value {
@@ -149,16 +190,16 @@ fn user_content(content: &Content) -> Value {
     if !blocks.iter().any(|b| matches!(b, ContentBlock::Image { .. })) {
         return json!(content.text());
     }
-    let parts = blocks
-        .iter()
-        .map(|block| match block {
-            ContentBlock::Text { text } => json!({"type": "text", "text": text}),
-            ContentBlock::Image { data, mime_type } => {
-                json!({"type": "image_url", "image_url": {"url": format!("data:{mime_type};base64,{data}")}})
-            }
-        })
-        .collect();
-    Value::Array(parts)
+    Value::Array(blocks.iter().map(part_json).collect())
+}
+
+fn part_json(block: &ContentBlock) -> Value {
+    match block {
+        ContentBlock::Text { text } => json!({"type": "text", "text": text}),
+        ContentBlock::Image { data, mime_type } => {
+            json!({"type": "image_url", "image_url": {"url": format!("data:{mime_type};base64,{data}")}})
+        }
+    }
 }
 
 fn tool_call_json(call: &ToolCall) -> Value {
@@ -182,6 +223,8 @@ struct PartialCall {
 #[derive(Debug, Default)]
 pub(crate) struct ChatDecoder {
     text: String,
+    /// The model's refusal (`delta.refusal`), which arrives instead of content.
+    refusal: String,
     calls: BTreeMap<u64, PartialCall>,
     last_index: Option<u64>,
     finish_reason: Option<String>,
@@ -274,6 +317,15 @@ impl SseDecoder for ChatDecoder {
                     self.text.push_str(text);
                     emit(StreamEvent::TextDelta(text.to_string()));
                 }
+                if let Some(refusal) = delta
+                    .get("refusal")
+                    .and_then(Value::as_str)
+                    .filter(|t| !t.is_empty())
+                {
+                    // Shown like answer text, so the user sees why there is no answer.
+                    self.refusal.push_str(refusal);
+                    emit(StreamEvent::TextDelta(refusal.to_string()));
+                }
                 for call in delta
                     .get("tool_calls")
                     .and_then(Value::as_array)
@@ -314,15 +366,25 @@ impl SseDecoder for ChatDecoder {
             emit(StreamEvent::Usage(usage));
         }
         let stop_reason = match self.finish_reason.as_deref() {
+            _ if !self.refusal.is_empty() => StopReason::Refusal,
             Some("stop") => StopReason::EndTurn,
             Some("tool_calls" | "function_call") => StopReason::ToolUse,
             Some("length") => StopReason::MaxTokens,
+            Some("content_filter") => StopReason::ContentFilter,
             Some(other) => StopReason::Other(other.to_string()),
             None if !tool_calls.is_empty() => StopReason::ToolUse,
             None => StopReason::EndTurn,
         };
+        // A refusal is the answer: stored and sent back as the assistant's text, never as "".
+        let mut text = self.text;
+        if !self.refusal.is_empty() {
+            if !text.is_empty() {
+                text.push('\n');
+            }
+            text.push_str(&self.refusal);
+        }
         Ok(Turn {
-            text: self.text,
+            text,
             tool_calls,
             usage: self.usage,
             stop_reason,

@@ -50,8 +50,62 @@ pub struct Usage {
 pub enum StopReason {
     EndTurn,
     ToolUse,
+    /// The output token limit cut the answer short (OpenAI `length`, Anthropic `max_tokens`).
     MaxTokens,
+    /// The provider's content filter withheld or cut the answer (OpenAI `content_filter`).
+    ContentFilter,
+    /// The model declined to answer (OpenAI's `refusal` text, Anthropic `refusal`).
+    Refusal,
+    /// A long server-side turn was paused; sending the conversation back continues it (Anthropic
+    /// `pause_turn`).
+    PauseTurn,
     Other(String),
+}
+
+impl StopReason {
+    /// Whether the model ended the way it normally does: an answer, or tool calls to run.
+    pub fn is_normal(&self) -> bool {
+        matches!(self, StopReason::EndTurn | StopReason::ToolUse)
+    }
+
+    /// The name front ends report (`stopReason` in `elph run`'s JSON): camelCase for the known
+    /// reasons, the provider's own word for the others.
+    pub fn name(&self) -> String {
+        match self {
+            StopReason::EndTurn => "endTurn".into(),
+            StopReason::ToolUse => "toolUse".into(),
+            StopReason::MaxTokens => "maxTokens".into(),
+            StopReason::ContentFilter => "contentFilter".into(),
+            StopReason::Refusal => "refusal".into(),
+            StopReason::PauseTurn => "pauseTurn".into(),
+            StopReason::Other(other) => other.clone(),
+        }
+    }
+
+    /// A sentence for people about a stop that is not normal; `None` for a normal one.
+    pub fn explain(&self) -> Option<String> {
+        Some(match self {
+            StopReason::EndTurn | StopReason::ToolUse => return None,
+            StopReason::MaxTokens => "the model's answer was cut off at its output token limit".into(),
+            StopReason::ContentFilter => "the provider's content filter stopped the model's answer".into(),
+            StopReason::Refusal => "the model refused to answer".into(),
+            StopReason::PauseTurn => "the provider paused the model's turn; continuing it".into(),
+            StopReason::Other(other) => format!("the model stopped for a reason Elph does not know: {other}"),
+        })
+    }
+}
+
+/// Removes the top-level `$schema` keyword from a tool's input schema: it describes the document,
+/// not the input, and strict or OpenAI-compatible servers may refuse a schema that carries it.
+pub fn provider_schema(schema: &serde_json::Value) -> serde_json::Value {
+    match schema {
+        serde_json::Value::Object(map) if map.contains_key("$schema") => {
+            let mut map = map.clone();
+            map.remove("$schema");
+            serde_json::Value::Object(map)
+        }
+        other => other.clone(),
+    }
 }
 
 /// A finished model turn, assembled from the stream.

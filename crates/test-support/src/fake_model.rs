@@ -82,6 +82,7 @@ pub struct FakeReply {
     kind: Kind,
     usage: Option<(u64, u64)>,
     stop_reason: Option<String>,
+    refusal: Option<String>,
     chunk_delay: Duration,
     hold: Option<Gate>,
     drop_after: Option<usize>,
@@ -93,6 +94,7 @@ impl FakeReply {
             kind,
             usage: None,
             stop_reason: None,
+            refusal: None,
             chunk_delay: Duration::ZERO,
             hold: None,
             drop_after: None,
@@ -113,6 +115,14 @@ impl FakeReply {
             text: String::new(),
             tool_calls: vec![(name.into(), input)],
         })
+    }
+
+    /// A refusal: OpenAI streams it as `delta.refusal` (finishing with `stop`); Anthropic streams it
+    /// as text and stops with `refusal`.
+    pub fn refusal(text: impl Into<String>) -> Self {
+        let mut reply = Self::text("");
+        reply.refusal = Some(text.into());
+        reply
     }
 
     /// Adds a tool call to a turn (after its text and earlier calls).
@@ -402,9 +412,13 @@ async fn serve(shared: Arc<Shared>, stream: TcpStream) {
         .usage
         .unwrap_or((body_len.div_ceil(4), (output_chars as u64).div_ceil(4) + 1));
     let stop = reply.stop_reason.clone();
-    let (frames, content_end) = match shared.wire {
-        Wire::OpenAi => openai_frames(&model, &text, &calls, usage, stop),
-        Wire::Anthropic => anthropic_frames(&model, &text, &calls, usage, stop),
+    let (frames, content_end) = match (shared.wire, &reply.refusal) {
+        (Wire::OpenAi, refusal) => openai_frames(&model, &text, refusal.as_deref(), &calls, usage, stop),
+        (Wire::Anthropic, Some(refusal)) => {
+            let stop = stop.or_else(|| Some("refusal".into()));
+            anthropic_frames(&model, refusal, &calls, usage, stop)
+        }
+        (Wire::Anthropic, None) => anthropic_frames(&model, &text, &calls, usage, stop),
     };
 
     let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n\
@@ -554,6 +568,7 @@ fn pieces(text: &str, size: usize) -> Vec<String> {
 fn openai_frames(
     model: &str,
     text: &str,
+    refusal: Option<&str>,
     calls: &[(String, String, String)],
     (input, output): (u64, u64),
     stop: Option<String>,
@@ -570,6 +585,11 @@ fn openai_frames(
         words(text)
             .into_iter()
             .map(|w| chunk(json!({"content": w}), Value::Null)),
+    );
+    frames.extend(
+        words(refusal.unwrap_or(""))
+            .into_iter()
+            .map(|w| chunk(json!({"content": null, "refusal": w}), Value::Null)),
     );
     for (index, (id, name, args)) in calls.iter().enumerate() {
         frames.push(chunk(

@@ -254,7 +254,7 @@ fn print_result(
         OutputFormat::StreamJson => {
             println!(
                 "{}",
-                json!({"type": "result", "sessionId": session_id, "model": model, "status": status_name(result.status), "result": result.text, "error": result.error})
+                json!({"type": "result", "sessionId": session_id, "model": model, "status": status_name(result.status), "result": result.text, "error": result.error, "stopReason": result.stop_reason})
             );
         }
         OutputFormat::Json => {
@@ -275,6 +275,7 @@ fn print_result(
                 "status": status_name(result.status),
                 "result": result.text,
                 "error": result.error,
+                "stopReason": result.stop_reason,
                 "toolCalls": tool_calls,
                 "hooks": hooks,
             });

@@ -16,6 +16,7 @@ mod run_e2e;
 mod sample;
 mod schema;
 mod sessions_e2e;
+mod stop_reasons;
 mod store;
 mod trust;
 mod trust_gate_pty;

@@ -14,7 +14,7 @@ use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use elph_ai::provider::{Provider, Request, StreamEvent, Usage};
+use elph_ai::provider::{Provider, Request, StopReason, StreamEvent, Usage};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
@@ -67,6 +67,9 @@ pub struct TurnResult {
     /// The last assistant text of the turn.
     pub text: String,
     pub error: Option<String>,
+    /// Why the model's last answer stopped, when that was not a normal end (`maxTokens`,
+    /// `contentFilter`, `refusal`, or the provider's own word): the answer may be cut short.
+    pub stop_reason: Option<String>,
 }
 
 /// Temporary material of one user turn: never stored.
@@ -248,6 +251,7 @@ impl AgentHarness {
             status: StopStatus::Cancelled,
             text,
             error: Some("cancelled".into()),
+            stop_reason: None,
         }
     }
 
@@ -352,6 +356,7 @@ impl AgentHarness {
                         status: StopStatus::Failed,
                         text: last_text,
                         error: Some(err.to_string()),
+                        stop_reason: None,
                     };
                 }
                 Some(Ok(turn)) => turn,
@@ -366,11 +371,23 @@ impl AgentHarness {
                 tool_calls: answer.tool_calls.clone(),
             });
             self.store(Message::assistant(answer.text, answer.tool_calls.clone()));
+            if let Some(explanation) = answer.stop_reason.explain() {
+                self.notice(format!(
+                    "{explanation} (stop reason: {})",
+                    answer.stop_reason.name()
+                ));
+            }
             if answer.tool_calls.is_empty() {
+                if answer.stop_reason == StopReason::PauseTurn {
+                    // The provider paused a long turn of its own: sending the conversation back
+                    // (the paused answer last) lets it go on.
+                    continue;
+                }
                 return TurnResult {
                     status: StopStatus::Completed,
                     text: last_text,
                     error: None,
+                    stop_reason: (!answer.stop_reason.is_normal()).then(|| answer.stop_reason.name()),
                 };
             }
             let mut all_terminate = true;
@@ -397,6 +414,7 @@ impl AgentHarness {
                     status: StopStatus::Completed,
                     text: last_text,
                     error: None,
+                    stop_reason: None,
                 };
             }
         }
@@ -407,6 +425,7 @@ impl AgentHarness {
                 "stopped after {} model requests in one turn (raise --max-turns to allow more)",
                 self.config.max_turns
             )),
+            stop_reason: None,
         }
     }
 

@@ -1,6 +1,7 @@
 //! Shared helpers for the integration tests.
 
 mod anthropic;
+mod edge_cases;
 mod errors;
 mod openai;
 mod retry;
