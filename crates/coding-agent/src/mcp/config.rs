@@ -2,25 +2,32 @@
 //! (`PROJECT_DIR/.elph/mcp.json`), read, checked and merged into one list of server definitions.
 //!
 //! ```json
-//! { "servers": {
-//!     "github": { "url": "https://api.example.com/mcp", "headers": { "Authorization": "Bearer …" } },
+//! { "mcpServers": {
+//!     "github": { "type": "http", "url": "https://api.example.com/mcp",
+//!                 "headers": { "Authorization": "Bearer ${GITHUB_TOKEN}" } },
 //!     "files":  { "command": "./servers/files", "args": ["--root", "."], "env": { "LOG": "1" },
 //!                 "timeoutMs": 30000 }
 //! } }
 //! ```
 //!
-//! A server has either `command` (stdio: `args`, `env`) or `url` (streamable HTTP: `headers`), plus
-//! `timeoutMs` (each call, default 60 s) and `enabled`. Unknown fields make the file malformed; a
-//! malformed file is skipped as a unit with one diagnostic that names it (the other file still
-//! loads), like hooks.json. Names are unique across both files: the first definition wins.
+//! The servers sit under `mcpServers` (the common shape) or `servers` (Elph's first key). A server
+//! has either `command` (stdio: `args`, `env`) or `url` (streamable HTTP: `headers`), an optional
+//! `type` that must agree, plus `timeoutMs` (each call, default 60 s) and `enabled`. `${VAR}` and
+//! `${VAR:-default}` expand in `command`, `args`, `env`, `url` and `headers` ([`super::expand`]).
+//! Unknown fields make the file malformed; a malformed file is skipped as a unit with one
+//! diagnostic that names it (the other file still loads), like hooks.json. Names are unique across
+//! both files: the first definition wins. A `"type": "sse"` server is skipped with a diagnostic:
+//! the MCP client Elph uses does not speak the legacy SSE transport.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 
+use super::expand::expand;
+use super::file::{McpFile, ServerConfig, TransportType};
 use crate::diagnostics::Diagnostic;
 use crate::hooks::discovery::{ResolvedCommand, resolve_command};
 use crate::paths::Paths;
@@ -46,36 +53,6 @@ pub fn project_file(paths: &Paths) -> PathBuf {
 /// The home mcp.json.
 pub fn home_file(paths: &Paths) -> PathBuf {
     paths.config_dir.join("mcp.json")
-}
-
-/// One server as written.
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct ServerConfig {
-    command: Option<String>,
-    #[serde(default)]
-    args: Vec<String>,
-    #[serde(default)]
-    env: BTreeMap<String, String>,
-    url: Option<String>,
-    #[serde(default)]
-    headers: BTreeMap<String, String>,
-    timeout_ms: Option<u64>,
-    #[serde(default = "enabled_by_default")]
-    enabled: bool,
-}
-
-fn enabled_by_default() -> bool {
-    true
-}
-
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct McpFile {
-    #[serde(rename = "$schema", default)]
-    #[allow(dead_code)]
-    schema: Option<String>,
-    servers: serde_json::Map<String, Value>,
 }
 
 /// How Elph talks to a server.
@@ -109,6 +86,9 @@ fn keys_only<S: serde::Serializer>(map: &BTreeMap<String, String>, serializer: S
 #[serde(rename_all = "camelCase")]
 pub struct ServerDefinition {
     pub name: String,
+    /// Where it is defined in its file (`/mcpServers/NAME`).
+    #[serde(skip)]
+    pub pointer: String,
     #[serde(flatten)]
     pub transport: ServerTransport,
     /// Each tool call's limit.
@@ -192,7 +172,7 @@ impl McpConfig {
     }
 
     fn read(&mut self, path: &Path, scope: McpScope, path_var: &str) {
-        let state = match read_file(path, scope, path_var) {
+        let state = match read_file(path, scope, path_var, &|name| std::env::var(name).ok()) {
             Ok(None) => McpFileState::Missing,
             Err(error) => {
                 let diagnostic = Diagnostic::new(error.message.clone()).in_file(path);
@@ -205,9 +185,13 @@ impl McpConfig {
                     reason: error.message,
                 }
             }
-            Ok(Some(servers)) => {
+            Ok(Some(parsed)) => {
+                for (pointer, message) in parsed.skipped {
+                    self.diagnostics
+                        .push(Diagnostic::new(message).in_file(path).at(pointer));
+                }
                 let mut loaded = 0;
-                for server in servers {
+                for server in parsed.servers {
                     if let Some(first) = self.servers.iter().find(|s| s.name == server.name) {
                         self.diagnostics.push(
                             Diagnostic::new(format!(
@@ -217,7 +201,7 @@ impl McpConfig {
                                 first.source.display()
                             ))
                             .in_file(path)
-                            .at(format!("/servers/{}", server.name)),
+                            .at(server.pointer.clone()),
                         );
                         continue;
                     }
@@ -249,19 +233,30 @@ fn malformed(pointer: Option<String>, message: impl Into<String>) -> McpLoadErro
     }
 }
 
+/// Looks up an environment variable for `${VAR}` expansion.
+pub type EnvLookup<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+/// The servers of one file, and the ones it skipped (JSON pointer, why).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ParsedFile {
+    pub servers: Vec<ServerDefinition>,
+    pub skipped: Vec<(String, String)>,
+}
+
 /// Reads one mcp.json. `Ok(None)` when it does not exist.
 pub fn read_file(
     path: &Path,
     scope: McpScope,
     path_var: &str,
-) -> Result<Option<Vec<ServerDefinition>>, McpLoadError> {
+    env: EnvLookup<'_>,
+) -> Result<Option<ParsedFile>, McpLoadError> {
     let bytes = match std::fs::read(path) {
         Ok(bytes) => bytes,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(err) => return Err(malformed(None, format!("cannot be read: {err}"))),
     };
     let folder = path.parent().unwrap_or(Path::new("/"));
-    parse(&bytes, path, folder, scope, path_var).map(Some)
+    parse(&bytes, path, folder, scope, path_var, env).map(Some)
 }
 
 /// Parses and checks the contents of an mcp.json found at `source`.
@@ -271,7 +266,8 @@ pub fn parse(
     folder: &Path,
     scope: McpScope,
     path_var: &str,
-) -> Result<Vec<ServerDefinition>, McpLoadError> {
+    env: EnvLookup<'_>,
+) -> Result<ParsedFile, McpLoadError> {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     let text = std::str::from_utf8(bytes).map_err(|err| {
         malformed(
@@ -283,28 +279,76 @@ pub fn parse(
         malformed(
             None,
             format!(
-                "is not valid JSON: {err}; expected {{\"servers\": {{\"NAME\": {{\"command\": \"…\"}}}}}}"
+                "is not valid JSON: {err}; expected {{\"mcpServers\": {{\"NAME\": {{\"command\": \"…\"}}}}}}"
             ),
         )
     })?;
     let file: McpFile = serde_json::from_value(value).map_err(|err| {
         malformed(
             Some(String::new()),
-            format!("{err}; expected {{\"servers\": {{…}}}}"),
+            format!("{err}; expected {{\"mcpServers\": {{…}}}}"),
         )
     })?;
-    let mut servers = Vec::new();
-    for (name, value) in file.servers {
-        let pointer = format!("/servers/{name}");
+    let (key, entries) = match (file.mcp_servers, file.servers) {
+        (Some(_), Some(_)) => {
+            return Err(malformed(
+                Some(String::new()),
+                "has both \"mcpServers\" and \"servers\"; keep one (they mean the same)",
+            ));
+        }
+        (Some(entries), None) => ("mcpServers", entries),
+        (None, Some(entries)) => ("servers", entries),
+        (None, None) => {
+            return Err(malformed(
+                Some(String::new()),
+                "has no \"mcpServers\" object; expected {\"mcpServers\": {\"NAME\": {\"command\": \"…\"}}}",
+            ));
+        }
+    };
+    let mut parsed = ParsedFile::default();
+    for (name, value) in entries {
+        let pointer = format!("/{key}/{name}");
         check_name(&name).map_err(|reason| malformed(Some(pointer.clone()), reason))?;
         let config: ServerConfig =
             serde_json::from_value(value).map_err(|err| malformed(Some(pointer.clone()), err.to_string()))?;
-        servers.push(
-            definition(name, config, source, folder, scope, path_var)
-                .map_err(|(field, reason)| malformed(Some(format!("{pointer}{field}")), reason))?,
-        );
+        if config.kind == Some(TransportType::Sse) {
+            parsed.skipped.push((
+                pointer,
+                format!(
+                    "MCP server '{name}' uses the legacy SSE transport (\"type\": \"sse\"), which Elph's MCP client does not speak; it is skipped. Most servers also serve streamable HTTP: try \"type\": \"http\" with the server's streamable endpoint"
+                ),
+            ));
+            continue;
+        }
+        let config = expand_config(config, env)
+            .map_err(|(field, reason)| malformed(Some(format!("{pointer}{field}")), reason))?;
+        let mut server = definition(name, config, source, folder, scope, path_var)
+            .map_err(|(field, reason)| malformed(Some(format!("{pointer}{field}")), reason))?;
+        server.pointer = pointer;
+        parsed.servers.push(server);
     }
-    Ok(servers)
+    Ok(parsed)
+}
+
+/// Expands `${VAR}` in every field where it is allowed; the error names the field.
+fn expand_config(mut config: ServerConfig, env: EnvLookup<'_>) -> Result<ServerConfig, (String, String)> {
+    let one = |field: String, text: &str| expand(text, env).map_err(|err| (field, err.to_string()));
+    if let Some(command) = &config.command {
+        config.command = Some(one("/command".into(), command)?);
+    }
+    if let Some(url) = &config.url {
+        config.url = Some(one("/url".into(), url)?);
+    }
+    for (index, arg) in config.args.iter_mut().enumerate() {
+        *arg = one(format!("/args/{index}"), arg)?;
+    }
+    for (name, value) in config.env.iter_mut() {
+        *value = one(format!("/env/{name}"), value)?;
+    }
+    for (name, value) in config.headers.iter_mut() {
+        *value = one(format!("/headers/{name}"), value)?;
+    }
+    Ok(config)
 }
 
 /// Server names become part of tool names (`mcp_{server}__{tool}`), which providers restrict.
@@ -330,34 +374,43 @@ fn definition(
     folder: &Path,
     scope: McpScope,
     path_var: &str,
-) -> Result<ServerDefinition, (&'static str, String)> {
+) -> Result<ServerDefinition, (String, String)> {
     let timeout_ms = config.timeout_ms.unwrap_or(DEFAULT_CALL_TIMEOUT_MS);
     if !(1..=MAX_CALL_TIMEOUT_MS).contains(&timeout_ms) {
         return Err((
-            "/timeoutMs",
+            "/timeoutMs".into(),
             format!("timeoutMs is {timeout_ms}; expected 1 to {MAX_CALL_TIMEOUT_MS}"),
         ));
+    }
+    match (config.kind, &config.command, &config.url) {
+        (Some(TransportType::Stdio), None, _) => {
+            return Err(("".into(), "\"type\": \"stdio\" needs \"command\"".into()));
+        }
+        (Some(TransportType::Http), _, None) => {
+            return Err(("".into(), "\"type\": \"http\" needs \"url\"".into()));
+        }
+        _ => {}
     }
     let transport = match (config.command, config.url) {
         (Some(_), Some(_)) => {
             return Err((
-                "",
+                "".into(),
                 "give either \"command\" (a stdio server) or \"url\" (a streamable HTTP server), not both"
                     .into(),
             ));
         }
         (None, None) => {
             return Err((
-                "",
+                "".into(),
                 "needs \"command\" (a stdio server) or \"url\" (a streamable HTTP server)".into(),
             ));
         }
         (Some(command), None) => {
             if command.is_empty() {
-                return Err(("/command", "command is empty".into()));
+                return Err(("/command".into(), "command is empty".into()));
             }
             if !config.headers.is_empty() {
-                return Err(("/headers", "headers apply only to a \"url\" server".into()));
+                return Err(("/headers".into(), "headers apply only to a \"url\" server".into()));
             }
             ServerTransport::Stdio {
                 command: resolve_command(&command, folder, path_var),
@@ -367,13 +420,16 @@ fn definition(
         }
         (None, Some(url)) => {
             if !(url.starts_with("http://") || url.starts_with("https://")) {
-                return Err(("/url", format!("url '{url}' must start with http:// or https://")));
+                return Err((
+                    "/url".into(),
+                    format!("url '{url}' must start with http:// or https://"),
+                ));
             }
             if !config.args.is_empty() {
-                return Err(("/args", "args apply only to a \"command\" server".into()));
+                return Err(("/args".into(), "args apply only to a \"command\" server".into()));
             }
             if !config.env.is_empty() {
-                return Err(("/env", "env applies only to a \"command\" server".into()));
+                return Err(("/env".into(), "env applies only to a \"command\" server".into()));
             }
             ServerTransport::Http {
                 url,
@@ -382,6 +438,7 @@ fn definition(
         }
     };
     Ok(ServerDefinition {
+        pointer: format!("/mcpServers/{name}"),
         name,
         transport,
         timeout: Duration::from_millis(timeout_ms),
@@ -396,13 +453,60 @@ mod tests {
     use super::*;
 
     fn parse_text(text: &str) -> Result<Vec<ServerDefinition>, McpLoadError> {
+        parse_with_skips(text).map(|parsed| parsed.servers)
+    }
+
+    fn parse_with_skips(text: &str) -> Result<ParsedFile, McpLoadError> {
+        let env = |name: &str| match name {
+            "TOKEN" => Some("s3cret".to_string()),
+            "HOST" => Some("127.0.0.1:7".to_string()),
+            _ => None,
+        };
         parse(
             text.as_bytes(),
             Path::new("/p/.elph/mcp.json"),
             Path::new("/p/.elph"),
             McpScope::Project,
             "/usr/bin:/bin",
+            &env,
         )
+    }
+
+    #[test]
+    fn the_common_shape_with_types_and_variables_parses() {
+        let servers = parse_text(
+            r#"{"mcpServers": {
+                "local": {"type": "stdio", "command": "${BIN_DIR:-/opt/bin}/server", "args": ["--token=${TOKEN}"],
+                          "env": {"API_KEY": "${TOKEN}", "MODE": "${MODE:-fast}"}},
+                "remote": {"type": "http", "url": "http://${HOST}/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}}
+            }}"#,
+        )
+        .unwrap();
+        let ServerTransport::Stdio { command, args, env } = &servers[0].transport else {
+            panic!("stdio expected");
+        };
+        assert_eq!(command.path, PathBuf::from("/opt/bin/server"));
+        assert_eq!(args, &["--token=s3cret"]);
+        assert_eq!(env["API_KEY"], "s3cret");
+        assert_eq!(env["MODE"], "fast");
+        assert_eq!(servers[0].pointer, "/mcpServers/local");
+        let ServerTransport::Http { url, headers } = &servers[1].transport else {
+            panic!("http expected");
+        };
+        assert_eq!(url, "http://127.0.0.1:7/mcp");
+        assert_eq!(headers["Authorization"], "Bearer s3cret");
+    }
+
+    #[test]
+    fn sse_servers_are_skipped_with_a_reason_and_the_rest_loads() {
+        let parsed = parse_with_skips(
+            r#"{"mcpServers": {"old": {"type": "sse", "url": "http://h/sse"}, "new": {"command": "x"}}}"#,
+        )
+        .unwrap();
+        assert_eq!(parsed.servers.len(), 1);
+        assert_eq!(parsed.skipped.len(), 1);
+        assert_eq!(parsed.skipped[0].0, "/mcpServers/old");
+        assert!(parsed.skipped[0].1.contains("legacy SSE"), "{:?}", parsed.skipped);
     }
 
     #[test]
@@ -467,6 +571,33 @@ mod tests {
                 "without '__'",
             ),
             (r#"{"servers": {}, "extra": true}"#, "", "unknown field `extra`"),
+            (r#"{"servers": {}, "mcpServers": {}}"#, "", "keep one"),
+            (r#"{}"#, "", "no \"mcpServers\""),
+            (
+                r#"{"mcpServers": {"a": {"type": "stdio", "url": "http://h"}}}"#,
+                "/mcpServers/a",
+                "needs \"command\"",
+            ),
+            (
+                r#"{"mcpServers": {"a": {"type": "http", "command": "x"}}}"#,
+                "/mcpServers/a",
+                "needs \"url\"",
+            ),
+            (
+                r#"{"mcpServers": {"a": {"type": "websocket", "command": "x"}}}"#,
+                "/mcpServers/a",
+                "unknown variant `websocket`",
+            ),
+            (
+                r#"{"mcpServers": {"a": {"url": "http://h", "headers": {"X": "${NOPE}"}}}}"#,
+                "/mcpServers/a/headers/X",
+                "NOPE is not set",
+            ),
+            (
+                r#"{"mcpServers": {"a": {"command": "x", "args": ["ok", "${BAD"]}}}"#,
+                "/mcpServers/a/args/1",
+                "without a closing",
+            ),
         ];
         for (text, pointer, reason) in cases {
             let error = parse_text(text).unwrap_err();

@@ -20,6 +20,8 @@
 //! misbehaving server cannot starve the agent's runtime.
 
 pub mod config;
+pub mod expand;
+pub mod file;
 pub mod process;
 pub mod server;
 pub mod tool;

@@ -384,6 +384,7 @@ mod tests {
         std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
         let definition = ServerDefinition {
+            pointer: String::new(),
             name: "s".into(),
             transport: ServerTransport::Stdio {
                 command: resolve_command(path.to_str().unwrap(), dir, ""),

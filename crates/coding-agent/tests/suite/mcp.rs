@@ -658,3 +658,56 @@ async fn cancelled_calls_do_not_wedge_the_client_and_stop_ends_every_group() {
         text_of(&after)
     );
 }
+
+#[tokio::test]
+async fn an_mcp_servers_file_with_type_and_variables_works() {
+    let env = TestEnv::new();
+    let evidence = Evidence::new(&env);
+    // The common shape, as Claude Desktop and Cursor write it: the paths come from Elph's
+    // environment through ${VAR}, one with a default that is not needed.
+    let config = json!({"mcpServers": {
+        "test": {
+            "type": "stdio",
+            "command": "${MCP_SERVER_BIN}",
+            "env": {
+                "MCP_TEST_STARTED": "${EVIDENCE_DIR}/mcp-started.jsonl",
+                "MCP_TEST_CALLS": "${CALLS_FILE:-/nonexistent/unused}",
+            },
+        },
+        "legacy": {"type": "sse", "url": "http://127.0.0.1:9/sse"},
+    }});
+    write_home_mcp(&env, &config);
+    let server = FakeModelServer::start(Wire::OpenAi).await;
+    server.enqueue(FakeReply::tool_call(
+        "mcp_test__echo",
+        json!({"text": "expanded"}),
+    ));
+    server.enqueue(FakeReply::text("ok"));
+    let vars = [
+        ("MCP_SERVER_BIN", mcp_test_server().display().to_string()),
+        ("EVIDENCE_DIR", env.root.path().display().to_string()),
+        ("CALLS_FILE", evidence.calls.display().to_string()),
+    ];
+    let output = super::run_e2e::run_elph_with(&env, &server, &vars, &["echo"]).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(tool_messages(&server.requests()[1]), ["expanded"]);
+    assert_eq!(
+        evidence.calls(),
+        [json!({"tool": "echo", "arguments": {"text": "expanded"}})]
+    );
+    assert_eq!(evidence.pids().len(), 1);
+    let stderr = stderr(&output);
+    assert!(
+        stderr.contains("'legacy' uses the legacy SSE transport"),
+        "{stderr}"
+    );
+
+    // Without the variable (and no default) the file is malformed, and the diagnostic names both.
+    server.enqueue(FakeReply::text("ok"));
+    let output = run_elph(&env, &server, &["again"]).await;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("/mcpServers/test/command") && stderr.contains("MCP_SERVER_BIN is not set"),
+        "{stderr}"
+    );
+}

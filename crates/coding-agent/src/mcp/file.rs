@@ -1,0 +1,100 @@
+//! The mcp.json model as written, and its published JSON Schema (`schemas/mcp-schema.json`, kept
+//! equal to these types by a test).
+//!
+//! Both the common shape (`mcpServers`, as Claude Desktop, Claude Code and Cursor write it) and
+//! Elph's first key (`servers`) are read; a server may say its `type` (`stdio`, `http`, `sse`).
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::config::MAX_CALL_TIMEOUT_MS;
+
+pub const SCHEMA_ID: &str = "https://elph.space/mcp-schema.json";
+
+/// A whole mcp.json.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(
+    title = "Elph MCP servers",
+    description = "MCP servers whose tools Elph offers the model. See docs/mcp.md.",
+    extend("$id" = SCHEMA_ID)
+)]
+pub(crate) struct McpFile {
+    /// The schema this file follows; editors use it for completion.
+    #[serde(rename = "$schema", default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    #[allow(dead_code)]
+    pub schema: Option<String>,
+    /// Servers by name (the shape Claude Desktop, Claude Code and Cursor use).
+    #[serde(rename = "mcpServers", default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "BTreeMap<String, ServerConfig>")]
+    pub mcp_servers: Option<serde_json::Map<String, Value>>,
+    /// Servers by name (Elph's first spelling; give this or `mcpServers`, not both).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "BTreeMap<String, ServerConfig>")]
+    pub servers: Option<serde_json::Map<String, Value>>,
+}
+
+/// How Elph talks to a server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum TransportType {
+    /// A child process speaking JSON-RPC on stdin/stdout (`command`).
+    Stdio,
+    /// Streamable HTTP (`url`).
+    Http,
+    /// The legacy HTTP+SSE transport (`url`). Elph's MCP client does not speak it: such a server
+    /// is skipped with a diagnostic.
+    Sse,
+}
+
+/// One server as written. `${VAR}` and `${VAR:-default}` expand in `command`, `args`, `env`,
+/// `url` and `headers`.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct ServerConfig {
+    /// `stdio` (needs `command`), `http` or `sse` (need `url`); inferred when left out.
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<TransportType>,
+    /// The program of a stdio server. A relative path with a separator resolves against the folder
+    /// of this file; a bare name is looked up on PATH.
+    #[schemars(length(min = 1))]
+    pub command: Option<String>,
+    /// Arguments of a stdio server.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Variables added to a stdio server's environment.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// The endpoint of an HTTP server.
+    #[schemars(regex(pattern = r"^(https?://|\$\{)"))]
+    pub url: Option<String>,
+    /// Headers sent to an HTTP server.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// Each tool call's limit, in milliseconds (default 60000).
+    #[schemars(range(min = 1, max = MAX_CALL_TIMEOUT_MS))]
+    pub timeout_ms: Option<u64>,
+    /// A disabled server is listed but not started.
+    #[serde(default = "enabled_by_default")]
+    pub enabled: bool,
+}
+
+fn enabled_by_default() -> bool {
+    true
+}
+
+/// The published schema, generated from the types.
+pub fn generated_schema() -> Value {
+    serde_json::to_value(schemars::schema_for!(McpFile)).expect("the schema serializes")
+}
+
+/// The exact bytes of `schemas/mcp-schema.json`.
+pub fn generated_schema_text() -> String {
+    let mut text = serde_json::to_string_pretty(&generated_schema()).expect("the schema serializes");
+    text.push('\n');
+    text
+}
