@@ -203,7 +203,7 @@ pub enum TrustSlashCommand {
 
 impl TrustSlashCommand {
     /// The command's name without the slash: `trust` or `untrust`.
-    pub fn name(self) -> &'static str {
+    pub const fn name(self) -> &'static str {
         match self {
             TrustSlashCommand::Trust => "trust",
             TrustSlashCommand::Untrust => "untrust",
@@ -211,7 +211,7 @@ impl TrustSlashCommand {
     }
 
     /// A one-line description for a palette or an ACP `available_commands_update`.
-    pub fn description(self) -> &'static str {
+    pub const fn description(self) -> &'static str {
         match self {
             TrustSlashCommand::Trust => "Trust this project: load its .elph/hooks.json",
             TrustSlashCommand::Untrust => {

@@ -21,10 +21,11 @@ use tokio_util::task::TaskTracker;
 
 use super::AcpConfig;
 use super::approval::AcpApprover;
-use super::commands::{self, SlashCommand};
+use super::commands;
 use super::updates::{self, ELPH_MARK, Flusher, Forwarder, HOOK_PROBLEM_MARK};
 use crate::hooks::HookSet;
 use crate::runtime::{Runtime, RuntimeOptions, SessionChoice};
+use crate::session::commands::{SlashCommand, parse_for_editor};
 
 /// The start of the hook-set diagnostic that an untrusted project's message replaces.
 const SKIPPED_UNTRUSTED: &str = "project hooks skipped until";
@@ -359,8 +360,8 @@ impl Actor {
     }
 
     async fn prompt(&mut self, text: &str, cancel: &CancellationToken) -> Result<PromptResponse, Error> {
-        if let Some(command) = SlashCommand::parse(text) {
-            return Ok(PromptResponse::new(self.command(command, cancel).await));
+        if let Some((command, args)) = parse_for_editor(text) {
+            return Ok(PromptResponse::new(self.command(command, args, cancel).await));
         }
         let result = self.runtime.harness.run_turn(text, cancel).await;
         self.flusher.flush().await;
@@ -378,7 +379,12 @@ impl Actor {
     }
 
     /// A slash command, answered with a message; the model is not involved.
-    async fn command(&mut self, command: SlashCommand, cancel: &CancellationToken) -> StopReason {
+    async fn command(
+        &mut self,
+        command: SlashCommand,
+        instructions: Option<String>,
+        cancel: &CancellationToken,
+    ) -> StopReason {
         let project = self.runtime.paths.project_dir.clone();
         let dir = project.display().to_string();
         let reply = match command {
@@ -419,7 +425,7 @@ impl Actor {
                 }
                 Err(err) => format!("Could not untrust {dir}: {err}"),
             },
-            SlashCommand::Compact(instructions) => {
+            SlashCommand::Compact => {
                 let outcome = self
                     .runtime
                     .harness
@@ -436,6 +442,13 @@ impl Actor {
                     CompactOutcome::NothingToCompact => "Nothing to compact yet.".to_string(),
                     CompactOutcome::Failed(error) => format!("Compaction failed: {error}"),
                 }
+            }
+            SlashCommand::Help
+            | SlashCommand::New
+            | SlashCommand::Resume
+            | SlashCommand::Hooks
+            | SlashCommand::Quit => {
+                format!("/{} is not available in editors.", command.name())
             }
         };
         self.say(reply);

@@ -352,7 +352,7 @@ impl App {
                 );
             }
             Some(Parsed::Command(command, args)) => {
-                if command.needs_agent() && self.busy.is_some() {
+                if command.needs_session() && self.busy.is_some() {
                     self.set_hint(format!(
                         "/{} waits until the agent is idle · Ctrl+C cancels the turn",
                         command.name()

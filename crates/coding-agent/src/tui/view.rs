@@ -143,7 +143,7 @@ fn popup_lines(app: &App, width: usize) -> Vec<Line<'static>> {
     }
     let name_width = matches
         .iter()
-        .map(|c| wrap::width(c.name()) + wrap::width(c.usage()) + 1)
+        .map(|c| wrap::width(c.name()) + wrap::width(&c.usage()) + 1)
         .max()
         .unwrap_or(0)
         + 2;

@@ -1,0 +1,298 @@
+//! The slash commands, once for every front end: their names, arguments and descriptions (one
+//! wording for the TUI's palette and `/help` and for ACP's `available_commands`), who handles each,
+//! which a project is offered in its trust state, and how a typed line is parsed.
+
+use crate::trust::TrustSlashCommand;
+
+/// A slash command.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SlashCommand {
+    Help,
+    Trust,
+    Untrust,
+    Reload,
+    Compact,
+    New,
+    Resume,
+    Hooks,
+    Quit,
+}
+
+/// Who carries a command out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Handler {
+    /// The session (an [`Op`](super::Op)): it waits while a turn runs.
+    Session,
+    /// The front end itself (a panel, quitting): it works while the agent does.
+    FrontEnd,
+}
+
+/// A command's optional argument.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Argument {
+    /// Its name in a usage line: `/compact [instructions]`.
+    pub name: &'static str,
+    /// What to type, for clients that show a hint in the input.
+    pub hint: &'static str,
+}
+
+/// One row of the table.
+#[derive(Clone, Copy, Debug)]
+pub struct Spec {
+    pub command: SlashCommand,
+    pub name: &'static str,
+    pub argument: Option<Argument>,
+    pub description: &'static str,
+    pub handler: Handler,
+}
+
+/// The commands offered to editors over ACP, in the order they list them. Editors have their own
+/// ways to start, load and leave sessions and no panels, so only the commands about the project's
+/// hooks and context are.
+pub const IN_EDITORS: [SlashCommand; 4] = [
+    SlashCommand::Reload,
+    SlashCommand::Trust,
+    SlashCommand::Untrust,
+    SlashCommand::Compact,
+];
+
+/// Every command, in the order the palette and `/help` list them.
+pub const TABLE: [Spec; 9] = [
+    Spec {
+        command: SlashCommand::Help,
+        name: "help",
+        argument: None,
+        description: "Show commands and keys",
+        handler: Handler::FrontEnd,
+    },
+    Spec {
+        command: SlashCommand::Trust,
+        name: TrustSlashCommand::Trust.name(),
+        argument: None,
+        description: TrustSlashCommand::Trust.description(),
+        handler: Handler::Session,
+    },
+    Spec {
+        command: SlashCommand::Untrust,
+        name: TrustSlashCommand::Untrust.name(),
+        argument: None,
+        description: TrustSlashCommand::Untrust.description(),
+        handler: Handler::Session,
+    },
+    Spec {
+        command: SlashCommand::Reload,
+        name: "reload",
+        argument: None,
+        description: "Re-read trust and both hooks.json files",
+        handler: Handler::Session,
+    },
+    Spec {
+        command: SlashCommand::Compact,
+        name: "compact",
+        argument: Some(Argument {
+            name: "instructions",
+            hint: "what the summary should keep",
+        }),
+        description: "Summarize the older conversation to free context",
+        handler: Handler::Session,
+    },
+    Spec {
+        command: SlashCommand::New,
+        name: "new",
+        argument: None,
+        description: "End this session and start a new one",
+        handler: Handler::Session,
+    },
+    Spec {
+        command: SlashCommand::Resume,
+        name: "resume",
+        argument: Some(Argument {
+            name: "session id",
+            hint: "the id of an earlier session",
+        }),
+        description: "Resume an earlier session of this project",
+        handler: Handler::Session,
+    },
+    Spec {
+        command: SlashCommand::Hooks,
+        name: "hooks",
+        argument: None,
+        description: "Active hooks, sources, recent runs, diagnostics",
+        handler: Handler::FrontEnd,
+    },
+    Spec {
+        command: SlashCommand::Quit,
+        name: "quit",
+        argument: None,
+        description: "End the session and exit",
+        handler: Handler::FrontEnd,
+    },
+];
+
+impl SlashCommand {
+    pub const ALL: [SlashCommand; 9] = {
+        let mut all = [SlashCommand::Help; 9];
+        let mut i = 0;
+        while i < TABLE.len() {
+            all[i] = TABLE[i].command;
+            i += 1;
+        }
+        all
+    };
+
+    /// The command's row of [`TABLE`].
+    pub fn spec(self) -> &'static Spec {
+        TABLE
+            .iter()
+            .find(|spec| spec.command == self)
+            .unwrap_or(&TABLE[0])
+    }
+
+    pub fn name(self) -> &'static str {
+        self.spec().name
+    }
+
+    /// The argument as a usage suffix (` [instructions]`), or nothing.
+    pub fn usage(self) -> String {
+        self.spec()
+            .argument
+            .map(|argument| format!(" [{}]", argument.name))
+            .unwrap_or_default()
+    }
+
+    pub fn description(self) -> &'static str {
+        self.spec().description
+    }
+
+    /// Whether the session carries it out (and so it waits while a turn runs).
+    pub fn needs_session(self) -> bool {
+        self.spec().handler == Handler::Session
+    }
+
+    fn from_name(name: &str) -> Option<SlashCommand> {
+        TABLE
+            .iter()
+            .find(|spec| spec.name.eq_ignore_ascii_case(name))
+            .map(|spec| spec.command)
+    }
+}
+
+/// Which front end asks, for [`offered`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FrontEnd {
+    Terminal,
+    Editor,
+}
+
+/// The commands offered in the current trust state: exactly one of /trust and /untrust (the one
+/// `TrustDecision::offered_command` names), and for editors only those [`IN_EDITORS`].
+pub fn offered(trust: TrustSlashCommand, front_end: FrontEnd) -> Vec<SlashCommand> {
+    let all: &[SlashCommand] = match front_end {
+        FrontEnd::Terminal => &SlashCommand::ALL,
+        FrontEnd::Editor => &IN_EDITORS,
+    };
+    all.iter()
+        .copied()
+        .filter(|command| match command {
+            SlashCommand::Trust => trust == TrustSlashCommand::Trust,
+            SlashCommand::Untrust => trust == TrustSlashCommand::Untrust,
+            _ => true,
+        })
+        .collect()
+}
+
+/// A submitted line that starts with `/`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Parsed {
+    /// A command and its argument text (trimmed; `None` when empty).
+    Command(SlashCommand, Option<String>),
+    Unknown(String),
+}
+
+/// Parses a submitted line; `None` when it is not a command (a prompt). Names are matched without
+/// regard to case.
+pub fn parse(line: &str) -> Option<Parsed> {
+    let line = line.trim();
+    let rest = line.strip_prefix('/')?;
+    let (name, args) = match rest.split_once(char::is_whitespace) {
+        Some((name, args)) => (name, Some(args.trim().to_string()).filter(|a| !a.is_empty())),
+        None => (rest, None),
+    };
+    Some(match SlashCommand::from_name(name) {
+        Some(command) => Parsed::Command(command, args),
+        None => Parsed::Unknown(name.to_string()),
+    })
+}
+
+/// The command an editor's prompt is, if it is one offered to editors with an argument only where
+/// it takes one. Anything else, other slash words included, is a prompt for the model.
+pub fn parse_for_editor(prompt: &str) -> Option<(SlashCommand, Option<String>)> {
+    match parse(prompt)? {
+        Parsed::Command(command, args)
+            if IN_EDITORS.contains(&command) && (args.is_none() || command.spec().argument.is_some()) =>
+        {
+            Some((command, args))
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_lists_every_command_once() {
+        for command in SlashCommand::ALL {
+            assert_eq!(command.spec().command, command);
+            assert_eq!(SlashCommand::from_name(command.name()), Some(command));
+        }
+        let mut names: Vec<&str> = TABLE.iter().map(|spec| spec.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), TABLE.len());
+    }
+
+    #[test]
+    fn exactly_one_trust_command_is_offered() {
+        let names = |trust, front| offered(trust, front).iter().map(|c| c.name()).collect::<Vec<_>>();
+        let untrusted = names(TrustSlashCommand::Trust, FrontEnd::Terminal);
+        assert!(untrusted.contains(&"trust") && !untrusted.contains(&"untrust"));
+        let trusted = names(TrustSlashCommand::Untrust, FrontEnd::Terminal);
+        assert!(trusted.contains(&"untrust") && !trusted.contains(&"trust"));
+        assert_eq!(
+            names(TrustSlashCommand::Untrust, FrontEnd::Editor),
+            ["reload", "untrust", "compact"]
+        );
+    }
+
+    #[test]
+    fn parses_commands_and_arguments() {
+        assert_eq!(
+            parse("/compact keep the plan"),
+            Some(Parsed::Command(
+                SlashCommand::Compact,
+                Some("keep the plan".into())
+            ))
+        );
+        assert_eq!(parse(" /quit "), Some(Parsed::Command(SlashCommand::Quit, None)));
+        assert_eq!(parse("/nope x"), Some(Parsed::Unknown("nope".into())));
+        assert_eq!(parse("hello /quit"), None);
+    }
+
+    #[test]
+    fn editors_get_their_commands_only() {
+        assert_eq!(parse_for_editor("/reload"), Some((SlashCommand::Reload, None)));
+        assert_eq!(parse_for_editor("  /trust \n"), Some((SlashCommand::Trust, None)));
+        assert_eq!(parse_for_editor("/untrust"), Some((SlashCommand::Untrust, None)));
+        assert_eq!(parse_for_editor("/compact"), Some((SlashCommand::Compact, None)));
+        assert_eq!(
+            parse_for_editor("/compact keep the plan\nand the paths"),
+            Some((SlashCommand::Compact, Some("keep the plan\nand the paths".into())))
+        );
+        assert_eq!(parse_for_editor("/reloading"), None);
+        assert_eq!(parse_for_editor("/trust me"), None);
+        assert_eq!(parse_for_editor("/help"), None);
+        assert_eq!(parse_for_editor("please /reload"), None);
+    }
+}

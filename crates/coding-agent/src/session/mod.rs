@@ -1,0 +1,3 @@
+//! One agent session for every front end.
+
+pub mod commands;
