@@ -44,20 +44,24 @@ impl Diagnostic {
     }
 }
 
+/// The form shown to people: every part a project controls (paths, pointers holding field names, hook
+/// ids, messages quoting values) passes through [`crate::terminal_text`]. `--json` outputs serialize
+/// the struct instead, exactly.
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use crate::terminal_text::{escape, escape_lines, escape_path};
         if let Some(file) = &self.file {
-            write!(f, "{}", file.display())?;
+            f.write_str(&escape_path(file))?;
             if let Some(pointer) = &self.pointer {
                 let pointer = if pointer.is_empty() { "(root)" } else { pointer };
-                write!(f, " at {pointer}")?;
+                write!(f, " at {}", escape(pointer))?;
             }
             f.write_str(": ")?;
         }
         if let Some(hook_id) = &self.hook_id {
-            write!(f, "hook '{hook_id}': ")?;
+            write!(f, "hook '{}': ", escape(hook_id))?;
         }
-        f.write_str(&self.message)
+        f.write_str(&escape_lines(&self.message))
     }
 }
 
@@ -71,6 +75,11 @@ pub fn shell_quote(path: &Path) -> String {
             .all(|c| c.is_ascii_alphanumeric() || "/._-+:@%,=".contains(c));
     if safe {
         text
+    } else if crate::terminal_text::escape(&text) != text {
+        // Control characters inside '…' would still reach the terminal: ANSI-C quoting ($'…', as in
+        // bash and zsh) keeps the word exact and the escapes visible.
+        let inner = text.replace('\\', "\\\\").replace('\'', "\\'");
+        format!("$'{}'", crate::terminal_text::escape(&inner))
     } else {
         format!("'{}'", text.replace('\'', "'\\''"))
     }

@@ -116,7 +116,8 @@ pub fn startup_gate_with(
         return Ok(GateOutcome::Declined(Declined {
             message: not_trusted_message(project),
             hint: Some(format!(
-                "elph: {message}\nelph: after fixing it, run `elph trust {}` or start elph again",
+                "elph: {}\nelph: after fixing it, run `elph trust {}` or start elph again",
+                crate::terminal_text::escape_lines(message),
                 shell_quote(project)
             )),
         }));
@@ -128,7 +129,7 @@ pub fn startup_gate_with(
             hint: Some(format!(
                 "elph: {} (\"defaultProjectTrust\": \"never\" in {}); run `elph trust {}` to trust it",
                 decision.explanation(),
-                store.path().display(),
+                crate::terminal_text::escape_path(store.path()),
                 shell_quote(project)
             )),
         })),
@@ -139,7 +140,7 @@ pub fn startup_gate_with(
                     hint: Some(format!(
                         "elph: {} is not trusted and there is no terminal to ask on; run `elph trust {}` \
                          first, or use `elph run` (its project hooks stay off)",
-                        project.display(),
+                        crate::terminal_text::escape_path(project),
                         shell_quote(project)
                     )),
                 }));
@@ -168,7 +169,10 @@ pub fn startup_gate_with(
 
 /// `elph: project is not trusted (DIR)`.
 pub fn not_trusted_message(project: &Path) -> String {
-    format!("elph: project is not trusted ({})", project.display())
+    format!(
+        "elph: project is not trusted ({})",
+        crate::terminal_text::escape_path(project)
+    )
 }
 
 /// `elph: project trust declined; exiting`.

@@ -14,5 +14,6 @@ pub mod runtime;
 pub mod session;
 pub mod settings;
 pub mod store;
+pub mod terminal_text;
 pub mod trust;
 pub mod tui;

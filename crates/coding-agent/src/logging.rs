@@ -7,14 +7,11 @@ use crate::paths::Paths;
 /// cannot be created leaves logging off rather than stopping Elph.
 pub fn to_file(paths: &Paths) {
     let dir = paths.logs_dir();
-    if std::fs::create_dir_all(&dir).is_err() {
+    // Owner-only whatever the umask: the log can quote prompts and tool output.
+    if elph_config::private::create_private_dir_all(&dir).is_err() {
         return;
     }
-    let Ok(file) = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(dir.join("elph.log"))
-    else {
+    let Ok(file) = elph_config::private::open_private_append(&dir.join("elph.log")) else {
         return;
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("ELPH_LOG")

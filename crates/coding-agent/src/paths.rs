@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 #[derive(Debug, thiserror::Error)]
 pub enum PathsError {
-    #[error("cannot find a home folder: set HOME, or ELPH_HOME and ELPH_DATA_DIR")]
+    #[error("cannot find a home folder: set HOME (an absolute path), or ELPH_HOME and ELPH_DATA_DIR")]
     NoHome,
     #[error("project folder {path} cannot be used: {source}")]
     Project {
@@ -26,9 +26,17 @@ pub struct Paths {
 }
 
 impl Paths {
-    /// Resolves the paths from the process environment and the `--cwd` flag.
+    /// Resolves the paths from the process environment and the `--cwd` flag. A relative value of
+    /// one of [`FOLDER_VARIABLES`] is ignored, with a warning on stderr (once per process).
     pub fn from_env(cwd_flag: Option<&Path>) -> Result<Self, PathsError> {
-        Self::resolve(cwd_flag, &|name| std::env::var(name).ok())
+        let env = |name: &str| std::env::var(name).ok();
+        static WARNED: std::sync::Once = std::sync::Once::new();
+        WARNED.call_once(|| {
+            for warning in ignored_variables(&env) {
+                eprintln!("elph: warning: {warning}");
+            }
+        });
+        Self::resolve(cwd_flag, &env)
     }
 
     /// Resolves the paths with `env` standing in for the environment, so tests stay hermetic.
@@ -38,7 +46,7 @@ impl Paths {
     ) -> Result<Self, PathsError> {
         let config_dir = config_dir(env)?;
         let data_dir = data_dir(env)?;
-        let project = match (cwd_flag, non_empty(env, "ELPH_PROJECT_DIR")) {
+        let project = match (cwd_flag, absolute_variable(env, "ELPH_PROJECT_DIR")) {
             (Some(dir), _) => dir.to_path_buf(),
             (None, Some(dir)) => PathBuf::from(dir),
             (None, None) => PathBuf::from("."),
@@ -76,29 +84,61 @@ impl Paths {
     }
 }
 
-fn non_empty(env: &dyn Fn(&str) -> Option<String>, name: &str) -> Option<String> {
-    env(name).filter(|value| !value.is_empty())
+/// The variables that name Elph's folders. Each is used only when it holds an absolute path.
+pub const FOLDER_VARIABLES: [&str; 6] = [
+    "ELPH_HOME",
+    "XDG_CONFIG_HOME",
+    "ELPH_DATA_DIR",
+    "XDG_DATA_HOME",
+    "ELPH_PROJECT_DIR",
+    "HOME",
+];
+
+/// The value of `name` when it is an absolute path; `None` when unset, empty or relative.
+///
+/// A relative value is ignored, as the XDG Base Directory spec says: it would resolve against
+/// whatever folder Elph was started in, so `XDG_CONFIG_HOME=.config` in an untrusted repository would
+/// make the repository's files the user's own hooks and trust decisions.
+pub fn absolute_variable(env: &dyn Fn(&str) -> Option<String>, name: &str) -> Option<String> {
+    env(name).filter(|value| Path::new(value).is_absolute())
+}
+
+/// One warning for each folder variable that is set to a relative path, and so ignored.
+pub fn ignored_variables(env: &dyn Fn(&str) -> Option<String>) -> Vec<String> {
+    FOLDER_VARIABLES
+        .iter()
+        .filter_map(|name| {
+            let value = env(name).filter(|value| !value.is_empty())?;
+            (!Path::new(&value).is_absolute()).then(|| {
+                format!(
+                    "ignoring {name}=\"{}\": it is a relative path, and Elph uses only absolute ones for its \
+                     folders; set it to an absolute path",
+                    crate::terminal_text::escape(&value)
+                )
+            })
+        })
+        .collect()
 }
 
 fn config_dir(env: &dyn Fn(&str) -> Option<String>) -> Result<PathBuf, PathsError> {
-    if let Some(dir) = non_empty(env, "ELPH_HOME") {
+    if let Some(dir) = absolute_variable(env, "ELPH_HOME") {
         return Ok(PathBuf::from(dir));
     }
-    if let Some(dir) = non_empty(env, "XDG_CONFIG_HOME") {
+    if let Some(dir) = absolute_variable(env, "XDG_CONFIG_HOME") {
         return Ok(PathBuf::from(dir).join("elph"));
     }
-    let home = non_empty(env, "HOME").ok_or(PathsError::NoHome)?;
+    let home = absolute_variable(env, "HOME").ok_or(PathsError::NoHome)?;
     Ok(PathBuf::from(home).join(".config").join("elph"))
 }
 
 fn data_dir(env: &dyn Fn(&str) -> Option<String>) -> Result<PathBuf, PathsError> {
-    if let Some(dir) = non_empty(env, "ELPH_DATA_DIR") {
+    if let Some(dir) = absolute_variable(env, "ELPH_DATA_DIR") {
         return Ok(PathBuf::from(dir));
     }
-    if let Some(dir) = non_empty(env, "XDG_DATA_HOME") {
+    if let Some(dir) = absolute_variable(env, "XDG_DATA_HOME") {
         return Ok(PathBuf::from(dir).join("elph"));
     }
-    let home = non_empty(env, "HOME").ok_or(PathsError::NoHome)?;
+    let home = absolute_variable(env, "HOME").ok_or(PathsError::NoHome)?;
     Ok(PathBuf::from(home).join(".local").join("share").join("elph"))
 }
 

@@ -30,17 +30,21 @@ impl Settings {
     /// Reads settings.json; a missing file is the defaults.
     pub fn load(config_dir: &Path) -> Result<Settings, SettingsError> {
         let path = Settings::path(config_dir);
-        let text = match std::fs::read_to_string(&path) {
-            Ok(text) => text,
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Settings::default()),
+        let bytes = match elph_config::read_config(&path) {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) => return Ok(Settings::default()),
             Err(err) => {
                 return Err(SettingsError {
                     path,
-                    reason: format!("cannot be read: {err}"),
+                    reason: err.reason(),
                 });
             }
         };
-        let settings: Settings = serde_json::from_str(&text).map_err(|err| SettingsError {
+        let value = elph_config::parse_json(&bytes).map_err(|err| SettingsError {
+            path: path.clone(),
+            reason: err.message,
+        })?;
+        let settings: Settings = serde_json::from_value(value).map_err(|err| SettingsError {
             path: path.clone(),
             reason: err.to_string(),
         })?;

@@ -53,7 +53,7 @@ pub struct TrustFile {
 impl TrustFile {
     /// Parses trust.json text. `home` expands `~` and `$HOME` in keys.
     pub fn parse(text: &str, home: Option<&Path>) -> Result<Self, String> {
-        let value: Value = serde_json::from_str(text).map_err(|err| err.to_string())?;
+        let value = elph_config::parse_json(text.as_bytes()).map_err(|err| err.message)?;
         let Value::Object(raw) = value else {
             return Err("expected a JSON object".into());
         };
@@ -246,19 +246,28 @@ pub fn offered_command(decision: &TrustDecision) -> TrustSlashCommand {
 pub struct TrustStore {
     path: PathBuf,
     home: Option<PathBuf>,
+    /// Say on stderr when the lock is held by another process for more than a second (the CLI; the
+    /// terminal UI owns its screen and must not).
+    announce_waits: bool,
 }
+
+/// How long a writer waits quietly for `trust.json.lock` before saying so.
+pub const LOCK_QUIET_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+/// How long a writer waits for `trust.json.lock` before giving up.
+pub const LOCK_GIVE_UP: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl TrustStore {
     /// The store in `config_dir`, expanding `~` and `$HOME` with the process's `HOME` (made canonical
     /// when it exists, so that `~/code` matches the canonical project folder).
     pub fn new(config_dir: &Path) -> Self {
-        let home = std::env::var_os("HOME")
-            .filter(|h| !h.is_empty())
+        // A relative HOME is ignored here as everywhere (see `paths::absolute_variable`).
+        let home = crate::paths::absolute_variable(&|name| std::env::var(name).ok(), "HOME")
             .map(PathBuf::from)
             .map(|home| std::fs::canonicalize(&home).unwrap_or(home));
         TrustStore {
             path: config_dir.join("trust.json"),
             home,
+            announce_waits: false,
         }
     }
 
@@ -266,7 +275,15 @@ impl TrustStore {
         TrustStore {
             path: config_dir.join("trust.json"),
             home,
+            announce_waits: false,
         }
+    }
+
+    /// Says "waiting for …trust.json.lock" on stderr when another process holds the lock for more
+    /// than [`LOCK_QUIET_WAIT`] (for the command line).
+    pub fn announcing_waits(mut self) -> Self {
+        self.announce_waits = true;
+        self
     }
 
     pub fn path(&self) -> &Path {
@@ -286,20 +303,24 @@ impl TrustStore {
 
     /// Reads trust.json; a missing file is the empty default.
     pub fn load(&self) -> Result<TrustFile, TrustError> {
-        let text = match std::fs::read_to_string(&self.path) {
-            Ok(text) => text,
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(TrustFile::default()),
+        let bytes = match elph_config::read_config(&self.path) {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) => return Ok(TrustFile::default()),
             Err(err) => {
-                let reason = match err.kind() {
-                    std::io::ErrorKind::NotADirectory => format!(
-                        "{err}: a part of {} is a file, not a folder. Move that file away, or set \
+                let cause = match &err {
+                    elph_config::ReadError::Io { source, .. } => source.to_string(),
+                    other => other.reason(),
+                };
+                let reason = match err.io_kind() {
+                    Some(std::io::ErrorKind::NotADirectory) => format!(
+                        "{cause}: a part of {} is a file, not a folder. Move that file away, or set \
                          ELPH_HOME to a folder",
                         self.path.parent().unwrap_or(Path::new("/")).display()
                     ),
-                    std::io::ErrorKind::PermissionDenied => {
-                        format!("{err}. Check the permissions of the file and its folder")
+                    Some(std::io::ErrorKind::PermissionDenied) => {
+                        format!("{cause}. Check the permissions of the file and its folder")
                     }
-                    _ => err.to_string(),
+                    _ => cause,
                 };
                 return Err(TrustError::Unreadable {
                     path: self.path.clone(),
@@ -307,7 +328,16 @@ impl TrustStore {
                 });
             }
         };
-        TrustFile::parse(&text, self.home.as_deref()).map_err(|reason| TrustError::Corrupt {
+        let text = match std::str::from_utf8(&bytes) {
+            Ok(text) => text,
+            Err(err) => {
+                return Err(TrustError::Corrupt {
+                    path: self.path.clone(),
+                    reason: format!("is not valid UTF-8 (at byte {})", err.valid_up_to()),
+                });
+            }
+        };
+        TrustFile::parse(text, self.home.as_deref()).map_err(|reason| TrustError::Corrupt {
             path: self.path.clone(),
             reason,
         })
@@ -425,7 +455,7 @@ impl TrustStore {
     /// releases it.
     fn lock(&self) -> Result<File, TrustError> {
         let dir = self.path.parent().unwrap_or(Path::new("."));
-        std::fs::create_dir_all(dir).map_err(|err| {
+        elph_config::private::create_private_dir_all(dir).map_err(|err| {
             self.write_error(format!(
                 "cannot create the folder {}: {err}. Make sure it can be created, or set ELPH_HOME \
                  to a writable folder",
@@ -444,9 +474,35 @@ impl TrustStore {
                 dir.display()
             ))
         })?;
-        lock.lock()
-            .map_err(|err| self.write_error(format!("cannot lock {}: {err}", lock_path.display())))?;
-        Ok(lock)
+        let started = std::time::Instant::now();
+        let mut announced = false;
+        loop {
+            match lock.try_lock() {
+                Ok(()) => return Ok(lock),
+                Err(std::fs::TryLockError::WouldBlock) => {}
+                Err(std::fs::TryLockError::Error(err)) => {
+                    return Err(self.write_error(format!("cannot lock {}: {err}", lock_path.display())));
+                }
+            }
+            let waited = started.elapsed();
+            if waited >= LOCK_GIVE_UP {
+                return Err(self.write_error(format!(
+                    "another process has held the lock {} for {} s, so nothing was recorded. Finish or \
+                     stop the other elph (for example one waiting in `elph trust`), then try again",
+                    crate::terminal_text::escape_path(&lock_path),
+                    LOCK_GIVE_UP.as_secs()
+                )));
+            }
+            if self.announce_waits && !announced && waited >= LOCK_QUIET_WAIT {
+                eprintln!(
+                    "elph: waiting for {} (another elph process is changing trust; giving up after {} s)",
+                    crate::terminal_text::escape_path(&lock_path),
+                    LOCK_GIVE_UP.as_secs()
+                );
+                announced = true;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
     }
 
     /// Atomically replaces trust.json (or the file it links to) with `text`, mode 0600.

@@ -129,7 +129,8 @@ impl Catalog {
         let mut paths: Vec<PathBuf> = entries
             .filter_map(Result::ok)
             .map(|entry| entry.path())
-            .filter(|path| path.extension().is_some_and(|ext| ext == "json") && path.is_file())
+            // Only folders are skipped: a FIFO or a device named *.json gets a clear error from the read.
+            .filter(|path| path.extension().is_some_and(|ext| ext == "json") && !path.is_dir())
             .collect();
         paths.sort();
         let mut catalog = Catalog::default();
@@ -169,8 +170,14 @@ fn load_file(path: &Path) -> Result<ProviderDef, ProviderError> {
         path: path.to_path_buf(),
         message,
     };
-    let text = std::fs::read_to_string(path).map_err(|e| error(format!("cannot read: {e}")))?;
-    let mut def: ProviderDef = serde_json::from_str(&text).map_err(|e| error(e.to_string()))?;
+    // Bounded and non-blocking: a catalog is a config file like any other.
+    let bytes = match elph_config::read_config(path) {
+        Ok(Some(bytes)) => bytes,
+        Ok(None) => return Err(error("cannot read: the file disappeared".into())),
+        Err(err) => return Err(error(err.reason())),
+    };
+    let value = elph_config::parse_json(&bytes).map_err(|e| error(e.message))?;
+    let mut def: ProviderDef = serde_json::from_value(value).map_err(|e| error(e.to_string()))?;
     def.validate().map_err(error)?;
     def.path = path.to_path_buf();
     Ok(def)

@@ -33,7 +33,7 @@ pub fn run(cwd: Option<&Path>, args: DoctorArgs) -> anyhow::Result<u8> {
             .map_err(std::io::Error::from)
             .and_then(|()| writeln!(out))
     } else {
-        report::render(&mut out, &report)
+        report::render(&mut crate::terminal_text::Escaping::new(&mut out), &report)
     };
     match written.and_then(|()| out.flush()) {
         Ok(()) => Ok(exit::SUCCESS),

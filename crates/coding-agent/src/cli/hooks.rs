@@ -48,7 +48,7 @@ pub fn run(cwd: Option<&Path>, command: HooksCommand) -> anyhow::Result<u8> {
                 serde_json::to_writer_pretty(&mut out, &set)?;
                 writeln!(out)?;
             } else {
-                print_list(&mut out, &set)?;
+                print_list(&mut crate::terminal_text::Escaping::new(out), &set)?;
             }
             Ok(exit::SUCCESS)
         }
@@ -78,18 +78,19 @@ fn print_list(out: &mut impl Write, set: &HookSet) -> std::io::Result<()> {
                 if !hook.command.executable {
                     command.push_str("  (not found or not executable)");
                 }
+                let escape = |text: &str| crate::terminal_text::escape(text).into_owned();
                 [
-                    hook.id.clone(),
+                    escape(&hook.id),
                     hook.event.to_string(),
                     if hook.event.is_tool_event() {
-                        hook.matcher.to_string()
+                        escape(&hook.matcher.to_string())
                     } else {
                         "-".into()
                     },
                     format!("{}ms", hook.timeout.as_millis()),
                     if hook.enabled { "yes".into() } else { "no".into() },
-                    hook.source.display().to_string(),
-                    command,
+                    escape(&hook.source.display().to_string()),
+                    escape(&command),
                 ]
             })
             .collect();
@@ -207,6 +208,7 @@ fn validate(cwd: Option<&Path>, files: Vec<PathBuf>, json: bool) -> anyhow::Resu
         serde_json::to_writer_pretty(&mut out, &document)?;
         writeln!(out)?;
     } else {
+        let mut out = crate::terminal_text::Escaping::new(out);
         for check in &checks {
             match (check.state, check.hooks) {
                 ("ok", Some(count)) => writeln!(out, "{}: ok, {count} hook(s)", check.path.display())?,

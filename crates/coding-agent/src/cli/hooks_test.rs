@@ -86,7 +86,11 @@ pub fn run(cwd: Option<&Path>, args: TestArgs) -> anyhow::Result<u8> {
         serde_json::to_writer_pretty(&mut out, &report)?;
         writeln!(out)?;
     } else {
-        print_report(&mut out, &report, &paths)?;
+        print_report(
+            &mut crate::terminal_text::Escaping::new(&mut out),
+            &report,
+            &paths,
+        )?;
     }
     if malformed {
         drop(out);

@@ -110,7 +110,7 @@ pub fn main() -> ExitCode {
         // A closed pipe (`elph hooks list | head`) is the reader's choice, not an error.
         Err(err) if is_broken_pipe(&err) => ExitCode::from(exit::SUCCESS),
         Err(err) => {
-            eprintln!("elph: {err:#}");
+            crate::terminal_text::eprint_line(&format!("elph: {err:#}"));
             ExitCode::from(exit::ERROR)
         }
     }
@@ -141,7 +141,7 @@ fn interactive(
     let store = crate::trust::TrustStore::new(&paths.config_dir);
     match startup_gate(&paths, &store, has_terminal())? {
         GateOutcome::Declined(declined) => {
-            eprintln!("{}", declined.to_stderr_text());
+            crate::terminal_text::eprint_line(&declined.to_stderr_text());
             Ok(exit::TRUST_DECLINED)
         }
         GateOutcome::Interrupted => Ok(exit::INTERRUPTED),

@@ -159,7 +159,7 @@ fn emit_diagnostic(format: OutputFormat, message: &str) {
         OutputFormat::StreamJson => {
             println!("{}", json!({"type": "diagnostic", "message": message}));
         }
-        _ => eprintln!("elph: {message}"),
+        _ => crate::terminal_text::eprint_line(&format!("elph: {message}")),
     }
 }
 
@@ -179,11 +179,11 @@ fn print_event(format: OutputFormat, event: &AgentEvent) {
                     } else {
                         "•"
                     };
-                    eprintln!("{mark} {}", notice.text);
+                    crate::terminal_text::eprint_line(&format!("{mark} {}", notice.text));
                 }
             }
             AgentEvent::ToolCallStarted { tool_name, input, .. } => {
-                eprintln!("→ {tool_name} {}", compact(input));
+                crate::terminal_text::eprint_line(&format!("→ {tool_name} {}", compact(input)));
             }
             AgentEvent::ToolCallFinished {
                 tool_name,
@@ -200,9 +200,9 @@ fn print_event(format: OutputFormat, event: &AgentEvent) {
                     })
                     .collect::<Vec<_>>()
                     .join(" ");
-                eprintln!("✗ {tool_name}: {}", first_line(&text));
+                crate::terminal_text::eprint_line(&format!("✗ {tool_name}: {}", first_line(&text)));
             }
-            AgentEvent::Notice { message } => eprintln!("! {message}"),
+            AgentEvent::Notice { message } => crate::terminal_text::eprint_line(&format!("! {message}")),
             AgentEvent::Compacted { entries_compacted } => {
                 eprintln!("• compacted {entries_compacted} earlier message(s) into a summary");
             }
@@ -245,7 +245,7 @@ fn print_result(
             if let Some(error) = &result.error
                 && result.status != StopStatus::Completed
             {
-                eprintln!("elph: {error}");
+                crate::terminal_text::eprint_line(&format!("elph: {error}"));
             }
             if !result.text.is_empty() {
                 println!("{}", result.text);

@@ -27,7 +27,11 @@ pub fn run(cwd: Option<&Path>, args: SessionsArgs) -> anyhow::Result<u8> {
     if args.json {
         serde_json::to_writer_pretty(&mut out, &sessions)?;
         writeln!(out)?;
-    } else if sessions.is_empty() {
+        return Ok(exit::SUCCESS);
+    }
+    // Session titles are prompts: anything can be in them.
+    let mut out = crate::terminal_text::Escaping::new(out);
+    if sessions.is_empty() {
         writeln!(out, "no sessions for {} yet", paths.project_dir.display())?;
     } else {
         write!(

@@ -40,7 +40,7 @@ fn target(cwd: Option<&Path>, dir: Option<&Path>) -> anyhow::Result<(Paths, Trus
     if let Some(dir) = dir {
         paths = paths.with_project(dir)?;
     }
-    let store = TrustStore::new(&paths.config_dir);
+    let store = TrustStore::new(&paths.config_dir).announcing_waits();
     Ok((paths, store))
 }
 
@@ -54,10 +54,14 @@ pub fn run_trust(cwd: Option<&Path>, args: TrustArgs) -> anyhow::Result<u8> {
             serde_json::to_writer_pretty(&mut out, &status_json(&decision, &store))?;
             writeln!(out)?;
         } else {
-            write_status(&mut out, &decision, &store)?;
+            write_status(
+                &mut crate::terminal_text::Escaping::new(&mut out),
+                &decision,
+                &store,
+            )?;
         }
         if let Some(error) = decision.error() {
-            eprintln!("elph: warning: {error}");
+            crate::terminal_text::eprint_line(&format!("elph: warning: {error}"));
         }
         return Ok(exit::SUCCESS);
     }
@@ -65,7 +69,7 @@ pub fn run_trust(cwd: Option<&Path>, args: TrustArgs) -> anyhow::Result<u8> {
     let decision = store
         .trust(project)
         .with_context(|| format!("cannot trust {}", project.display()))?;
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::terminal_text::Escaping::new(std::io::stdout().lock());
     let already = matches!(&before.source, DecisionSource::Entry { path, trusted: true } if path == project);
     if already {
         writeln!(out, "{} was already trusted.", project.display())?;
@@ -87,7 +91,7 @@ pub fn run_untrust(cwd: Option<&Path>, args: UntrustArgs) -> anyhow::Result<u8> 
     let before = store.decide(project);
     match store.untrust(project) {
         Ok(decision) => {
-            let mut out = std::io::stdout().lock();
+            let mut out = crate::terminal_text::Escaping::new(std::io::stdout().lock());
             writeln!(
                 out,
                 "Untrusted {}: its project hooks stay off.",
@@ -106,11 +110,11 @@ pub fn run_untrust(cwd: Option<&Path>, args: UntrustArgs) -> anyhow::Result<u8> 
             Ok(exit::SUCCESS)
         }
         Err(TrustError::NotTrusted { project, because }) => {
-            eprintln!(
+            crate::terminal_text::eprint_line(&format!(
                 "elph: {} is not trusted ({because}), so there is nothing to untrust.\n\
                  Check with `elph trust --status`; `elph trust` trusts it.",
                 project.display()
-            );
+            ));
             Ok(exit::ERROR)
         }
         Err(err) => Err(anyhow::Error::new(err).context(format!("cannot untrust {}", project.display()))),

@@ -176,7 +176,7 @@ pub struct PathSources {
 impl PathSources {
     /// Names the source of each path with the precedence of `Paths::resolve` (SPEC.md §1).
     pub fn resolve(cwd_flag: bool, env: &dyn Fn(&str) -> Option<String>) -> Self {
-        let set = |name: &str| env(name).is_some_and(|value| !value.is_empty());
+        let set = |name: &str| crate::paths::absolute_variable(env, name).is_some();
         let pick = |first: &str, xdg: &str, fallback: &str| {
             if set(first) {
                 format!("${first}")

@@ -37,7 +37,8 @@ pub struct TrustSelect {
 impl TrustSelect {
     pub fn new(project: &Path) -> Self {
         TrustSelect {
-            project: project.display().to_string(),
+            // A folder name can hold escape sequences that erase the line naming the real path.
+            project: crate::terminal_text::escape_path(project),
             selected: 0,
         }
     }

@@ -146,60 +146,52 @@ impl LoadError {
 }
 
 /// Reads one hooks.json. `Ok(None)` when the file does not exist (not an error).
+///
+/// The read is bounded and non-blocking ([`elph_config::read_config`]): a FIFO, a device or a file
+/// over 4 MiB is an error, never a hang.
 pub fn read_file(path: &Path) -> Result<Option<HooksFile>, LoadError> {
-    let bytes = match std::fs::read(path) {
-        Ok(bytes) => bytes,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(err) if err.kind() == std::io::ErrorKind::IsADirectory || path.is_dir() => {
-            return Err(LoadError::new(None, "is a directory, not a file; ignored"));
-        }
-        Err(err) => return Err(LoadError::new(None, format!("cannot be read: {err}; ignored"))),
+    let bytes = match elph_config::read_config(path) {
+        Ok(Some(bytes)) => bytes,
+        Ok(None) => return Ok(None),
+        Err(err) => return Err(LoadError::new(None, format!("{}; ignored", err.reason()))),
     };
     parse(&bytes).map(Some)
 }
 
 /// Parses and validates the contents of a hooks.json.
 pub fn parse(bytes: &[u8]) -> Result<HooksFile, LoadError> {
-    // Editors on some systems write a byte-order mark; it carries no meaning in UTF-8.
-    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-    let text = std::str::from_utf8(bytes).map_err(|err| {
-        LoadError::new(
-            None,
-            format!("is not valid UTF-8 (at byte {}); ignored", err.valid_up_to()),
-        )
-    })?;
-    if text.trim().is_empty() {
+    let bare = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    if bare.iter().all(u8::is_ascii_whitespace) {
         return Err(LoadError::new(
             None,
             "is empty; expected an object such as {\"hooks\": []}; ignored",
         ));
     }
-    let value: Value = serde_json::from_str(text).map_err(|err| {
-        LoadError::new(
-            None,
-            format!(
-                "is not valid JSON: {} at line {} column {}; ignored",
-                describe_json_error(&err),
-                err.line(),
-                err.column()
-            ),
-        )
-    })?;
+    let value = elph_config::parse_json(bytes)
+        .map_err(|err| LoadError::new(err.pointer, format!("{}; ignored", err.message)))?;
+    // Checked before the schema, which counts 1e3 as an integer: serde would not, and would then
+    // report the whole file instead of the field.
+    if let Some(hooks) = value.get("hooks").and_then(Value::as_array) {
+        for index in 0..hooks.len() {
+            elph_config::json::whole_number_at(&value, &format!("/hooks/{index}/timeoutMs")).map_err(
+                |err| {
+                    LoadError::new(
+                        err.pointer,
+                        format!(
+                            "{} of milliseconds between {MIN_TIMEOUT_MS} and {MAX_TIMEOUT_MS}; file ignored",
+                            err.message
+                        ),
+                    )
+                },
+            )?;
+        }
+    }
     if let Some(error) = validator().iter_errors(&value).next() {
         let (pointer, message) = describe_schema_error(&error);
         return Err(LoadError::new(Some(pointer), format!("{message}; file ignored")));
     }
     serde_json::from_value(value)
         .map_err(|err| LoadError::new(Some(String::new()), format!("{err}; file ignored")))
-}
-
-fn describe_json_error(err: &serde_json::Error) -> String {
-    // serde_json appends " at line L column C" to its Display; we say that ourselves.
-    let text = err.to_string();
-    match text.rfind(" at line ") {
-        Some(index) => text[..index].to_string(),
-        None => text,
-    }
 }
 
 fn describe_schema_error(error: &jsonschema::ValidationError<'_>) -> (String, String) {

@@ -5,7 +5,6 @@
 //! duration, how the run ended and the cause of a failure — never the payload or the hook's output,
 //! which may hold user data. Writing the log never fails a hook run: errors are swallowed.
 
-use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -80,12 +79,12 @@ impl RunLog {
     fn try_append(&self, entry: &RunLogEntry) -> std::io::Result<()> {
         let mut line = serde_json::to_vec(entry)?;
         line.push(b'\n');
-        let open = || OpenOptions::new().create(true).append(true).open(&self.path);
+        let open = || elph_config::private::open_private_append(&self.path);
         let mut file = match open() {
             Ok(file) => file,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
                 if let Some(dir) = self.path.parent() {
-                    std::fs::create_dir_all(dir)?;
+                    elph_config::private::create_private_dir_all(dir)?;
                 }
                 open()?
             }

@@ -250,10 +250,10 @@ pub fn read_file(
     path_var: &str,
     env: EnvLookup<'_>,
 ) -> Result<Option<ParsedFile>, McpLoadError> {
-    let bytes = match std::fs::read(path) {
-        Ok(bytes) => bytes,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(err) => return Err(malformed(None, format!("cannot be read: {err}"))),
+    let bytes = match elph_config::read_config(path) {
+        Ok(Some(bytes)) => bytes,
+        Ok(None) => return Ok(None),
+        Err(err) => return Err(malformed(None, err.reason())),
     };
     let folder = path.parent().unwrap_or(Path::new("/"));
     parse(&bytes, path, folder, scope, path_var, env).map(Some)
@@ -268,21 +268,27 @@ pub fn parse(
     path_var: &str,
     env: EnvLookup<'_>,
 ) -> Result<ParsedFile, McpLoadError> {
-    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-    let text = std::str::from_utf8(bytes).map_err(|err| {
-        malformed(
-            None,
-            format!("is not valid UTF-8 (at byte {})", err.valid_up_to()),
-        )
-    })?;
-    let value: Value = serde_json::from_str(text).map_err(|err| {
-        malformed(
-            None,
+    let value = elph_config::parse_json(bytes).map_err(|err| {
+        let message = if err.pointer.is_some() {
+            err.message
+        } else {
             format!(
-                "is not valid JSON: {err}; expected {{\"mcpServers\": {{\"NAME\": {{\"command\": \"…\"}}}}}}"
-            ),
-        )
+                "{}; expected {{\"mcpServers\": {{\"NAME\": {{\"command\": \"…\"}}}}}}",
+                err.message
+            )
+        };
+        malformed(err.pointer, message)
     })?;
+    for key in ["mcpServers", "servers"] {
+        let Some(servers) = value.get(key).and_then(Value::as_object) else {
+            continue;
+        };
+        for name in servers.keys() {
+            let pointer = format!("/{key}/{}/timeoutMs", elph_config::json::pointer_segment(name));
+            elph_config::json::whole_number_at(&value, &pointer)
+                .map_err(|err| malformed(err.pointer, err.message))?;
+        }
+    }
     let file: McpFile = serde_json::from_value(value).map_err(|err| {
         malformed(
             Some(String::new()),

@@ -444,11 +444,7 @@ fn from_micros(micros: i64) -> OffsetDateTime {
 }
 
 fn create_private_dir(dir: &Path) -> Result<(), StoreError> {
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    builder.create(dir).map_err(|source| StoreError::CreateDir {
+    elph_config::private::create_private_dir_all(dir).map_err(|source| StoreError::CreateDir {
         path: dir.to_path_buf(),
         source,
     })

@@ -2,6 +2,7 @@ mod acp;
 mod acp_binary;
 mod acp_projects;
 mod common;
+mod config_attacks;
 mod config_corpus;
 mod demo;
 mod docs_examples;

@@ -28,12 +28,17 @@ struct Session {
 impl Session {
     /// Starts `elph --cwd PROJECT` in a 24x100 terminal, in an untrusted project under `ask`.
     fn start() -> Self {
+        Self::start_named("project")
+    }
+
+    /// [`Session::start`] with the project folder named `name`.
+    fn start_named(name: &str) -> Self {
         let root = tempfile::tempdir().unwrap();
         let base = std::fs::canonicalize(root.path()).unwrap();
         let home = base.join("home");
         let config = base.join("config");
         let data = base.join("data");
-        let project = base.join("project");
+        let project = base.join(name);
         std::fs::create_dir_all(&home).unwrap();
         std::fs::create_dir_all(&project).unwrap();
 
@@ -237,4 +242,26 @@ fn ctrl_c_exits_130_and_records_nothing() {
     assert_eq!(session.exit_code(), 130, "screen:\n{}", session.contents());
     assert!(session.cursor_visible());
     assert!(!session.config.exists());
+}
+
+#[test]
+fn a_folder_name_with_escape_sequences_cannot_hide_the_real_path() {
+    // The attack: retitle the window, erase the line, and print a harmless name where the real path was.
+    let mut session = Session::start_named("repo\x1b]0;t\x07\x1b[2K\rSAFE-NAME");
+    session.wait_for("Do you trust the files in this folder?");
+    session.wait_for("Up/Down to choose");
+    let screen = session.contents();
+    assert!(
+        screen.contains("repo\\e]0;t\\a\\e[2K\\rSAFE-NAME"),
+        "the folder name is shown with its escapes visible:\n{screen}"
+    );
+    assert!(
+        screen
+            .lines()
+            .all(|line| !line.trim_start().starts_with("SAFE-NAME")),
+        "nothing erased the real path:\n{screen}"
+    );
+    session.press(b"n");
+    assert_eq!(session.exit_code_within(DEADLINE), Some(4));
+    assert!(!session.config.join("trust.json").exists());
 }
