@@ -11,6 +11,7 @@ pub mod mcp;
 pub mod notices;
 pub mod paths;
 pub mod runtime;
+pub mod sandbox;
 pub mod session;
 pub mod settings;
 pub mod store;

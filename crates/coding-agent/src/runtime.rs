@@ -39,6 +39,8 @@ pub struct RuntimeOptions {
     pub approval: ApprovalPolicy,
     pub max_turns: Option<u32>,
     pub session: SessionChoice,
+    /// `--sandbox` and `--sandbox-network`; settings.json fills in what they leave out.
+    pub sandbox: crate::sandbox::SandboxArgs,
 }
 
 impl Default for RuntimeOptions {
@@ -48,6 +50,7 @@ impl Default for RuntimeOptions {
             approval: ApprovalPolicy::Auto,
             max_turns: None,
             session: SessionChoice::New,
+            sandbox: crate::sandbox::SandboxArgs::default(),
         }
     }
 }
@@ -66,6 +69,8 @@ pub struct Runtime {
     /// The session's MCP servers. Dropping the runtime stops them (whole process groups);
     /// [`Runtime::stop_mcp`] does it earlier.
     pub mcp: McpManager,
+    /// The session's temp dir (TMPDIR of sandboxed commands), removed with the runtime.
+    pub temp_dir: tempfile::TempDir,
 }
 
 impl Runtime {
@@ -93,6 +98,13 @@ impl Runtime {
         let (store, session_id, transcript, source) = open_session(&paths, &options.session, &model)?;
         let mut config = HarnessConfig::new(session_id, paths.project_dir.clone());
         config.approval = options.approval;
+        let temp_dir = tempfile::Builder::new()
+            .prefix("elph-session-")
+            .tempdir()
+            .context("cannot create the session's temp dir")?;
+        config.sandbox =
+            crate::sandbox::resolve_policy(&paths, &settings, &options.sandbox, Some(temp_dir.path()))?;
+        config.shell_env = crate::sandbox::shell_env_policy(&paths, &settings);
         if let Some(max_turns) = options.max_turns {
             config.max_turns = max_turns;
         }
@@ -138,6 +150,7 @@ impl Runtime {
             source,
             model,
             mcp,
+            temp_dir,
         })
     }
 

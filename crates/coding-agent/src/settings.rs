@@ -1,4 +1,5 @@
-//! `CONFIG_DIR/settings.json`: the user's defaults (model, compaction threshold).
+//! `CONFIG_DIR/settings.json`: the user's defaults (model, compaction threshold, sandbox, shell
+//! environment, project hooks' sandbox).
 
 use std::path::{Path, PathBuf};
 
@@ -11,8 +12,52 @@ pub struct Settings {
     pub model: Option<String>,
     /// Compact automatically when the context reaches this share of the model's window (0.1 to 1.0).
     pub compaction_threshold: Option<f64>,
+    /// The confinement of `shell_exec` (`--sandbox` and `--sandbox-network` override it).
+    #[serde(default)]
+    pub sandbox: SandboxSettings,
+    /// Which variables of Elph's environment a shell command gets.
+    #[serde(default)]
+    pub shell_environment: ShellEnvironmentSettings,
+    /// Defaults for the hooks of `PROJECT_DIR/.elph/hooks.json`.
+    #[serde(default)]
+    pub project_hooks: ProjectHooksSettings,
     #[serde(rename = "$schema")]
     pub schema: Option<String>,
+}
+
+/// `"sandbox": {"mode": "workspace-write", "network": false, "writableRoots": ["~/scratch"]}`.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SandboxSettings {
+    pub mode: Option<elph_agent::sandbox::SandboxMode>,
+    pub network: Option<bool>,
+    /// More folders `workspace-write` may write: absolute, or `~/...` under HOME.
+    #[serde(default)]
+    pub writable_roots: Vec<String>,
+}
+
+/// `"shellEnvironment": {"inherit": "core", "exclude": ["AWS_*"], "include": [], "set": {}}`.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ShellEnvironmentSettings {
+    pub inherit: Option<elph_agent::shell_env::Inherit>,
+    /// Name patterns (`*` and `?`, case-insensitive) removed after the default excludes.
+    #[serde(default)]
+    pub exclude: Vec<String>,
+    /// Name patterns kept even though an exclude matched them.
+    #[serde(default)]
+    pub include: Vec<String>,
+    /// Variables set last, whatever the rest says.
+    #[serde(default)]
+    pub set: std::collections::BTreeMap<String, String>,
+}
+
+/// `"projectHooks": {"sandbox": "read-only"}`.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ProjectHooksSettings {
+    /// The sandbox of project hooks that do not declare one.
+    pub sandbox: Option<elph_agent::sandbox::SandboxMode>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -82,6 +127,32 @@ mod tests {
                 .to_string()
                 .contains("between 0.1 and 1.0")
         );
+        std::fs::write(
+            dir.path().join("settings.json"),
+            r#"{"sandbox": {"mode": "read-only", "network": true, "writableRoots": ["/srv"]},
+                "shellEnvironment": {"inherit": "core", "exclude": ["AWS_*"], "set": {"A": "1"}},
+                "projectHooks": {"sandbox": "workspace-write"}}"#,
+        )
+        .unwrap();
+        let settings = Settings::load(dir.path()).unwrap();
+        assert_eq!(
+            settings.sandbox.mode,
+            Some(elph_agent::sandbox::SandboxMode::ReadOnly)
+        );
+        assert_eq!(settings.sandbox.network, Some(true));
+        assert_eq!(settings.sandbox.writable_roots, ["/srv"]);
+        assert_eq!(settings.shell_environment.exclude, ["AWS_*"]);
+        assert_eq!(
+            settings.project_hooks.sandbox,
+            Some(elph_agent::sandbox::SandboxMode::WorkspaceWrite)
+        );
+        std::fs::write(
+            dir.path().join("settings.json"),
+            r#"{"sandbox": {"mode": "danger"}}"#,
+        )
+        .unwrap();
+        let error = Settings::load(dir.path()).unwrap_err().to_string();
+        assert!(error.contains("unknown variant `danger`"), "{error}");
         std::fs::write(dir.path().join("settings.json"), r#"{"modle": "x"}"#).unwrap();
         assert!(
             Settings::load(dir.path())

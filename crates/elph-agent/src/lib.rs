@@ -9,6 +9,8 @@
 pub mod harness;
 pub mod hooks;
 pub mod process;
+pub mod sandbox;
+pub mod shell_env;
 pub mod tools;
 
 pub use elph_ai::messages;

@@ -42,6 +42,8 @@ pub struct AcpArgs {
     /// permission request for each.
     #[arg(long, value_enum, default_value = "ask")]
     pub approval: crate::cli::ApprovalArg,
+    #[command(flatten)]
+    pub sandbox: crate::sandbox::SandboxArgs,
 }
 
 /// What every session of one connection shares.
@@ -52,6 +54,8 @@ pub struct AcpConfig {
     /// `--model`; `None` falls back to `$ELPH_MODEL`, then settings.json.
     pub model: Option<String>,
     pub approval: ApprovalPolicy,
+    /// `--sandbox` and `--sandbox-network` for every session of the connection.
+    pub sandbox: crate::sandbox::SandboxArgs,
 }
 
 impl AcpConfig {
@@ -60,6 +64,7 @@ impl AcpConfig {
             paths,
             model: None,
             approval: ApprovalPolicy::Ask,
+            sandbox: crate::sandbox::SandboxArgs::default(),
         }
     }
 }
@@ -72,6 +77,7 @@ pub fn run(cwd: Option<&Path>, args: AcpArgs) -> anyhow::Result<u8> {
         paths,
         model: args.model,
         approval: args.approval.into(),
+        sandbox: args.sandbox,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -174,6 +174,7 @@ impl Sessions {
             approval: self.config.approval,
             max_turns: None,
             session,
+            sandbox: self.config.sandbox.clone(),
         }
     }
 

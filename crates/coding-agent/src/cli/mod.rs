@@ -49,6 +49,9 @@ pub struct Cli {
     #[arg(long, value_enum, default_value = "ask")]
     pub approval: ApprovalArg,
 
+    #[command(flatten)]
+    pub sandbox: crate::sandbox::SandboxArgs,
+
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -125,7 +128,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         Some(Command::Doctor(args)) => doctor::run(cli.cwd.as_deref(), args),
         Some(Command::Acp(args)) => crate::acp::run(cli.cwd.as_deref(), args),
         Some(Command::Sessions(args)) => sessions::run(cli.cwd.as_deref(), args),
-        None => interactive(cli.cwd.as_deref(), cli.model, cli.approval.into()),
+        None => interactive(cli.cwd.as_deref(), cli.model, cli.approval.into(), cli.sandbox),
     }
 }
 
@@ -135,6 +138,7 @@ fn interactive(
     cwd: Option<&std::path::Path>,
     model: Option<String>,
     approval: elph_agent::harness::ApprovalPolicy,
+    sandbox: crate::sandbox::SandboxArgs,
 ) -> anyhow::Result<u8> {
     use crate::gate::{GateOutcome, has_terminal, startup_gate};
     let paths = crate::paths::Paths::from_env(cwd)?;
@@ -145,7 +149,7 @@ fn interactive(
             Ok(exit::TRUST_DECLINED)
         }
         GateOutcome::Interrupted => Ok(exit::INTERRUPTED),
-        GateOutcome::Proceed(decision) => crate::tui::run(paths, model, approval, decision),
+        GateOutcome::Proceed(decision) => crate::tui::run(paths, model, approval, sandbox, decision),
     }
 }
 

@@ -42,6 +42,8 @@ pub struct RunArgs {
     /// `ask` denies them.
     #[arg(long, value_enum, default_value = "auto")]
     pub approval: super::ApprovalArg,
+    #[command(flatten)]
+    pub sandbox: crate::sandbox::SandboxArgs,
     /// Continue the project's most recent session.
     #[arg(short = 'c', long = "continue", conflicts_with_all = ["session", "no_session"])]
     pub continue_session: bool,
@@ -84,6 +86,7 @@ pub fn run(cwd: Option<&Path>, args: RunArgs) -> anyhow::Result<u8> {
         approval: args.approval.into(),
         max_turns: args.max_turns,
         session,
+        sandbox: args.sandbox.clone(),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

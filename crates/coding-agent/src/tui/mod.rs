@@ -48,6 +48,7 @@ pub fn run(
     paths: Paths,
     model: Option<String>,
     approval: ApprovalPolicy,
+    sandbox: crate::sandbox::SandboxArgs,
     decision: TrustDecision,
 ) -> anyhow::Result<u8> {
     if !crate::gate::has_terminal() {
@@ -65,19 +66,25 @@ pub fn run(
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let result = runtime.block_on(main_loop(paths, model, approval));
+    let result = runtime.block_on(main_loop(paths, model, approval, sandbox));
     // Whatever still runs (an interrupted sessionEnd hook) is dropped, which kills its process group.
     runtime.shutdown_timeout(Duration::from_secs(2));
     result
 }
 
-async fn main_loop(paths: Paths, model: Option<String>, approval: ApprovalPolicy) -> anyhow::Result<u8> {
+async fn main_loop(
+    paths: Paths,
+    model: Option<String>,
+    approval: ApprovalPolicy,
+    sandbox: crate::sandbox::SandboxArgs,
+) -> anyhow::Result<u8> {
     let options = RuntimeOptions {
         model,
         // `ask` by default: a person is there to answer.
         approval,
         max_turns: None,
         session: SessionChoice::New,
+        sandbox,
     };
     let project = paths.project_dir.display().to_string();
     // Errors here (no model set, an unreadable store) print before the screen changes.

@@ -284,6 +284,7 @@ impl Setup {
             },
             model: Some("fake/gpt-test".into()),
             approval,
+            sandbox: Default::default(),
         }
     }
 

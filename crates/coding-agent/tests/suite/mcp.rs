@@ -608,9 +608,7 @@ async fn cancelled_calls_do_not_wedge_the_client_and_stop_ends_every_group() {
     };
     assert!(!tool("mcp_test__echo").mutates(), "echo is marked read-only");
     assert!(tool("mcp_test__sleep").mutates());
-    let ctx = elph_agent::tools::ToolContext {
-        project_dir: env.project.clone(),
-    };
+    let ctx = elph_agent::tools::ToolContext::new(env.project.clone());
 
     let sleep = tool("mcp_test__sleep");
     let abandoned = tokio::time::timeout(

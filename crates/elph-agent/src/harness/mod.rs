@@ -45,13 +45,20 @@ pub struct HarnessConfig {
     pub max_turns: u32,
     pub approval: ApprovalPolicy,
     pub compaction: CompactionSettings,
+    /// The confinement of `shell_exec` and the paths native tools may write.
+    pub sandbox: crate::sandbox::SandboxPolicy,
+    /// Which of Elph's environment variables `shell_exec` passes on.
+    pub shell_env: crate::shell_env::ShellEnvPolicy,
 }
 
 impl HarnessConfig {
     pub fn new(session_id: impl Into<String>, project_dir: impl Into<PathBuf>) -> Self {
+        let project_dir = project_dir.into();
         HarnessConfig {
             session_id: session_id.into(),
-            project_dir: project_dir.into(),
+            sandbox: crate::sandbox::SandboxPolicy::workspace(&project_dir),
+            shell_env: crate::shell_env::ShellEnvPolicy::default(),
+            project_dir,
             system_prompt: DEFAULT_SYSTEM_PROMPT.to_string(),
             max_turns: 50,
             approval: ApprovalPolicy::Auto,
@@ -393,6 +400,8 @@ impl AgentHarness {
             let mut all_terminate = true;
             let ctx = ToolContext {
                 project_dir: self.config.project_dir.clone(),
+                sandbox: self.config.sandbox.clone(),
+                shell_env: self.config.shell_env.clone(),
             };
             for (index, call) in answer.tool_calls.iter().enumerate() {
                 let Some(done) = unless_cancelled(cancel, self.tool_call(call, &ctx)).await else {

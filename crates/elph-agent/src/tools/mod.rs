@@ -45,6 +45,28 @@ impl ToolOutput {
 pub struct ToolContext {
     /// The project folder: relative paths resolve against it, and shell commands run in it.
     pub project_dir: PathBuf,
+    /// What the processes a tool starts may do, and which paths the native tools may write.
+    pub sandbox: crate::sandbox::SandboxPolicy,
+    /// Which of Elph's environment variables a shell command gets.
+    pub shell_env: crate::shell_env::ShellEnvPolicy,
+}
+
+impl ToolContext {
+    /// A context for `project_dir` under the default policy (`workspace-write`, network off).
+    pub fn new(project_dir: impl Into<PathBuf>) -> Self {
+        let project_dir = project_dir.into();
+        ToolContext {
+            sandbox: crate::sandbox::SandboxPolicy::workspace(&project_dir),
+            shell_env: crate::shell_env::ShellEnvPolicy::default(),
+            project_dir,
+        }
+    }
+
+    /// The same context under another sandbox policy.
+    pub fn with_sandbox(mut self, sandbox: crate::sandbox::SandboxPolicy) -> Self {
+        self.sandbox = sandbox;
+        self
+    }
 }
 
 /// A tool the model can call. Dropping the `execute` future cancels the call and must stop any

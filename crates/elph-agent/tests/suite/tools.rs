@@ -31,9 +31,7 @@ impl Project {
     }
 
     fn ctx(&self) -> ToolContext {
-        ToolContext {
-            project_dir: self.path().to_path_buf(),
-        }
+        ToolContext::new(self.path())
     }
 
     fn write(&self, relative: &str, content: impl AsRef<[u8]>) {
@@ -802,9 +800,7 @@ async fn dropping_the_call_kills_the_whole_group() {
 async fn shell_exec_reports_a_missing_project_dir() {
     let project = Project::new();
     let tool = project.catalog.get("shell_exec").unwrap().clone();
-    let ctx = ToolContext {
-        project_dir: project.path().join("gone"),
-    };
+    let ctx = ToolContext::new(project.path().join("gone"));
     let output = tokio::time::timeout(CALL_DEADLINE, tool.execute(json!({"command": "true"}), &ctx))
         .await
         .unwrap();

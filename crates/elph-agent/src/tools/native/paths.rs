@@ -71,9 +71,7 @@ mod tests {
 
     #[test]
     fn relative_paths_resolve_against_the_project() {
-        let ctx = ToolContext {
-            project_dir: PathBuf::from("/p"),
-        };
+        let ctx = ToolContext::new("/p");
         assert_eq!(resolve(&ctx, "src/a.rs"), PathBuf::from("/p/src/a.rs"));
         assert_eq!(resolve(&ctx, "/etc/hosts"), PathBuf::from("/etc/hosts"));
     }

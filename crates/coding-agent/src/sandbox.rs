@@ -1,0 +1,95 @@
+//! The session's sandbox policy and shell environment policy, resolved from the command line,
+//! settings.json and the paths: the one place every front end gets them from.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use elph_agent::sandbox::{SandboxMode, SandboxPolicy};
+use elph_agent::shell_env::ShellEnvPolicy;
+
+use crate::paths::Paths;
+use crate::settings::Settings;
+
+/// `--sandbox MODE` and `--sandbox-network`, shared by `elph`, `elph run` and `elph acp`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, clap::Args)]
+pub struct SandboxArgs {
+    /// The confinement of shell commands: read-only, workspace-write (the default: write only in
+    /// the project and a session temp dir) or full-access (none). Otherwise `sandbox.mode` in
+    /// settings.json.
+    #[arg(long = "sandbox", value_name = "MODE")]
+    pub mode: Option<SandboxMode>,
+    /// Let sandboxed commands use the network (off by default in read-only and workspace-write).
+    #[arg(long = "sandbox-network")]
+    pub network: bool,
+}
+
+/// The session's policy: flag, then settings.json, then `workspace-write`; network on if either
+/// the flag or settings turn it on. `temp_dir` is the session's own (exported as TMPDIR).
+pub fn resolve_policy(
+    paths: &Paths,
+    settings: &Settings,
+    args: &SandboxArgs,
+    temp_dir: Option<&Path>,
+) -> anyhow::Result<SandboxPolicy> {
+    let mode = args.mode.or(settings.sandbox.mode).unwrap_or_default();
+    let mut policy = SandboxPolicy::workspace(&paths.project_dir).with_mode(mode);
+    policy.network = args.network || settings.sandbox.network.unwrap_or(false);
+    if let Some(dir) = temp_dir {
+        policy.set_temp_dir(dir);
+    }
+    for root in &settings.sandbox.writable_roots {
+        policy.add_writable_root(writable_root(root).with_context(|| {
+            format!(
+                "{}: sandbox.writableRoots",
+                Settings::path(&paths.config_dir).display()
+            )
+        })?);
+    }
+    // Elph's own configuration and data stay read-only even if a writable root contains them
+    // (a project at ~ or a root of ~/.config): trust.json and hooks.json decide what runs next.
+    policy.add_read_only_path(paths.config_dir.clone());
+    policy.add_read_only_path(paths.data_dir.clone());
+    Ok(policy)
+}
+
+/// `sandbox.writableRoots` entries: absolute, or `~/...` under HOME.
+fn writable_root(entry: &str) -> anyhow::Result<PathBuf> {
+    let path = if let Some(rest) = entry.strip_prefix("~/") {
+        let home = std::env::var_os("HOME").context("\"~/\" needs HOME to be set")?;
+        PathBuf::from(home).join(rest)
+    } else {
+        PathBuf::from(entry)
+    };
+    anyhow::ensure!(
+        path.is_absolute(),
+        "{entry:?} is not absolute; write an absolute path or one starting with ~/"
+    );
+    Ok(path)
+}
+
+/// The session's shell environment policy: settings.json's `shellEnvironment`, with every
+/// provider's key variable (built in and custom) excluded.
+pub fn shell_env_policy(paths: &Paths, settings: &Settings) -> ShellEnvPolicy {
+    let mut provider_key_vars = vec![
+        elph_ai::openai::API_KEY_ENV.to_string(),
+        elph_ai::anthropic::API_KEY_ENV.to_string(),
+    ];
+    // A catalog that does not load is reported where the provider is chosen; its keys that did
+    // parse are still excluded here.
+    if let Ok(catalog) = elph_ai::catalog::Catalog::load(&paths.config_dir) {
+        provider_key_vars.extend(
+            catalog
+                .providers()
+                .iter()
+                .filter_map(|provider| provider.api_key_env.clone()),
+        );
+    }
+    let user = &settings.shell_environment;
+    ShellEnvPolicy {
+        inherit: user.inherit.unwrap_or_default(),
+        provider_key_vars,
+        exclude: user.exclude.clone(),
+        include: user.include.clone(),
+        set: user.set.clone(),
+    }
+}

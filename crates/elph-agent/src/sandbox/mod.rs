@@ -1,0 +1,260 @@
+//! The sandbox policy of the processes Elph starts (`shell_exec` and sandboxed hooks), and its
+//! enforcement on Linux.
+//!
+//! The policy is a value ([`SandboxPolicy`]): which mode, whether the network is on, which folders
+//! may be written and which stay read-only inside them. Front ends build it from `--sandbox`,
+//! `--sandbox-network` and settings.json; native tools ask it whether a path is writable
+//! ([`SandboxPolicy::allows_write`]); the process runner confines a child with it
+//! ([`Confinement`]). Enforcement is by the kernel, not by inspecting commands: Landlock for the
+//! file system and TCP, seccomp for the socket families Landlock cannot see, and a private mount
+//! namespace for the read-only paths inside a writable root (see `confine`).
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+/// How much a sandboxed process may do.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SandboxMode {
+    /// Read anywhere, write nowhere (except `/dev/null` and the like).
+    ReadOnly,
+    /// Read anywhere; write only inside the writable roots, minus their read-only paths.
+    #[default]
+    WorkspaceWrite,
+    /// No confinement at all (an explicit opt-in).
+    FullAccess,
+}
+
+impl SandboxMode {
+    pub const ALL: [SandboxMode; 3] = [
+        SandboxMode::ReadOnly,
+        SandboxMode::WorkspaceWrite,
+        SandboxMode::FullAccess,
+    ];
+
+    /// The name used on the command line and in settings.json.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SandboxMode::ReadOnly => "read-only",
+            SandboxMode::WorkspaceWrite => "workspace-write",
+            SandboxMode::FullAccess => "full-access",
+        }
+    }
+}
+
+impl fmt::Display for SandboxMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An unknown sandbox mode name.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown sandbox mode '{0}': use read-only, workspace-write or full-access")]
+pub struct UnknownSandboxMode(pub String);
+
+impl FromStr for SandboxMode {
+    type Err = UnknownSandboxMode;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        SandboxMode::ALL
+            .into_iter()
+            .find(|mode| mode.as_str() == name)
+            .ok_or_else(|| UnknownSandboxMode(name.to_string()))
+    }
+}
+
+/// Why a process could not be confined. Never a reason to run it unconfined.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    #[error(
+        "the {mode} sandbox needs the kernel's Landlock LSM (Linux 5.13 or later, built with \
+         CONFIG_SECURITY_LANDLOCK=y and enabled with `lsm=...,landlock` on the kernel command line), \
+         and this kernel {reason}; to run without confinement, opt out with `--sandbox full-access` \
+         (or \"sandbox\": {{\"mode\": \"full-access\"}} in settings.json)"
+    )]
+    LandlockUnavailable { mode: SandboxMode, reason: &'static str },
+    #[error("cannot build the sandbox's {what} rules: {reason}")]
+    Rules { what: &'static str, reason: String },
+    #[error("cannot prepare {}: {source}", path.display())]
+    Path { path: PathBuf, source: std::io::Error },
+}
+
+/// What a sandboxed process may do: the mode, the network, and the folders it may write.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SandboxPolicy {
+    pub mode: SandboxMode,
+    /// Whether TCP/UDP and other non-local sockets are allowed (always in `full-access`).
+    pub network: bool,
+    /// Folders writable in `workspace-write` (PROJECT_DIR, the session's temp dir, the user's
+    /// `sandbox.writableRoots`), absolute.
+    pub writable_roots: Vec<PathBuf>,
+    /// Paths that stay read-only even inside a writable root (the project's `.elph/`,
+    /// `.git/hooks/`, CONFIG_DIR, DATA_DIR), absolute.
+    pub read_only_paths: Vec<PathBuf>,
+    /// The session's own temp dir, exported to sandboxed processes as `TMPDIR` (writable).
+    pub temp_dir: Option<PathBuf>,
+}
+
+impl SandboxPolicy {
+    /// No confinement.
+    pub fn full_access() -> Self {
+        SandboxPolicy {
+            mode: SandboxMode::FullAccess,
+            network: true,
+            writable_roots: Vec::new(),
+            read_only_paths: Vec::new(),
+            temp_dir: None,
+        }
+    }
+
+    /// The default for a project: `workspace-write` with PROJECT_DIR writable and its `.elph/`
+    /// and `.git/hooks/` read-only, network off.
+    pub fn workspace(project_dir: &Path) -> Self {
+        SandboxPolicy {
+            mode: SandboxMode::WorkspaceWrite,
+            network: false,
+            writable_roots: vec![project_dir.to_path_buf()],
+            read_only_paths: project_read_only_paths(project_dir),
+            temp_dir: None,
+        }
+    }
+
+    /// The same policy in another mode (for example `read-only` for the `plan` agent mode): the
+    /// roots are kept, so switching back restores them.
+    pub fn with_mode(&self, mode: SandboxMode) -> Self {
+        SandboxPolicy { mode, ..self.clone() }
+    }
+
+    /// Adds a writable root (kept absolute; duplicates are ignored).
+    pub fn add_writable_root(&mut self, root: impl Into<PathBuf>) {
+        let root = root.into();
+        if !self.writable_roots.contains(&root) {
+            self.writable_roots.push(root);
+        }
+    }
+
+    /// Adds a path that stays read-only inside the writable roots.
+    pub fn add_read_only_path(&mut self, path: impl Into<PathBuf>) {
+        let path = path.into();
+        if !self.read_only_paths.contains(&path) {
+            self.read_only_paths.push(path);
+        }
+    }
+
+    /// Sets the session's temp dir (writable, exported as `TMPDIR`).
+    pub fn set_temp_dir(&mut self, dir: impl Into<PathBuf>) {
+        let dir = dir.into();
+        self.add_writable_root(dir.clone());
+        self.temp_dir = Some(dir);
+    }
+
+    /// Whether the network is reachable under this policy.
+    pub fn network_allowed(&self) -> bool {
+        self.mode == SandboxMode::FullAccess || self.network
+    }
+
+    /// Whether a process under this policy may write `path` (absolute, already normalized: no
+    /// `..`; symlinks are the caller's to resolve). This is the same rule the kernel enforces,
+    /// for the native tools that write files themselves.
+    pub fn allows_write(&self, path: &Path) -> bool {
+        match self.mode {
+            SandboxMode::FullAccess => true,
+            SandboxMode::ReadOnly => false,
+            SandboxMode::WorkspaceWrite => {
+                self.writable_roots.iter().any(|root| path.starts_with(root))
+                    && !self.read_only_paths.iter().any(|ro| path.starts_with(ro))
+            }
+        }
+    }
+
+    /// Whether processes are confined at all.
+    pub fn is_confined(&self) -> bool {
+        self.mode != SandboxMode::FullAccess
+    }
+
+    /// What the policy allows, one line each, for `elph doctor` and `elph sandbox`.
+    pub fn describe(&self) -> Vec<String> {
+        let mut lines = vec![format!("mode: {}", self.mode)];
+        match self.mode {
+            SandboxMode::FullAccess => {
+                lines.push("no confinement: commands may read, write and connect anywhere".into());
+                return lines;
+            }
+            SandboxMode::ReadOnly => lines.push("write: nowhere (except /dev/null and the like)".into()),
+            SandboxMode::WorkspaceWrite => {
+                for root in &self.writable_roots {
+                    lines.push(format!("write: {}", root.display()));
+                }
+                for path in &self.read_only_paths {
+                    if self.writable_roots.iter().any(|root| path.starts_with(root)) {
+                        lines.push(format!("read-only inside it: {}", path.display()));
+                    }
+                }
+            }
+        }
+        lines.push("read: everywhere".into());
+        lines.push(if self.network {
+            "network: on".into()
+        } else {
+            "network: off (no TCP/UDP sockets; local Unix sockets only)".into()
+        });
+        lines
+    }
+}
+
+/// The paths of a project that stay read-only in `workspace-write`: its hooks and settings
+/// (`.elph/`) and git's hooks, which would otherwise run code outside the sandbox later.
+pub fn project_read_only_paths(project_dir: &Path) -> Vec<PathBuf> {
+    vec![project_dir.join(".elph"), project_dir.join(".git").join("hooks")]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modes_parse_and_print_their_cli_names() {
+        for mode in SandboxMode::ALL {
+            assert_eq!(mode.as_str().parse::<SandboxMode>().unwrap(), mode);
+            assert_eq!(
+                serde_json::to_value(mode).unwrap(),
+                serde_json::json!(mode.as_str())
+            );
+        }
+        let error = "danger".parse::<SandboxMode>().unwrap_err();
+        assert!(error.to_string().contains("workspace-write"), "{error}");
+        assert_eq!(SandboxMode::default(), SandboxMode::WorkspaceWrite);
+    }
+
+    #[test]
+    fn workspace_write_allows_the_roots_minus_their_read_only_paths() {
+        let mut policy = SandboxPolicy::workspace(Path::new("/p"));
+        policy.set_temp_dir("/tmp/elph-1");
+        policy.add_read_only_path("/p/cfg");
+        assert!(policy.allows_write(Path::new("/p/src/main.rs")));
+        assert!(policy.allows_write(Path::new("/tmp/elph-1/x")));
+        assert!(!policy.allows_write(Path::new("/p/.elph/hooks.json")));
+        assert!(!policy.allows_write(Path::new("/p/.git/hooks/pre-commit")));
+        assert!(policy.allows_write(Path::new("/p/.git/config")));
+        assert!(!policy.allows_write(Path::new("/p/cfg/trust.json")));
+        assert!(!policy.allows_write(Path::new("/etc/passwd")));
+        assert!(
+            !policy.allows_write(Path::new("/pp/x")),
+            "a sibling sharing a prefix"
+        );
+        assert!(
+            !policy
+                .with_mode(SandboxMode::ReadOnly)
+                .allows_write(Path::new("/p/x"))
+        );
+        assert!(
+            policy
+                .with_mode(SandboxMode::FullAccess)
+                .allows_write(Path::new("/etc/x"))
+        );
+        assert!(!policy.network_allowed());
+        assert!(policy.with_mode(SandboxMode::FullAccess).network_allowed());
+    }
+}
