@@ -324,6 +324,8 @@ impl Forwarder {
             }
             AgentEvent::SessionStarted { .. }
             | AgentEvent::HooksStarted { .. }
+            | AgentEvent::ModelRequestStarted
+            | AgentEvent::ToolStarted { .. }
             | AgentEvent::AssistantMessage { .. }
             | AgentEvent::Usage { .. }
             | AgentEvent::TurnEnded { .. }

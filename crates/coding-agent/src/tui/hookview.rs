@@ -120,33 +120,6 @@ impl HooksView {
     pub fn active(&self) -> usize {
         self.hooks.iter().filter(|hook| hook.enabled).count()
     }
-
-    /// Whether an enabled hook runs for `event` (and `tool`, by its matcher).
-    pub fn runs_for(&self, event: HookEvent, tool: Option<&str>) -> bool {
-        self.hooks.iter().any(|hook| {
-            hook.enabled
-                && hook.event == event
-                && match (tool, &hook.matcher) {
-                    (Some(tool), Some(matcher)) => matches_tool(matcher, tool),
-                    _ => true,
-                }
-        })
-    }
-}
-
-/// Whether a matcher as shown (`*`, or patterns joined by `, `) matches `tool`.
-fn matches_tool(matcher: &str, tool: &str) -> bool {
-    matcher.split(", ").any(|pattern| {
-        if pattern == "*" {
-            true
-        } else if let Some(prefix) = pattern.strip_suffix('*') {
-            tool.starts_with(prefix)
-        } else if let Some(suffix) = pattern.strip_prefix('*') {
-            tool.ends_with(suffix)
-        } else {
-            pattern == tool
-        }
-    })
 }
 
 /// One hook run, as `/hooks` lists it.

@@ -454,10 +454,20 @@ fn the_spinner_names_the_hook_or_tool_at_work() {
     send_prompt(&mut app, "go");
     let label = |app: &App| app.busy.as_ref().unwrap().label.clone();
     agent(&mut app, AgentEvent::TurnStarted { prompt: "go".into() });
+    agent(&mut app, AgentEvent::ModelRequestStarted);
     assert_eq!(label(&app), "waiting for the model");
-    for (tool, expected) in [
-        ("write_file", "hook preToolUse · write_file"),
-        ("shell_exec", "running shell_exec"),
+    // The harness names each phase: write_file's preToolUse chain, then shell_exec's own run.
+    let write_hooks = AgentEvent::HooksStarted {
+        event: HookEvent::PreToolUse,
+        tool_name: Some("write_file".into()),
+    };
+    let shell_runs = AgentEvent::ToolStarted {
+        tool_call_id: "shell_exec".into(),
+        tool_name: "shell_exec".into(),
+    };
+    for (tool, phase, expected) in [
+        ("write_file", write_hooks, "hook preToolUse · write_file"),
+        ("shell_exec", shell_runs, "running shell_exec"),
     ] {
         agent(
             &mut app,
@@ -467,6 +477,7 @@ fn the_spinner_names_the_hook_or_tool_at_work() {
                 input: json!({}),
             },
         );
+        agent(&mut app, phase);
         assert_eq!(label(&app), expected);
     }
     let since = app.busy.as_ref().unwrap().since;

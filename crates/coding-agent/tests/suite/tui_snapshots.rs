@@ -296,5 +296,12 @@ fn small_terminal_60x20() {
             input: json!({"path": "crates/coding-agent/src/tui/mod.rs"}),
         },
     );
+    agent(
+        &mut app,
+        AgentEvent::ToolStarted {
+            tool_call_id: "c".into(),
+            tool_name: "read_file".into(),
+        },
+    );
     insta::assert_snapshot!(render(&app, 60, 20));
 }

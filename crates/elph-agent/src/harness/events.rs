@@ -1,4 +1,9 @@
 //! What the harness tells its front end while it works.
+//!
+//! Besides what happened (text, answers, tool results, hook runs), the harness says which phase of
+//! the turn starts, so that a front end shows what it waits for without guessing: `hooksStarted`
+//! and `hooks` open and close an event's hook chain, `modelRequestStarted` a request to the model,
+//! `toolStarted` and `toolCallFinished` a tool's own run (after its preToolUse hooks and approval).
 
 use serde::Serialize;
 use serde_json::Value;
@@ -18,6 +23,8 @@ pub enum AgentEvent {
     TurnStarted {
         prompt: String,
     },
+    /// A request to the model is about to be sent (after the context hooks).
+    ModelRequestStarted,
     TextDelta {
         text: String,
     },
@@ -43,6 +50,11 @@ pub enum AgentEvent {
         tool_name: String,
         reason: String,
     },
+    /// The tool itself starts (its preToolUse hooks and approval let the call go on).
+    ToolStarted {
+        tool_call_id: String,
+        tool_name: String,
+    },
     ToolCallFinished {
         tool_call_id: String,
         tool_name: String,
@@ -57,7 +69,8 @@ pub enum AgentEvent {
         event: HookEvent,
         tool_name: Option<String>,
     },
-    /// One event's hook chain ran (at least one hook).
+    /// One event's hook chain ran (at least one hook): the end of the chain that `HooksStarted`
+    /// began.
     Hooks {
         dispatch: Dispatch,
     },

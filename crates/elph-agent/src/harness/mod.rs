@@ -348,6 +348,7 @@ impl AgentHarness {
                 }
             };
             let provider = self.provider.clone();
+            self.emit(AgentEvent::ModelRequestStarted);
             let outcome = unless_cancelled(cancel, provider.stream(&request, &mut on_event)).await;
             drop(on_event);
             let partial =

@@ -99,6 +99,10 @@ impl AgentHarness {
             return self.finish_call(call, ToolOutput::error(refusal), false, false);
         }
 
+        self.emit(AgentEvent::ToolStarted {
+            tool_call_id: call.id.clone(),
+            tool_name: call.name.clone(),
+        });
         let output = tool.execute(input.clone(), ctx).await;
         self.post_tool(call, input, output).await
     }

@@ -293,3 +293,64 @@ async fn cancelling_mid_tool_answers_every_call_and_runs_stop() {
     };
     assert_eq!(stop.status, StopStatus::Cancelled);
 }
+
+/// The phase of each event, as a front end's spinner would name it.
+fn phase(event: &AgentEvent) -> Option<String> {
+    match event {
+        AgentEvent::HooksStarted { event, tool_name } => Some(match tool_name {
+            Some(tool) => format!("hooks {event} {tool}"),
+            None => format!("hooks {event}"),
+        }),
+        AgentEvent::Hooks { dispatch } => Some(format!("hooks done {}", dispatch.event)),
+        AgentEvent::ModelRequestStarted => Some("model".into()),
+        AgentEvent::ToolStarted { tool_name, .. } => Some(format!("tool {tool_name}")),
+        AgentEvent::ToolCallFinished { tool_name, ran, .. } => Some(format!("done {tool_name} ran={ran}")),
+        _ => None,
+    }
+}
+
+#[tokio::test]
+async fn the_harness_names_every_phase_in_order() {
+    let fixture = Fixture::new();
+    let hooks = HookRegistry::default()
+        .with_native(fixture.recorder("prompt", HookEvent::UserPromptSubmit, None))
+        .with_native(fixture.recorder("audit", HookEvent::PreToolUse, None))
+        .with_native(fixture.recorder("stop", HookEvent::Stop, None));
+    let mut harness = fixture.harness(
+        json!([
+            {"text": "", "toolCalls": [
+                {"name": "list_dir", "input": {}},
+                {"name": "shell_exec", "input": {"command": "true"}}
+            ]},
+            {"text": "ok"}
+        ]),
+        hooks,
+    );
+    let (events_tx, mut events) = tokio::sync::mpsc::unbounded_channel();
+    harness = harness.with_events(events_tx);
+    harness.run_turn("go", &CancellationToken::new()).await;
+    drop(harness);
+    let mut phases = Vec::new();
+    while let Some(event) = events.recv().await {
+        phases.extend(phase(&event));
+    }
+    assert_eq!(
+        phases,
+        [
+            "hooks userPromptSubmit",
+            "hooks done userPromptSubmit",
+            "model",
+            "hooks preToolUse list_dir",
+            "hooks done preToolUse",
+            "tool list_dir",
+            "done list_dir ran=true",
+            "hooks preToolUse shell_exec",
+            "hooks done preToolUse",
+            "tool shell_exec",
+            "done shell_exec ran=true",
+            "model",
+            "hooks stop",
+            "hooks done stop",
+        ]
+    );
+}

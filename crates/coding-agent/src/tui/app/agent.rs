@@ -2,7 +2,7 @@
 //! activity (recent runs, and a notice for each block, rewrite or failure), session switches.
 
 use elph_agent::harness::AgentEvent;
-use elph_agent::hooks::{HookEvent, StopStatus};
+use elph_agent::hooks::StopStatus;
 
 use super::super::hookview::{RECENT_RUNS, RunInfo};
 use super::super::items::{Item, ToolItem, ToolState};
@@ -11,24 +11,7 @@ use super::{App, Modal};
 use crate::notices::{self, NoticeKind};
 use crate::store::SessionInfo;
 
-/// The hooks that run, in order, before a turn's first model request.
-const TURN_PHASES: [HookEvent; 3] = [
-    HookEvent::UserPromptSubmit,
-    HookEvent::BeforeAgent,
-    HookEvent::Context,
-];
-
 impl App {
-    /// What the agent does next: the first of `events` that has a hook (for `tool`), else the model
-    /// (or, after the stop hooks, the end of the turn).
-    fn next_phase(&self, events: &[HookEvent], tool: Option<&str>) -> String {
-        match events.iter().find(|event| self.hooks.runs_for(**event, tool)) {
-            Some(event) => format!("hook {event}"),
-            None if events == [HookEvent::Stop] => "finishing".into(),
-            None => "waiting for the model".into(),
-        }
-    }
-
     pub(super) fn tool_mut(&mut self, id: &str) -> Option<&mut ToolItem> {
         self.items.iter_mut().rev().find_map(|item| match item {
             Item::Tool(tool) if tool.id == id => Some(tool),
@@ -162,10 +145,10 @@ impl App {
     fn agent(&mut self, event: AgentEvent) {
         match event {
             AgentEvent::SessionStarted { session_id } => self.status.session_id = session_id,
-            AgentEvent::TurnStarted { .. } => {
-                let label = self.next_phase(&TURN_PHASES, None);
-                self.set_label(label);
-            }
+            // The spinner follows the harness's phase events: a chain of hooks, a model request,
+            // a tool's own run. What ends a phase leaves the label to the next one.
+            AgentEvent::TurnStarted { .. } => {}
+            AgentEvent::ModelRequestStarted => self.set_label("waiting for the model"),
             AgentEvent::TextDelta { text } => {
                 match self.items.last_mut() {
                     Some(Item::Assistant {
@@ -198,23 +181,17 @@ impl App {
                         streaming: false,
                     });
                 }
-                let label = if tool_calls.is_empty() {
-                    self.next_phase(&[HookEvent::Stop], None)
+                self.set_label(if tool_calls.is_empty() {
+                    "finishing"
                 } else {
-                    "working".to_string()
-                };
-                self.set_label(label);
+                    "working"
+                });
             }
             AgentEvent::ToolCallStarted {
                 tool_call_id,
                 tool_name,
                 input,
             } => {
-                let label = match self.next_phase(&[HookEvent::PreToolUse], Some(&tool_name)) {
-                    hook if hook.starts_with("hook") => format!("{hook} · {tool_name}"),
-                    _ => format!("running {tool_name}"),
-                };
-                self.set_label(label);
                 self.items.push(Item::Tool(ToolItem {
                     id: tool_call_id,
                     name: tool_name,
@@ -230,6 +207,7 @@ impl App {
                     None => format!("hook {event}"),
                 });
             }
+            AgentEvent::ToolStarted { tool_name, .. } => self.set_label(format!("running {tool_name}")),
             AgentEvent::ToolInputRewritten {
                 tool_call_id, input, ..
             } => {
@@ -268,27 +246,9 @@ impl App {
                         (true, false) => ToolState::Ok,
                     };
                 }
-                let label = self.next_phase(&[HookEvent::Context], None);
-                self.set_label(label);
+                self.set_label("working");
             }
             AgentEvent::Hooks { dispatch } => {
-                let label = match dispatch.event {
-                    HookEvent::UserPromptSubmit | HookEvent::BeforeAgent => {
-                        let rest = TURN_PHASES
-                            .iter()
-                            .skip_while(|event| **event != dispatch.event)
-                            .skip(1)
-                            .copied()
-                            .collect::<Vec<_>>();
-                        Some(self.next_phase(&rest, None))
-                    }
-                    HookEvent::Context => Some(self.next_phase(&[], None)),
-                    HookEvent::PreToolUse => self.active_tool().map(|tool| format!("running {}", tool.name)),
-                    _ => None,
-                };
-                if let Some(label) = label {
-                    self.set_label(label);
-                }
                 for run in &dispatch.runs {
                     self.recent_runs.push(RunInfo::from_run(run));
                 }
