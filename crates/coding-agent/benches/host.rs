@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use coding_agent::hooks::config::Protocol;
 use coding_agent::hooks::discovery::resolve_command;
 use coding_agent::hooks::{HookDefinition, HookHost, HookScope, HookSet};
 use elph_agent::hooks::{HookEvent, HookPayload, HookRunner, Matcher, PayloadBase, PreToolUsePayload};
@@ -54,6 +55,7 @@ impl Setup {
             enabled: true,
             source: project.join("hooks.json"),
             scope: HookScope::Home,
+            protocol: Protocol::Elph,
         };
         let set = |n: usize| HookSet {
             hooks: (0..n).map(hook).collect(),

@@ -36,6 +36,12 @@ pub enum HooksCommand {
     ///
     /// Exits 0 when the chain ran, whatever the hooks decided; 1 on a usage or configuration error.
     Test(hooks_test::TestArgs),
+    /// Turn Claude Code settings (.claude/settings.json, .claude/settings.local.json,
+    /// ~/.claude/settings.json) into Elph hooks with "protocol": "claude-code".
+    ///
+    /// Prints the hooks files it would write, with a line on stderr for each thing it could not
+    /// translate; --write adds the hooks to them.
+    Import(super::hooks_import::ImportArgs),
 }
 
 pub fn run(cwd: Option<&Path>, command: HooksCommand) -> anyhow::Result<u8> {
@@ -54,6 +60,7 @@ pub fn run(cwd: Option<&Path>, command: HooksCommand) -> anyhow::Result<u8> {
         }
         HooksCommand::Validate { files, json } => validate(cwd, files, json),
         HooksCommand::Test(args) => hooks_test::run(cwd, args),
+        HooksCommand::Import(args) => super::hooks_import::run(cwd, args),
     }
 }
 

@@ -2,6 +2,7 @@
 
 mod doctor;
 mod hooks;
+mod hooks_import;
 mod hooks_test;
 mod run;
 mod sessions;

@@ -64,6 +64,28 @@ pub struct HookConfig {
     /// A disabled hook is listed but never run.
     #[serde(default = "default_enabled")]
     pub enabled: bool,
+    /// What the hook reads and prints: Elph's protocol, or Claude Code's (`claude-code`), so a
+    /// hook written for Claude Code runs unchanged. See docs/claude-code.md.
+    #[serde(default, skip_serializing_if = "Protocol::is_elph")]
+    pub protocol: Protocol,
+}
+
+/// The payload and answer format a hook speaks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Protocol {
+    /// Elph's payload (camelCase fields) and outcome.
+    #[default]
+    Elph,
+    /// Claude Code's payload (`tool_name`, `tool_input`, …) and answers (exit 2,
+    /// `hookSpecificOutput`, …). Only on events Claude Code has.
+    ClaudeCode,
+}
+
+impl Protocol {
+    pub fn is_elph(&self) -> bool {
+        *self == Protocol::Elph
+    }
 }
 
 /// Tool names a tool hook applies to. Absent, or `{}`, means every tool.
@@ -190,8 +212,27 @@ pub fn parse(bytes: &[u8]) -> Result<HooksFile, LoadError> {
         let (pointer, message) = describe_schema_error(&error);
         return Err(LoadError::new(Some(pointer), format!("{message}; file ignored")));
     }
-    serde_json::from_value(value)
-        .map_err(|err| LoadError::new(Some(String::new()), format!("{err}; file ignored")))
+    let file: HooksFile = serde_json::from_value(value)
+        .map_err(|err| LoadError::new(Some(String::new()), format!("{err}; file ignored")))?;
+    for (index, hook) in file.hooks.iter().enumerate() {
+        if hook.protocol == Protocol::ClaudeCode && !claude_code_has(hook.event) {
+            return Err(LoadError::new(
+                Some(format!("/hooks/{index}/protocol")),
+                format!(
+                    "hook '{}': protocol claude-code is only for events Claude Code has (sessionStart, userPromptSubmit, preToolUse, postToolUse, postToolUseFailure, preCompact, stop, sessionEnd), not {}; file ignored",
+                    hook.id, hook.event
+                ),
+            ));
+        }
+    }
+    Ok(file)
+}
+
+fn claude_code_has(event: HookEvent) -> bool {
+    !matches!(
+        event,
+        HookEvent::BeforeAgent | HookEvent::Context | HookEvent::PostCompact
+    )
 }
 
 fn describe_schema_error(error: &jsonschema::ValidationError<'_>) -> (String, String) {

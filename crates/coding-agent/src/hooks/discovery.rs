@@ -6,7 +6,7 @@ use std::time::Duration;
 use elph_agent::hooks::{HookEvent, Matcher};
 use serde::Serialize;
 
-use super::config::{HookConfig, HooksFile, LoadError, read_file};
+use super::config::{HookConfig, HooksFile, LoadError, Protocol, read_file};
 use crate::diagnostics::Diagnostic;
 use crate::paths::Paths;
 
@@ -42,6 +42,9 @@ pub struct HookDefinition {
     pub enabled: bool,
     pub source: PathBuf,
     pub scope: HookScope,
+    /// Elph's protocol, or Claude Code's.
+    #[serde(skip_serializing_if = "Protocol::is_elph")]
+    pub protocol: Protocol,
 }
 
 fn as_millis<S: serde::Serializer>(duration: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
@@ -231,6 +234,7 @@ fn definition(config: HookConfig, source: &Path, scope: HookScope, path_var: &st
         enabled: config.enabled,
         source: source.to_path_buf(),
         scope,
+        protocol: config.protocol,
     }
 }
 

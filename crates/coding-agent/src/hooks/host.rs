@@ -14,15 +14,17 @@
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use elph_agent::hooks::limits::{MAX_INPUT_BYTES, MAX_TIMEOUT};
 use elph_agent::hooks::{
-    ChainFlow, Dispatch, HookDiagnostic, HookEvent, HookPayload, HookRun, HookRunner, Reducer, RunStatus,
-    parse_stdout,
+    BeforeAgentOutcome, ChainFlow, Dispatch, HookDiagnostic, HookEvent, HookOutcome, HookPayload, HookRun,
+    HookRunner, Reducer, RunStatus, parse_stdout,
 };
 
+use super::claude_code;
+use super::config::Protocol;
 use super::discovery::{HookDefinition, HookSet};
 use super::process::{self, Ending, ProcessOutput, ProcessSpec};
 use super::runlog::RunLog;
@@ -52,6 +54,9 @@ pub struct HookHost {
     project_dir: PathBuf,
     log: Option<RunLog>,
     parent_env: ParentEnv,
+    /// Context that Claude Code hooks added on sessionStart or userPromptSubmit (hook id, text),
+    /// applied at the next beforeAgent as `additionalContext`: it reaches the next request.
+    pending_context: Mutex<Vec<(String, String)>>,
 }
 
 impl HookHost {
@@ -62,6 +67,7 @@ impl HookHost {
             project_dir: project_dir.into(),
             log: Some(RunLog::new(data_dir)),
             parent_env: ParentEnv::Process,
+            pending_context: Mutex::new(Vec::new()),
         }
     }
 
@@ -106,16 +112,31 @@ impl HookHost {
         let set = self.set();
         let event = payload.event();
         let hooks = set.matching(event, payload.tool_name());
-        if hooks.is_empty() {
+        let pending = if event == HookEvent::BeforeAgent {
+            std::mem::take(&mut *self.pending())
+        } else {
+            Vec::new()
+        };
+        if hooks.is_empty() && pending.is_empty() {
             return Dispatch::empty(payload);
         }
         let session_id = payload.base().session_id.clone();
         let mut reducer = Reducer::new(payload);
+        for (hook_id, context) in pending {
+            let outcome = BeforeAgentOutcome {
+                additional_context: Some(context),
+                ..BeforeAgentOutcome::default()
+            };
+            reducer.apply(&hook_id, &HookOutcome::BeforeAgent(outcome));
+        }
         let mut runs = Vec::with_capacity(hooks.len());
         let mut diagnostics = Vec::new();
         for hook in hooks {
             // Tool and context hooks see the payload as the previous hook left it.
-            let stdin = reducer.payload().to_stdin_bytes();
+            let stdin = match hook.protocol {
+                Protocol::Elph => reducer.payload().to_stdin_bytes(),
+                Protocol::ClaudeCode => claude_code::stdin_bytes(reducer.payload()),
+            };
             let (run, flow) = if stdin.len() - 1 > MAX_INPUT_BYTES {
                 let run = HookRun::skipped(
                     &hook.id,
@@ -128,7 +149,16 @@ impl HookHost {
                 (run, ChainFlow::Continue)
             } else {
                 let output = self.spawn_hook(hook, &session_id, &stdin).await;
-                let run = record(hook, event, &output);
+                let run = match hook.protocol {
+                    Protocol::Elph => record(hook, event, &output),
+                    Protocol::ClaudeCode => {
+                        let (run, context) = claude_code::record(hook, event, &output, reducer.payload());
+                        if let Some(context) = context {
+                            self.pending().push((hook.id.clone(), context));
+                        }
+                        run
+                    }
+                };
                 let flow = match &run.outcome {
                     Some(outcome) => reducer.apply(&hook.id, outcome),
                     None => ChainFlow::Continue,
@@ -152,13 +182,25 @@ impl HookHost {
         }
     }
 
+    fn pending(&self) -> std::sync::MutexGuard<'_, Vec<(String, String)>> {
+        self.pending_context
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
     async fn spawn_hook(&self, hook: &HookDefinition, session_id: &str, stdin: &[u8]) -> ProcessOutput {
-        let env = process::hook_environment(
+        let mut env = process::hook_environment(
             &|name| self.parent_env.get(name),
             &hook.id,
             session_id,
             &self.project_dir,
         );
+        if hook.protocol == Protocol::ClaudeCode {
+            env.push((
+                claude_code::PROJECT_DIR_VAR.into(),
+                self.project_dir.as_os_str().to_owned(),
+            ));
+        }
         let spec = ProcessSpec {
             program: &hook.command.path,
             args: &hook.args,
@@ -179,15 +221,36 @@ impl HookRunner for HookHost {
     }
 
     fn has_hooks(&self, event: HookEvent, tool_name: Option<&str>) -> bool {
-        self.set()
-            .hooks
-            .iter()
-            .any(|hook| hook.applies_to(event, tool_name))
+        (event == HookEvent::BeforeAgent && !self.pending().is_empty())
+            || self
+                .set()
+                .hooks
+                .iter()
+                .any(|hook| hook.applies_to(event, tool_name))
     }
 }
 
 /// The record of one run: how it ended and, after exit 0, its validated outcome.
 pub fn record(hook: &HookDefinition, event: HookEvent, output: &ProcessOutput) -> HookRun {
+    let mut run = base_record(hook, event, output);
+    match output.ending() {
+        Ending::Exited(0) => match parse_stdout(event, &output.stdout) {
+            Ok(parsed) => {
+                run.status = RunStatus::Ok;
+                if let Some(parsed) = parsed {
+                    run.notes.extend(parsed.ignored);
+                    run.outcome = Some(parsed.outcome);
+                }
+            }
+            Err(error) => run.cause = Some(format!("outcome rejected: {error}")),
+        },
+        ending => run.cause = Some(failure_cause(hook, ending)),
+    }
+    run
+}
+
+/// A failed run's record with how the process ended, before its output is read.
+pub(crate) fn base_record(hook: &HookDefinition, event: HookEvent, output: &ProcessOutput) -> HookRun {
     let mut run = HookRun {
         hook_id: hook.id.clone(),
         event,
@@ -211,23 +274,10 @@ pub fn record(hook: &HookDefinition, event: HookEvent, output: &ProcessOutput) -
             process::EXIT_GRACE.as_millis()
         ));
     }
-    match output.ending() {
-        Ending::Exited(0) => match parse_stdout(event, &output.stdout) {
-            Ok(parsed) => {
-                run.status = RunStatus::Ok;
-                if let Some(parsed) = parsed {
-                    run.notes.extend(parsed.ignored);
-                    run.outcome = Some(parsed.outcome);
-                }
-            }
-            Err(error) => run.cause = Some(format!("outcome rejected: {error}")),
-        },
-        ending => run.cause = Some(failure_cause(hook, ending)),
-    }
     run
 }
 
-fn failure_cause(hook: &HookDefinition, ending: Ending) -> String {
+pub(crate) fn failure_cause(hook: &HookDefinition, ending: Ending) -> String {
     match ending {
         Ending::SpawnFailed(why) => format!("{why} (defined in {})", hook.source.display()),
         Ending::OutputLimit(stream) => format!(

@@ -1,5 +1,6 @@
 //! Hook configuration: the hooks.json model and schema, and discovery of the home and project files.
 
+pub mod claude_code;
 pub mod config;
 pub mod discovery;
 pub mod host;

@@ -671,7 +671,14 @@ fn outcome_event(block: &Block) -> Option<HookEvent> {
 
 #[test]
 fn every_json_block_in_the_docs_is_valid_json() {
-    for doc in ["hooks.md", "trust.md", "cli.md", "architecture.md"] {
+    for doc in [
+        "hooks.md",
+        "trust.md",
+        "cli.md",
+        "architecture.md",
+        "claude-code.md",
+        "mcp.md",
+    ] {
         for block in json_blocks(&read_doc(doc)) {
             assert!(
                 block.value.is_some(),
@@ -867,7 +874,14 @@ fn anchors(markdown: &str) -> BTreeSet<String> {
 
 #[test]
 fn links_between_the_docs_resolve() {
-    let docs = ["hooks.md", "trust.md", "cli.md", "architecture.md"];
+    let docs = [
+        "hooks.md",
+        "trust.md",
+        "cli.md",
+        "architecture.md",
+        "claude-code.md",
+        "mcp.md",
+    ];
     for doc in docs {
         let text = read_doc(doc);
         let mut rest = text.as_str();
@@ -897,4 +911,73 @@ fn links_between_the_docs_resolve() {
             }
         }
     }
+}
+
+/// claude-code.md: its hooks.json validates, and its `.claude/settings.json` imports into exactly
+/// the hooks and the left-out lines the page describes.
+#[test]
+fn the_claude_code_page_examples_validate_and_import_as_described() {
+    let env = TestEnv::new();
+    let blocks = json_blocks(&read_doc("claude-code.md"));
+    let hooks = blocks
+        .iter()
+        .filter_map(|b| b.value.clone())
+        .find(is_hooks_file)
+        .expect("a hooks.json example");
+    let file = env.root.path().join("hooks.json");
+    std::fs::write(&file, hooks.to_string()).unwrap();
+    let run = elph(&env, &["hooks", "validate", file.to_str().unwrap()]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+
+    let settings = blocks
+        .iter()
+        .filter_map(|b| b.value.clone())
+        .find(|v| v["hooks"].is_object())
+        .expect("a settings example");
+    let claude = env.project.join(".claude");
+    std::fs::create_dir_all(&claude).unwrap();
+    std::fs::write(claude.join("settings.json"), settings.to_string()).unwrap();
+    let run = elph(&env, &["hooks", "import"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let imported = run.json();
+    let summary: Vec<(String, Value, u64)> = imported["hooks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| {
+            (
+                h["id"].as_str().unwrap().to_string(),
+                h["matcher"]["toolNames"].clone(),
+                h["timeoutMs"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        vec![
+            ("claude-pre-tool-use-1".to_string(), json!(["shell_exec"]), 30_000),
+            (
+                "claude-pre-tool-use-2".to_string(),
+                json!(["write_file", "edit_file"]),
+                60_000
+            ),
+        ]
+    );
+    let page = read_doc("claude-code.md");
+    for line in run.stderr.lines().filter(|l| l.starts_with('!')) {
+        let shown = line.replace(
+            &claude.join("settings.json").display().to_string(),
+            ".claude/settings.json",
+        );
+        assert!(
+            page.contains(&shown),
+            "claude-code.md does not show the line:\n{shown}"
+        );
+    }
+    assert_eq!(
+        run.stderr.lines().filter(|l| l.starts_with('!')).count(),
+        2,
+        "{}",
+        run.stderr
+    );
 }

@@ -5,6 +5,7 @@ use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use coding_agent::hooks::config::Protocol;
 use coding_agent::hooks::discovery::resolve_command;
 use coding_agent::hooks::runlog::RunLog;
 use coding_agent::hooks::{HookDefinition, HookHost, HookScope, HookSet};
@@ -73,6 +74,7 @@ impl Fixture {
             enabled: true,
             source: self.scripts.parent().unwrap().join("hooks.json"),
             scope: HookScope::Home,
+            protocol: Protocol::Elph,
         }
     }
 

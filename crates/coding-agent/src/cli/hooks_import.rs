@@ -1,0 +1,186 @@
+//! `elph hooks import [FILE] [--write]`: Claude Code settings turned into Elph hooks.
+//!
+//! Without FILE it reads the project's `.claude/settings.json` and `.claude/settings.local.json`
+//! (their hooks go to the project's `.elph/hooks.json`) and `~/.claude/settings.json` (to
+//! `CONFIG_DIR/hooks.json`). It prints the hooks files it would write; `--write` adds the hooks to
+//! them, skipping any hook that is already there (so a second import changes nothing).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use clap::Args;
+use serde_json::Value;
+
+use super::exit;
+use crate::hooks::claude_code::settings::import;
+use crate::hooks::config::{HookConfig, HooksFile, read_file};
+use crate::paths::Paths;
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// A Claude Code settings file (default: the project's .claude/settings.json and
+    /// .claude/settings.local.json, and ~/.claude/settings.json).
+    pub file: Option<PathBuf>,
+    /// Add the hooks to the right hooks.json instead of printing them.
+    #[arg(long)]
+    pub write: bool,
+}
+
+/// One settings file and the hooks.json its hooks belong in.
+struct Source {
+    settings: PathBuf,
+    target: PathBuf,
+}
+
+pub fn run(cwd: Option<&Path>, args: ImportArgs) -> anyhow::Result<u8> {
+    let paths = Paths::from_env(cwd)?;
+    let project_target = paths.project_dir.join(".elph").join("hooks.json");
+    let home_target = paths.config_dir.join("hooks.json");
+    let home_claude = std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".claude"));
+    let sources: Vec<Source> = match &args.file {
+        Some(file) => {
+            let in_home = home_claude
+                .as_ref()
+                .is_some_and(|dir| file.canonicalize().is_ok_and(|f| f.starts_with(dir)));
+            vec![Source {
+                settings: file.clone(),
+                target: if in_home { home_target } else { project_target },
+            }]
+        }
+        None => {
+            let claude = paths.project_dir.join(".claude");
+            let mut sources = vec![
+                Source {
+                    settings: claude.join("settings.json"),
+                    target: project_target.clone(),
+                },
+                Source {
+                    settings: claude.join("settings.local.json"),
+                    target: project_target,
+                },
+            ];
+            if let Some(dir) = home_claude {
+                sources.push(Source {
+                    settings: dir.join("settings.json"),
+                    target: home_target,
+                });
+            }
+            sources.retain(|source| source.settings.is_file());
+            sources
+        }
+    };
+    if sources.is_empty() {
+        eprintln!(
+            "elph hooks import: no Claude Code settings found (looked for .claude/settings.json and .claude/settings.local.json in {} and ~/.claude/settings.json); pass a FILE",
+            paths.project_dir.display()
+        );
+        return Ok(exit::ERROR);
+    }
+
+    // Targets in the order first seen, each with the hooks it gets.
+    let mut targets: Vec<(PathBuf, Vec<HookConfig>, HooksFile)> = Vec::new();
+    for source in &sources {
+        let text = std::fs::read_to_string(&source.settings)
+            .with_context(|| format!("cannot read {}", source.settings.display()))?;
+        let settings: Value = match serde_json::from_str(&text) {
+            Ok(value) => value,
+            Err(err) => {
+                eprintln!(
+                    "elph hooks import: {} is not valid JSON: {err}; nothing was imported",
+                    source.settings.display()
+                );
+                return Ok(exit::ERROR);
+            }
+        };
+        let index = match targets.iter().position(|(path, _, _)| *path == source.target) {
+            Some(index) => index,
+            None => {
+                let existing = match read_file(&source.target) {
+                    Ok(file) => file.unwrap_or(HooksFile {
+                        schema: Some(crate::hooks::config::SCHEMA_ID.to_string()),
+                        hooks: Vec::new(),
+                    }),
+                    Err(error) => {
+                        eprintln!(
+                            "elph hooks import: {} is broken ({}); fix it first, nothing was imported",
+                            source.target.display(),
+                            error.message
+                        );
+                        return Ok(exit::ERROR);
+                    }
+                };
+                targets.push((source.target.clone(), Vec::new(), existing));
+                targets.len() - 1
+            }
+        };
+        let (_, added, existing) = &mut targets[index];
+        let taken: Vec<String> = existing
+            .hooks
+            .iter()
+            .chain(added.iter())
+            .map(|hook| hook.id.clone())
+            .collect();
+        let imported = match import(&settings, &taken) {
+            Ok(imported) => imported,
+            Err(why) => {
+                eprintln!(
+                    "elph hooks import: {}: {why}; nothing was imported",
+                    source.settings.display()
+                );
+                return Ok(exit::ERROR);
+            }
+        };
+        for line in &imported.skipped {
+            eprintln!("! {}: {line}", source.settings.display());
+        }
+        for hook in imported.hooks {
+            let same = |other: &HookConfig| {
+                other.event == hook.event
+                    && other.matcher == hook.matcher
+                    && other.args == hook.args
+                    && other.command == hook.command
+            };
+            if existing.hooks.iter().any(same) || added.iter().any(same) {
+                continue;
+            }
+            added.push(hook);
+        }
+    }
+
+    let mut out = std::io::stdout().lock();
+    for (target, added, mut existing) in targets {
+        let count = added.len();
+        existing.hooks.extend(added);
+        let text = serde_json::to_string_pretty(&existing)? + "\n";
+        if !args.write {
+            eprintln!(
+                "{}: {count} new hook(s); with --write the file becomes:",
+                target.display()
+            );
+            write!(out, "{text}")?;
+            continue;
+        }
+        if count == 0 {
+            writeln!(out, "{}: nothing new to add", target.display())?;
+            continue;
+        }
+        // Checked against the schema before it replaces anything.
+        crate::hooks::config::parse(text.as_bytes())
+            .map_err(|error| anyhow::anyhow!("the imported hooks do not validate: {}", error.message))?;
+        write_atomically(&target, &text)?;
+        writeln!(out, "{}: added {count} hook(s)", target.display())?;
+    }
+    Ok(exit::SUCCESS)
+}
+
+fn write_atomically(target: &Path, text: &str) -> anyhow::Result<()> {
+    let folder = target.parent().context("the hooks.json has no folder")?;
+    std::fs::create_dir_all(folder).with_context(|| format!("cannot create {}", folder.display()))?;
+    let mut file = tempfile::NamedTempFile::new_in(folder)
+        .with_context(|| format!("cannot write in {}", folder.display()))?;
+    file.write_all(text.as_bytes())?;
+    file.persist(target)
+        .with_context(|| format!("cannot replace {}", target.display()))?;
+    Ok(())
+}

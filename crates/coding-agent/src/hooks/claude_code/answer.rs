@@ -1,0 +1,417 @@
+//! Reading a Claude Code hook's answer — its exit code, stdout and stderr — as an Elph outcome.
+//!
+//! The result is the outcome JSON in Elph's own field names, which the host then validates with
+//! `parse_outcome` like any hook's, so every limit and type rule holds. What has no Elph equivalent
+//! is named in a note (the user sees it as a diagnostic); nothing is dropped silently.
+
+use elph_agent::hooks::limits::MAX_RETURNED_CONTEXT_BYTES;
+use elph_agent::hooks::{HookEvent, HookPayload};
+use elph_ai::ContentBlock;
+use serde_json::{Map, Value, json};
+
+use super::payload::claude_event;
+use super::tools::{claude_input, elph_field};
+
+/// What a Claude Code hook's answer means in Elph.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Translation {
+    /// The outcome in Elph's field names; `None` is "no change".
+    pub outcome: Option<Value>,
+    /// Text for the next model request (Claude Code's `additionalContext`, or plain stdout, on
+    /// SessionStart and UserPromptSubmit).
+    pub context: Option<String>,
+    /// Remarks for the user: fields with no Elph equivalent, messages the hook meant for them.
+    pub notes: Vec<String>,
+}
+
+/// Reads an exit-2 answer: Claude Code's "blocking error", with stderr as the reason.
+pub fn exit_two(event: HookEvent, payload: &HookPayload, stderr: &str) -> Translation {
+    let reason = stderr.trim();
+    let mut out = Translation::default();
+    match event {
+        HookEvent::PreToolUse => {
+            let reason = if reason.is_empty() {
+                "blocked by a Claude Code hook (exit code 2)"
+            } else {
+                reason
+            };
+            out.outcome = Some(json!({"block": true, "reason": reason}));
+        }
+        HookEvent::PostToolUse | HookEvent::PostToolUseFailure => {
+            // The tool already ran; Claude Code shows stderr to the model.
+            if !reason.is_empty() {
+                out.outcome = Some(feedback(payload, &[reason]));
+            }
+        }
+        _ => out.notes.push(format!(
+            "exit code 2 cannot block {} in Elph: {}; stderr: {reason}",
+            claude_event(event).unwrap_or(event.as_str()),
+            cannot_block(event)
+        )),
+    }
+    out
+}
+
+fn cannot_block(event: HookEvent) -> &'static str {
+    match event {
+        HookEvent::UserPromptSubmit => "the prompt went on to the model",
+        HookEvent::Stop => "the turn had already ended",
+        _ => "the event only reports what happened",
+    }
+}
+
+/// Reads an exit-0 answer. `Err` rejects the outcome (a field of the wrong type or value).
+pub fn exit_zero(event: HookEvent, payload: &HookPayload, stdout: &str) -> Result<Translation, String> {
+    let text = stdout.trim();
+    let mut out = Translation::default();
+    if text.is_empty() {
+        return Ok(out);
+    }
+    let object = match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(object)) => object,
+        // Plain text: Claude Code adds it to the context on these two events, and only shows it
+        // to the user elsewhere.
+        _ if matches!(event, HookEvent::SessionStart | HookEvent::UserPromptSubmit) => {
+            out.context = Some(bounded("stdout", text)?);
+            return Ok(out);
+        }
+        _ => return Ok(out),
+    };
+    Reader {
+        event,
+        payload,
+        out: &mut out,
+        elph: Map::new(),
+        feedback: Vec::new(),
+    }
+    .read(object)?;
+    Ok(out)
+}
+
+struct Reader<'a> {
+    event: HookEvent,
+    payload: &'a HookPayload,
+    out: &'a mut Translation,
+    /// The Elph outcome being built.
+    elph: Map<String, Value>,
+    /// Text for the model after a tool result (PostToolUse).
+    feedback: Vec<String>,
+}
+
+impl Reader<'_> {
+    fn event_name(&self) -> &'static str {
+        claude_event(self.event).unwrap_or(self.event.as_str())
+    }
+
+    fn unsupported(&mut self, field: &str, why: &str) {
+        self.out.notes.push(format!(
+            "field '{field}' has no effect on {} in Elph: {why}",
+            self.event_name()
+        ));
+    }
+
+    fn read(mut self, mut object: Map<String, Value>) -> Result<(), String> {
+        let specific = object.remove("hookSpecificOutput");
+        let decision = string(&mut object, "decision")?;
+        let reason = string(&mut object, "reason")?;
+        let keep_going = match object.remove("continue") {
+            None => true,
+            Some(Value::Bool(flag)) => flag,
+            Some(other) => return Err(format!("continue must be true or false, not {other}")),
+        };
+        let stop_reason = string(&mut object, "stopReason")?;
+        if let Some(message) = string(&mut object, "systemMessage")? {
+            self.out.notes.push(format!("message from the hook: {message}"));
+        }
+        if object.remove("suppressOutput").is_some() {
+            self.unsupported("suppressOutput", "Elph never puts hook output in the transcript");
+        }
+        for field in object.keys() {
+            self.out.notes.push(format!(
+                "field '{field}' is not part of Claude Code's hook answer and was ignored"
+            ));
+        }
+
+        match (decision.as_deref(), self.event) {
+            (None, _) => {}
+            (Some("approve" | "allow"), HookEvent::PreToolUse) => {} // never loosens approval
+            (Some("block" | "deny"), HookEvent::PreToolUse) => self.block(reason.clone()),
+            (Some("block"), HookEvent::PostToolUse | HookEvent::PostToolUseFailure) => {
+                if let Some(reason) = &reason {
+                    self.feedback.push(reason.clone());
+                }
+            }
+            (Some("block"), _) => self.unsupported("decision", cannot_block(self.event)),
+            (Some(other), _) => {
+                return Err(format!(
+                    "decision '{other}' is not one Claude Code defines for {} (approve or block)",
+                    self.event_name()
+                ));
+            }
+        }
+        if let Some(specific) = specific {
+            let Value::Object(specific) = specific else {
+                return Err("hookSpecificOutput must be an object".into());
+            };
+            self.specific(specific)?;
+        }
+        if !keep_going {
+            match self.event {
+                HookEvent::PreToolUse => {
+                    self.block(stop_reason.clone());
+                    self.out.notes.push(
+                        "continue: false ends the whole turn in Claude Code; in Elph preToolUse blocks the call instead"
+                            .into(),
+                    );
+                }
+                HookEvent::PostToolUse | HookEvent::PostToolUseFailure => {
+                    self.elph.insert("terminate".into(), json!(true));
+                    if let Some(stop_reason) = &stop_reason {
+                        self.out
+                            .notes
+                            .push(format!("the hook ended the turn: {stop_reason}"));
+                    }
+                }
+                _ => self.unsupported("continue", "only tool events can end the turn"),
+            }
+        } else if stop_reason.is_some() {
+            self.unsupported("stopReason", "it applies only with continue: false");
+        }
+        if !self.feedback.is_empty() {
+            let texts: Vec<&str> = self.feedback.iter().map(String::as_str).collect();
+            if let Value::Object(content) = feedback(self.payload, &texts) {
+                self.elph.extend(content);
+            }
+        }
+        if !self.elph.is_empty() {
+            self.out.outcome = Some(Value::Object(self.elph));
+        }
+        Ok(())
+    }
+
+    fn block(&mut self, reason: Option<String>) {
+        self.elph.insert("block".into(), json!(true));
+        if let Some(reason) = reason.filter(|r| !r.is_empty()) {
+            self.elph.insert("reason".into(), json!(reason));
+        }
+    }
+
+    fn specific(&mut self, mut specific: Map<String, Value>) -> Result<(), String> {
+        specific.remove("hookEventName");
+        let permission = string(&mut specific, "permissionDecision")?;
+        let permission_reason = string(&mut specific, "permissionDecisionReason")?;
+        let context = string(&mut specific, "additionalContext")?;
+        let updated = specific.remove("updatedInput");
+        for field in specific.keys() {
+            self.out.notes.push(format!(
+                "field 'hookSpecificOutput.{field}' has no Elph equivalent and was ignored"
+            ));
+        }
+        if self.event != HookEvent::PreToolUse {
+            if permission.is_some() {
+                self.unsupported(
+                    "hookSpecificOutput.permissionDecision",
+                    "it applies to PreToolUse",
+                );
+            }
+            if updated.is_some() {
+                self.unsupported("hookSpecificOutput.updatedInput", "it applies to PreToolUse");
+            }
+        } else {
+            match permission.as_deref() {
+                None | Some("allow") => {} // hooks never loosen approval
+                Some("deny") => self.block(permission_reason.clone()),
+                Some("ask") => {
+                    self.elph.insert("decision".into(), json!("ask"));
+                    if let Some(reason) = &permission_reason {
+                        self.elph.insert("reason".into(), json!(reason));
+                    }
+                }
+                Some(other) => {
+                    return Err(format!(
+                        "hookSpecificOutput.permissionDecision is '{other}'; Claude Code defines allow, deny and ask"
+                    ));
+                }
+            }
+            if let Some(updated) = updated {
+                self.updated_input(updated)?;
+            }
+        }
+        if let Some(context) = context {
+            match self.event {
+                HookEvent::SessionStart | HookEvent::UserPromptSubmit => {
+                    self.out.context = Some(bounded("hookSpecificOutput.additionalContext", &context)?);
+                }
+                HookEvent::PostToolUse | HookEvent::PostToolUseFailure => self.feedback.push(context),
+                _ => self.unsupported(
+                    "hookSpecificOutput.additionalContext",
+                    "it applies to SessionStart, UserPromptSubmit and PostToolUse",
+                ),
+            }
+        }
+        Ok(())
+    }
+
+    /// `updatedInput` in Claude Code's names, laid over the call's input and mapped back to Elph's
+    /// names. The harness then checks the result against the tool's schema, as for any rewrite.
+    fn updated_input(&mut self, updated: Value) -> Result<(), String> {
+        let HookPayload::PreToolUse(call) = self.payload else {
+            return Ok(());
+        };
+        let Value::Object(updated) = updated else {
+            return Err("hookSpecificOutput.updatedInput must be an object of tool arguments".into());
+        };
+        let project_dir = &call.base.project_dir;
+        let shown = claude_input(&call.tool_name, &call.tool_input, project_dir);
+        let mut input = match &call.tool_input {
+            Value::Object(object) => object.clone(),
+            _ => Map::new(),
+        };
+        for (claude_key, value) in updated {
+            // A path sent back as it was shown (made absolute) is the same path: keep Elph's.
+            if shown.get(&claude_key) == Some(&value) {
+                continue;
+            }
+            input.insert(elph_field(&call.tool_name, &claude_key), value);
+        }
+        let input = Value::Object(input);
+        if input != call.tool_input {
+            self.elph.insert("toolInput".into(), input);
+        }
+        Ok(())
+    }
+}
+
+/// The tool result as the previous hooks left it, followed by text for the model.
+fn feedback(payload: &HookPayload, texts: &[&str]) -> Value {
+    let mut content = match payload {
+        HookPayload::PostToolUse(p) | HookPayload::PostToolUseFailure(p) => p.content.clone(),
+        _ => Vec::new(),
+    };
+    content.extend(
+        texts
+            .iter()
+            .map(|text| ContentBlock::text(format!("Hook feedback: {text}"))),
+    );
+    json!({ "content": content })
+}
+
+fn string(object: &mut Map<String, Value>, field: &str) -> Result<Option<String>, String> {
+    match object.remove(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) => Ok(Some(text)),
+        Some(other) => Err(format!("{field} must be a string, not {other}")),
+    }
+}
+
+fn bounded(field: &str, text: &str) -> Result<String, String> {
+    if text.len() > MAX_RETURNED_CONTEXT_BYTES {
+        return Err(format!(
+            "{field} is {} bytes; at most {MAX_RETURNED_CONTEXT_BYTES} bytes may reach the model from one outcome",
+            text.len()
+        ));
+    }
+    Ok(text.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use elph_agent::hooks::payload::{
+        PayloadBase, PreToolUsePayload, ToolResultPayload, UserPromptSubmitPayload,
+    };
+
+    fn pre(tool: &str, input: Value) -> HookPayload {
+        HookPayload::PreToolUse(PreToolUsePayload {
+            base: PayloadBase::new("s", "/p"),
+            tool_name: tool.into(),
+            tool_call_id: "c".into(),
+            tool_input: input,
+        })
+    }
+
+    fn post() -> HookPayload {
+        HookPayload::PostToolUse(ToolResultPayload {
+            base: PayloadBase::new("s", "/p"),
+            tool_name: "shell_exec".into(),
+            tool_call_id: "c".into(),
+            tool_input: json!({"command": "make"}),
+            content: vec![ContentBlock::text("built")],
+            details: Value::Null,
+            is_error: false,
+        })
+    }
+
+    #[test]
+    fn updated_input_maps_back_and_keeps_paths_that_did_not_change() {
+        let payload = pre(
+            "edit_file",
+            json!({"path": "src/a.rs", "old_text": "a", "new_text": "b"}),
+        );
+        let answer = json!({"hookSpecificOutput": {"permissionDecision": "allow", "updatedInput": {
+            "file_path": "/p/src/a.rs", "old_string": "a", "new_string": "c"}}});
+        let out = exit_zero(HookEvent::PreToolUse, &payload, &answer.to_string()).unwrap();
+        assert_eq!(
+            out.outcome,
+            Some(json!({"toolInput": {"path": "src/a.rs", "old_text": "a", "new_text": "c"}}))
+        );
+        // The same input sent back is no change at all.
+        let same = json!({"hookSpecificOutput": {"updatedInput": {"file_path": "/p/src/a.rs"}}});
+        let out = exit_zero(HookEvent::PreToolUse, &payload, &same.to_string()).unwrap();
+        assert_eq!(out.outcome, None);
+    }
+
+    #[test]
+    fn ask_deny_and_the_old_decision_field() {
+        let payload = pre("shell_exec", json!({"command": "sudo ls"}));
+        let ask =
+            json!({"hookSpecificOutput": {"permissionDecision": "ask", "permissionDecisionReason": "sudo"}});
+        let out = exit_zero(HookEvent::PreToolUse, &payload, &ask.to_string()).unwrap();
+        assert_eq!(out.outcome, Some(json!({"decision": "ask", "reason": "sudo"})));
+        let old = json!({"decision": "block", "reason": "no"});
+        let out = exit_zero(HookEvent::PreToolUse, &payload, &old.to_string()).unwrap();
+        assert_eq!(out.outcome, Some(json!({"block": true, "reason": "no"})));
+        let stop = json!({"continue": false, "stopReason": "enough"});
+        let out = exit_zero(HookEvent::PreToolUse, &payload, &stop.to_string()).unwrap();
+        assert_eq!(out.outcome, Some(json!({"block": true, "reason": "enough"})));
+        assert!(out.notes[0].contains("continue: false"));
+        assert!(exit_zero(HookEvent::PreToolUse, &payload, r#"{"decision": 3}"#).is_err());
+        let blocked = exit_two(HookEvent::PreToolUse, &payload, "");
+        assert_eq!(blocked.outcome.unwrap()["block"], true);
+    }
+
+    #[test]
+    fn post_tool_use_feedback_and_continue_false() {
+        let answer = json!({"decision": "block", "reason": "lint failed", "continue": false, "stopReason": "stop now",
+            "hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext": "see lint.log"}});
+        let out = exit_zero(HookEvent::PostToolUse, &post(), &answer.to_string()).unwrap();
+        assert_eq!(
+            out.outcome,
+            Some(json!({"terminate": true, "content": [
+                {"type": "text", "text": "built"},
+                {"type": "text", "text": "Hook feedback: lint failed"},
+                {"type": "text", "text": "Hook feedback: see lint.log"}]}))
+        );
+        let out = exit_two(HookEvent::PostToolUse, &post(), "tests fail\n");
+        assert_eq!(
+            out.outcome.unwrap()["content"][1]["text"],
+            "Hook feedback: tests fail"
+        );
+    }
+
+    #[test]
+    fn prompt_context_from_plain_stdout_or_json() {
+        let payload = HookPayload::UserPromptSubmit(UserPromptSubmitPayload {
+            base: PayloadBase::new("s", "/p"),
+            prompt: "hi".into(),
+        });
+        let out = exit_zero(HookEvent::UserPromptSubmit, &payload, "Today is Tuesday.\n").unwrap();
+        assert_eq!(out.context.as_deref(), Some("Today is Tuesday."));
+        let json =
+            json!({"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": "ctx"}});
+        let out = exit_zero(HookEvent::UserPromptSubmit, &payload, &json.to_string()).unwrap();
+        assert_eq!((out.context.as_deref(), out.outcome), (Some("ctx"), None));
+        let big = "x".repeat(MAX_RETURNED_CONTEXT_BYTES + 1);
+        assert!(exit_zero(HookEvent::UserPromptSubmit, &payload, &big).is_err());
+    }
+}

@@ -1,0 +1,301 @@
+//! Claude Code settings (`.claude/settings.json`, `.claude/settings.local.json`,
+//! `~/.claude/settings.json`) turned into Elph hooks that behave the same: each command hook becomes
+//! `/bin/sh -c CMD` with `"protocol": "claude-code"`, its matcher in Elph's tool names, its timeout
+//! in milliseconds. What cannot be translated is reported, one line each, never dropped silently.
+
+use elph_agent::hooks::HookEvent;
+use elph_agent::hooks::limits::MAX_TIMEOUT_MS;
+use serde_json::Value;
+
+use super::tools::elph_name;
+use crate::hooks::config::{HookConfig, MatcherConfig, Protocol};
+
+/// Claude Code's default hook timeout, in seconds.
+const CLAUDE_DEFAULT_TIMEOUT_S: u64 = 60;
+
+/// The hooks of one settings file, and what could not be translated.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Imported {
+    pub hooks: Vec<HookConfig>,
+    pub skipped: Vec<String>,
+}
+
+fn elph_event(claude: &str) -> Option<HookEvent> {
+    Some(match claude {
+        "SessionStart" => HookEvent::SessionStart,
+        "UserPromptSubmit" => HookEvent::UserPromptSubmit,
+        "PreToolUse" => HookEvent::PreToolUse,
+        "PostToolUse" => HookEvent::PostToolUse,
+        "PostToolUseFailure" => HookEvent::PostToolUseFailure,
+        "PreCompact" => HookEvent::PreCompact,
+        "Stop" => HookEvent::Stop,
+        "SessionEnd" => HookEvent::SessionEnd,
+        _ => return None,
+    })
+}
+
+/// Reads the `hooks` of a settings document. `taken` holds ids already in use (they are avoided).
+pub fn import(settings: &Value, taken: &[String]) -> Result<Imported, String> {
+    let mut out = Imported::default();
+    let Some(hooks) = settings.get("hooks") else {
+        return Ok(out);
+    };
+    let Value::Object(events) = hooks else {
+        return Err("\"hooks\" is not an object of events".into());
+    };
+    let mut used: Vec<String> = taken.to_vec();
+    for (event_name, groups) in events {
+        let Some(event) = elph_event(event_name) else {
+            out.skipped.push(format!(
+                "{event_name}: Elph has no such event; its hooks are left out"
+            ));
+            continue;
+        };
+        let Value::Array(groups) = groups else {
+            return Err(format!("hooks.{event_name} is not an array"));
+        };
+        for (group_index, group) in groups.iter().enumerate() {
+            let place = format!("{event_name}[{group_index}]");
+            let matcher = match group.get("matcher") {
+                None | Some(Value::Null) => String::new(),
+                Some(Value::String(text)) => text.clone(),
+                Some(other) => return Err(format!("{place}.matcher is not a string: {other}")),
+            };
+            let Some(matcher) = translate_matcher(event, &matcher, &place, &mut out.skipped) else {
+                continue;
+            };
+            let entries = group
+                .get("hooks")
+                .and_then(Value::as_array)
+                .ok_or_else(|| format!("{place}.hooks is not an array"))?;
+            for (index, entry) in entries.iter().enumerate() {
+                let place = format!("{place}.hooks[{index}]");
+                match entry.get("type").and_then(Value::as_str) {
+                    Some("command") => {}
+                    other => {
+                        out.skipped.push(format!(
+                            "{place}: a hook of type {} cannot run in Elph (only command hooks can); left out",
+                            other.unwrap_or("(none)")
+                        ));
+                        continue;
+                    }
+                }
+                let Some(command) = entry.get("command").and_then(Value::as_str) else {
+                    return Err(format!("{place}.command is missing or not a string"));
+                };
+                let timeout_ms = match entry.get("timeout") {
+                    None | Some(Value::Null) => CLAUDE_DEFAULT_TIMEOUT_S * 1000,
+                    Some(value) => {
+                        let seconds = value
+                            .as_f64()
+                            .filter(|s| *s > 0.0)
+                            .ok_or_else(|| format!("{place}.timeout is not a positive number of seconds"))?;
+                        (seconds * 1000.0).round() as u64
+                    }
+                };
+                let timeout_ms = if timeout_ms > MAX_TIMEOUT_MS {
+                    out.skipped.push(format!(
+                        "{place}: timeout {} s is over Elph's limit; it becomes {} s",
+                        timeout_ms / 1000,
+                        MAX_TIMEOUT_MS / 1000
+                    ));
+                    MAX_TIMEOUT_MS
+                } else {
+                    timeout_ms.max(1)
+                };
+                let id = unique_id(event, &mut used);
+                out.hooks.push(HookConfig {
+                    id,
+                    event,
+                    matcher: matcher.clone(),
+                    command: "/bin/sh".into(),
+                    args: vec!["-c".into(), command.to_string()],
+                    timeout_ms,
+                    enabled: true,
+                    protocol: Protocol::ClaudeCode,
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn unique_id(event: HookEvent, used: &mut Vec<String>) -> String {
+    let stem = format!("claude-{}", kebab(event.as_str()));
+    let id = (1..)
+        .map(|n| format!("{stem}-{n}"))
+        .find(|id| !used.contains(id))
+        .expect("an unused id");
+    used.push(id.clone());
+    id
+}
+
+fn kebab(camel: &str) -> String {
+    let mut out = String::new();
+    for c in camel.chars() {
+        if c.is_ascii_uppercase() {
+            out.push('-');
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Claude Code's matcher (a tool name, `A|B`, a regex, `*` or empty) as an Elph matcher.
+/// `Some(None)`: every tool. `None`: the group cannot be expressed and is left out (with a line).
+fn translate_matcher(
+    event: HookEvent,
+    matcher: &str,
+    place: &str,
+    skipped: &mut Vec<String>,
+) -> Option<Option<MatcherConfig>> {
+    let matcher = matcher.trim();
+    if matcher.is_empty() || matcher == "*" || matcher == ".*" {
+        return Some(None);
+    }
+    if !event.is_tool_event() {
+        skipped.push(format!(
+            "{place}: matcher '{matcher}' on {event} cannot be expressed in Elph; the hook runs every time"
+        ));
+        return Some(None);
+    }
+    let mut names = Vec::new();
+    for alternative in matcher.split('|') {
+        let alternative = alternative.trim();
+        let pattern = if let Some(prefix) = alternative.strip_suffix(".*") {
+            (!has_regex(prefix)).then(|| format!("{prefix}*"))
+        } else {
+            (!has_regex(alternative)).then(|| alternative.to_string())
+        };
+        let Some(pattern) = pattern else {
+            skipped.push(format!(
+                "{place}: matcher '{matcher}' is a regular expression Elph's tool patterns cannot express (exact names, 'A|B', 'prefix.*'); left out"
+            ));
+            return None;
+        };
+        let translated = match pattern.strip_suffix('*') {
+            Some(prefix) => prefix
+                .strip_prefix("mcp__")
+                .map(|server| format!("mcp_{server}*")),
+            None => elph_name(&pattern),
+        };
+        match translated {
+            Some(name) => names.push(name),
+            None => skipped.push(format!(
+                "{place}: Elph has no tool like Claude Code's '{alternative}'; that part of the matcher is left out"
+            )),
+        }
+    }
+    if names.is_empty() {
+        skipped.push(format!(
+            "{place}: no tool of matcher '{matcher}' exists in Elph; the group is left out"
+        ));
+        return None;
+    }
+    names.dedup();
+    Some(Some(MatcherConfig {
+        tool_names: Some(names),
+    }))
+}
+
+fn has_regex(text: &str) -> bool {
+    text.chars().any(|c| "^$.*+?()[]{}\\".contains(c))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_real_shaped_settings_file_translates() {
+        let settings = json!({
+            "permissions": {"allow": ["Bash(npm run test:*)"]},
+            "hooks": {
+                "PreToolUse": [
+                    {"matcher": "Bash", "hooks": [{"type": "command", "command": "python3 \"$CLAUDE_PROJECT_DIR\"/.claude/hooks/v.py"}]},
+                    {"matcher": "Write|Edit|MultiEdit", "hooks": [{"type": "command", "command": "g.sh", "timeout": 5}]},
+                    {"matcher": "mcp__github__.*", "hooks": [{"type": "command", "command": "m.sh"}]},
+                    {"matcher": "^Bash$", "hooks": [{"type": "command", "command": "x.sh"}]},
+                    {"matcher": "WebFetch", "hooks": [{"type": "command", "command": "w.sh"}]}
+                ],
+                "SessionStart": [{"matcher": "startup", "hooks": [{"type": "command", "command": "ctx.sh"}]}],
+                "Stop": [{"hooks": [{"type": "prompt", "prompt": "done?"}]}],
+                "Notification": [{"hooks": [{"type": "command", "command": "notify-send hi"}]}]
+            }
+        });
+        let imported = import(&settings, &["claude-pre-tool-use-1".to_string()]).unwrap();
+        let summary: Vec<(String, Option<Vec<String>>, String, u64)> = imported
+            .hooks
+            .iter()
+            .map(|h| {
+                (
+                    h.id.clone(),
+                    h.matcher.as_ref().and_then(|m| m.tool_names.clone()),
+                    h.args[1].clone(),
+                    h.timeout_ms,
+                )
+            })
+            .collect();
+        let names = |n: &[&str]| Some(n.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(
+            summary,
+            vec![
+                (
+                    "claude-pre-tool-use-2".into(),
+                    names(&["shell_exec"]),
+                    "python3 \"$CLAUDE_PROJECT_DIR\"/.claude/hooks/v.py".into(),
+                    60_000
+                ),
+                (
+                    "claude-pre-tool-use-3".into(),
+                    names(&["write_file", "edit_file"]),
+                    "g.sh".into(),
+                    5_000
+                ),
+                (
+                    "claude-pre-tool-use-4".into(),
+                    names(&["mcp_github__*"]),
+                    "m.sh".into(),
+                    60_000
+                ),
+                ("claude-session-start-1".into(), None, "ctx.sh".into(), 60_000),
+            ]
+        );
+        assert!(
+            imported
+                .hooks
+                .iter()
+                .all(|h| h.protocol == Protocol::ClaudeCode && h.command == "/bin/sh")
+        );
+        let skipped = imported.skipped.join("\n");
+        for expected in [
+            "'MultiEdit'",
+            "'^Bash$'",
+            "'WebFetch'",
+            "'startup'",
+            "type prompt",
+            "Notification",
+        ] {
+            assert!(skipped.contains(expected), "{expected} in:\n{skipped}");
+        }
+    }
+
+    #[test]
+    fn broken_shapes_are_errors_that_say_where() {
+        assert!(
+            import(&json!({"hooks": []}), &[])
+                .unwrap_err()
+                .contains("not an object")
+        );
+        let error = import(
+            &json!({"hooks": {"PreToolUse": [{"hooks": [{"type": "command"}]}]}}),
+            &[],
+        )
+        .unwrap_err();
+        assert!(error.contains("PreToolUse[0].hooks[0].command"), "{error}");
+        assert_eq!(import(&json!({"model": "x"}), &[]).unwrap(), Imported::default());
+    }
+}
