@@ -18,3 +18,4 @@ pub mod store;
 pub mod terminal_text;
 pub mod trust;
 pub mod tui;
+pub mod workflows;

@@ -1,0 +1,238 @@
+//! Skills and prompt templates: the reusable workflows beside hooks and MCP. Both come from
+//! CONFIG_DIR and, only when the project is trusted, from `PROJECT/.elph/`. See docs/skills.md.
+
+mod files;
+mod frontmatter;
+pub mod prompts;
+pub mod skills;
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+pub use prompts::PromptTemplate;
+pub use skills::Skill;
+
+use crate::diagnostics::Diagnostic;
+use crate::paths::Paths;
+
+/// Where a skill or template comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Source {
+    /// CONFIG_DIR: the user's own.
+    User,
+    /// `PROJECT/.elph/`: loaded only when the project is trusted.
+    Project,
+}
+
+impl Source {
+    pub fn label(self) -> &'static str {
+        match self {
+            Source::User => "user",
+            Source::Project => "project",
+        }
+    }
+}
+
+/// The prefix of the command that puts a skill's body into the turn: `/skill:NAME`.
+pub const SKILL_COMMAND_PREFIX: &str = "skill:";
+
+/// The folders read, in order.
+#[derive(Clone, Debug)]
+pub struct Folders {
+    pub user_skills: PathBuf,
+    pub user_prompts: PathBuf,
+    pub project_skills: PathBuf,
+    pub project_prompts: PathBuf,
+    pub project_dir: PathBuf,
+}
+
+impl Folders {
+    pub fn new(paths: &Paths) -> Folders {
+        Folders {
+            user_skills: paths.config_dir.join("skills"),
+            user_prompts: paths.config_dir.join("prompts"),
+            project_skills: paths.project_dir.join(".elph").join("skills"),
+            project_prompts: paths.project_dir.join(".elph").join("prompts"),
+            project_dir: paths.project_dir.clone(),
+        }
+    }
+}
+
+/// Every skill and template that loaded, and what was wrong with the rest.
+#[derive(Clone, Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Workflows {
+    pub skills: Vec<Skill>,
+    pub prompts: Vec<PromptTemplate>,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// A prompt after a workflow command in it was carried out.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExpandedPrompt {
+    /// What the model (and `userPromptSubmit` hooks) get.
+    pub text: String,
+    /// The template used, if any.
+    pub template: Option<String>,
+    /// The skill put into the turn, if any.
+    pub skill: Option<String>,
+}
+
+impl Workflows {
+    /// Reads both places. `reserved` says whether a name belongs to a built-in command.
+    pub fn load(folders: &Folders, project_trusted: bool, reserved: &dyn Fn(&str) -> bool) -> Workflows {
+        let mut diagnostics = Vec::new();
+        let mut skills = skills::load_dir(&folders.user_skills, Source::User, None, &mut diagnostics);
+        let mut prompts = prompts::load_dir(&folders.user_prompts, Source::User, reserved, &mut diagnostics);
+        if project_trusted {
+            let project_skills = skills::load_dir(
+                &folders.project_skills,
+                Source::Project,
+                Some(&folders.project_dir),
+                &mut diagnostics,
+            );
+            for skill in project_skills {
+                if skills.iter().any(|s| s.name == skill.name) {
+                    diagnostics.push(
+                        Diagnostic::new(format!(
+                            "project skill '{}' has the name of one of your skills; yours is kept",
+                            skill.name
+                        ))
+                        .in_file(&skill.file),
+                    );
+                } else {
+                    skills.push(skill);
+                }
+            }
+            let project_prompts = prompts::load_dir(
+                &folders.project_prompts,
+                Source::Project,
+                reserved,
+                &mut diagnostics,
+            );
+            for template in project_prompts {
+                if prompts.iter().any(|p| p.name == template.name) {
+                    diagnostics.push(
+                        Diagnostic::new(format!(
+                            "project template /{} has the name of one of your templates; yours is kept",
+                            template.name
+                        ))
+                        .in_file(&template.file),
+                    );
+                } else {
+                    prompts.push(template);
+                }
+            }
+        } else {
+            for (folder, what) in [
+                (&folders.project_skills, "skills"),
+                (&folders.project_prompts, "prompt templates"),
+            ] {
+                let count = files::sorted_entries(folder).map(|e| e.len()).unwrap_or(0);
+                if count > 0 {
+                    diagnostics.push(
+                        Diagnostic::new(format!(
+                            "the project's {what} are skipped: the project is not trusted (run `elph trust` to use them)"
+                        ))
+                        .in_file(folder),
+                    );
+                }
+            }
+        }
+        Workflows {
+            skills,
+            prompts,
+            diagnostics,
+        }
+    }
+
+    pub fn skill(&self, name: &str) -> Option<&Skill> {
+        self.skills.iter().find(|s| s.name == name)
+    }
+
+    pub fn template(&self, name: &str) -> Option<&PromptTemplate> {
+        self.prompts.iter().find(|p| p.name == name)
+    }
+
+    /// Whether `path` lies in a skill's folder, where reads need no approval.
+    pub fn is_skill_path(&self, path: &Path) -> bool {
+        let resolved = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+        self.skills.iter().any(|s| resolved.starts_with(&s.dir))
+    }
+
+    /// The section of the system prompt that lists the skills (empty when there are none): each
+    /// name, description and the path of its `SKILL.md`, for the model to read when one applies.
+    pub fn system_prompt_section(&self) -> String {
+        if self.skills.is_empty() {
+            return String::new();
+        }
+        let mut out = String::from(
+            "\n\nSkills: folders of instructions for specific tasks. When a task matches a skill's \
+             description, read its SKILL.md with read_file before you act, and the files it \
+             mentions beside it. Reading skill folders needs no approval.\n<available_skills>\n",
+        );
+        for skill in &self.skills {
+            out.push_str(&format!(
+                "<skill>\n<name>{}</name>\n<description>{}</description>\n<location>{}</location>\n</skill>\n",
+                escape_xml(&skill.name),
+                escape_xml(&skill.description),
+                escape_xml(&skill.file.display().to_string()),
+            ));
+        }
+        out.push_str("</available_skills>");
+        out
+    }
+
+    /// Carries out `/skill:NAME [text]` or `/TEMPLATE [args]`. `Ok(None)`: the prompt is no
+    /// workflow command (built-in commands and ordinary text). An error names the unknown skill.
+    pub fn expand(&self, prompt: &str) -> Result<Option<ExpandedPrompt>, String> {
+        let Some(rest) = prompt.trim_start().strip_prefix('/') else {
+            return Ok(None);
+        };
+        let (word, arguments) = match rest.find(char::is_whitespace) {
+            Some(at) => (&rest[..at], rest[at..].trim()),
+            None => (rest, ""),
+        };
+        if let Some(name) = word.strip_prefix(SKILL_COMMAND_PREFIX) {
+            let skill = self.skill(name).ok_or_else(|| {
+                let known: Vec<&str> = self.skills.iter().map(|s| s.name.as_str()).collect();
+                if known.is_empty() {
+                    format!("no skill named '{name}': no skills are loaded (see `elph skills list`)")
+                } else {
+                    format!("no skill named '{name}' (skills: {})", known.join(", "))
+                }
+            })?;
+            let body = skill
+                .body()
+                .map_err(|error| format!("skill '{name}': {} {error}", skill.file.display()))?;
+            let mut text = format!(
+                "<skill name=\"{}\" location=\"{}\">\n{body}\n</skill>",
+                escape_xml(&skill.name),
+                escape_xml(&skill.file.display().to_string())
+            );
+            if !arguments.is_empty() {
+                text.push_str("\n\n");
+                text.push_str(arguments);
+            }
+            return Ok(Some(ExpandedPrompt {
+                text,
+                template: None,
+                skill: Some(skill.name.clone()),
+            }));
+        }
+        Ok(self.template(word).map(|template| ExpandedPrompt {
+            text: template.expand(arguments),
+            template: Some(template.name.clone()),
+            skill: None,
+        }))
+    }
+}
+
+fn escape_xml(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
