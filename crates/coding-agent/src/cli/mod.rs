@@ -7,6 +7,7 @@ mod hooks_test;
 mod run;
 mod sessions;
 mod trust;
+mod workflows;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -74,6 +75,12 @@ pub enum Command {
     Acp(crate::acp::AcpArgs),
     /// List the project's stored sessions, newest first.
     Sessions(sessions::SessionsArgs),
+    /// Skills: folders with a SKILL.md that the model reads when a task matches.
+    #[command(subcommand)]
+    Skills(workflows::SkillsCommand),
+    /// Prompt templates: Markdown files run as /NAME commands.
+    #[command(subcommand)]
+    Prompts(workflows::PromptsCommand),
 }
 
 /// `--approval`, shared by `elph`, `elph run` and `elph acp`.
@@ -129,6 +136,8 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         Some(Command::Doctor(args)) => doctor::run(cli.cwd.as_deref(), args),
         Some(Command::Acp(args)) => crate::acp::run(cli.cwd.as_deref(), args),
         Some(Command::Sessions(args)) => sessions::run(cli.cwd.as_deref(), args),
+        Some(Command::Skills(command)) => workflows::run_skills(cli.cwd.as_deref(), command),
+        Some(Command::Prompts(command)) => workflows::run_prompts(cli.cwd.as_deref(), command),
         None => interactive(cli.cwd.as_deref(), cli.model, cli.approval.into(), cli.sandbox),
     }
 }

@@ -177,6 +177,11 @@ impl SlashCommand {
     }
 }
 
+/// Whether `name` is a built-in command's (without regard to case): prompt templates may not take it.
+pub fn is_builtin(name: &str) -> bool {
+    SlashCommand::from_name(name).is_some()
+}
+
 /// Which front end asks, for [`offered`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FrontEnd {

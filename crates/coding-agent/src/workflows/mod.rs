@@ -81,6 +81,15 @@ pub struct ExpandedPrompt {
 }
 
 impl Workflows {
+    /// The skills and templates for `paths`' project in its current trust state.
+    pub fn for_project(paths: &Paths, project_trusted: bool) -> Workflows {
+        Workflows::load(
+            &Folders::new(paths),
+            project_trusted,
+            &crate::session::commands::is_builtin,
+        )
+    }
+
     /// Reads both places. `reserved` says whether a name belongs to a built-in command.
     pub fn load(folders: &Folders, project_trusted: bool, reserved: &dyn Fn(&str) -> bool) -> Workflows {
         let mut diagnostics = Vec::new();

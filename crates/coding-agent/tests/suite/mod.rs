@@ -26,3 +26,4 @@ mod tui_app;
 mod tui_pty;
 mod tui_snapshots;
 mod tui_support;
+mod workflows_cli;

@@ -1,0 +1,288 @@
+//! Skills and prompt templates through `elph skills list` and `elph prompts list`: discovery from
+//! CONFIG_DIR and a trusted project, and every validation rule with its exact diagnostic.
+
+use std::path::Path;
+
+use serde_json::Value;
+use test_support::env::TestEnv;
+
+use super::run_e2e::elph;
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+fn user_skill(env: &TestEnv, folder: &str, text: &str) {
+    write(&env.config_dir.join("skills").join(folder).join("SKILL.md"), text);
+}
+
+fn project_skill(env: &TestEnv, folder: &str, text: &str) {
+    write(
+        &env.project.join(".elph/skills").join(folder).join("SKILL.md"),
+        text,
+    );
+}
+
+fn list(env: &TestEnv, what: &str) -> Value {
+    let output = env
+        .command(&elph())
+        .args([what, "list", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+fn names(listing: &Value, key: &str) -> Vec<String> {
+    listing[key]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn messages(listing: &Value) -> Vec<String> {
+    listing["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["message"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn skill_text(name: &str, description: &str) -> String {
+    format!("---\nname: {name}\ndescription: {description}\n---\n# {name}\nDo the thing.\n")
+}
+
+#[test]
+fn user_and_trusted_project_skills_are_listed_with_their_sources() {
+    let env = TestEnv::new();
+    user_skill(&env, "pdf-tools", &skill_text("pdf-tools", "Fill PDF forms"));
+    project_skill(
+        &env,
+        "release",
+        &skill_text("release", "Cut a release of this project"),
+    );
+    let untrusted = list(&env, "skills");
+    assert_eq!(names(&untrusted, "skills"), ["pdf-tools"]);
+    assert_eq!(
+        messages(&untrusted),
+        ["the project's skills are skipped: the project is not trusted (run `elph trust` to use them)"]
+    );
+
+    env.trust_project();
+    let trusted = list(&env, "skills");
+    assert_eq!(names(&trusted, "skills"), ["pdf-tools", "release"]);
+    assert_eq!(trusted["skills"][0]["source"], "user");
+    assert_eq!(trusted["skills"][1]["source"], "project");
+    assert_eq!(
+        trusted["skills"][1]["description"],
+        "Cut a release of this project"
+    );
+    assert!(
+        trusted["skills"][1]["file"]
+            .as_str()
+            .unwrap()
+            .ends_with(".elph/skills/release/SKILL.md")
+    );
+    assert!(messages(&trusted).is_empty(), "{trusted}");
+
+    let plain = env.command(&elph()).args(["skills", "list"]).output().unwrap();
+    let plain = String::from_utf8_lossy(&plain.stdout);
+    assert!(plain.contains("pdf-tools  [user]"), "{plain}");
+    assert!(plain.contains("    Cut a release of this project"), "{plain}");
+}
+
+#[test]
+fn every_skill_rule_has_its_diagnostic() {
+    let env = TestEnv::new();
+    let long_name = "a".repeat(65);
+    let cases: Vec<(String, String, &str)> = vec![
+        (
+            "no-front".into(),
+            "# just text\n".into(),
+            "skill skipped: SKILL.md must open with frontmatter: a `---` line, `name:` and `description:`, and a closing `---`",
+        ),
+        (
+            "no-name".into(),
+            "---\ndescription: d\n---\nbody".into(),
+            "skill skipped: frontmatter field 'name' is missing (it must equal the folder's name)",
+        ),
+        (
+            "Upper".into(),
+            skill_text("Upper", "d"),
+            "skill skipped: its name 'Upper' has 'U'; use lowercase letters, digits and hyphens only",
+        ),
+        (
+            "under_score".into(),
+            skill_text("under_score", "d"),
+            "skill skipped: its name 'under_score' has '_'; use lowercase letters, digits and hyphens only",
+        ),
+        (
+            "-dash".into(),
+            skill_text("-dash", "d"),
+            "skill skipped: its name '-dash' must not start or end with a hyphen or hold two in a row",
+        ),
+        (
+            "a--b".into(),
+            skill_text("a--b", "d"),
+            "skill skipped: its name 'a--b' must not start or end with a hyphen or hold two in a row",
+        ),
+        (
+            long_name.clone(),
+            skill_text(&long_name, "d"),
+            "skill skipped: its name has 65 characters; the limit is 64",
+        ),
+        (
+            "folder".into(),
+            skill_text("other", "d"),
+            "skill skipped: its name 'other' differs from its folder's name 'folder'; they must be equal",
+        ),
+        (
+            "no-desc".into(),
+            "---\nname: no-desc\n---\nbody".into(),
+            "skill skipped: frontmatter field 'description' is missing or empty (say what the skill does and when to use it)",
+        ),
+        (
+            "empty-desc".into(),
+            "---\nname: empty-desc\ndescription: \"  \"\n---\nbody".into(),
+            "skill skipped: frontmatter field 'description' is missing or empty (say what the skill does and when to use it)",
+        ),
+        (
+            "long-desc".into(),
+            skill_text("long-desc", &"d".repeat(1025)),
+            "skill skipped: its description has 1025 characters; the limit is 1024",
+        ),
+        (
+            "num-name".into(),
+            "---\nname: 12\ndescription: d\n---\n".into(),
+            "skill skipped: frontmatter field 'name' must be text, not a number",
+        ),
+    ];
+    for (folder, text, _) in &cases {
+        user_skill(&env, folder, text);
+    }
+    user_skill(&env, "max-desc", &skill_text("max-desc", &"d".repeat(1024)));
+    let listing = list(&env, "skills");
+    assert_eq!(names(&listing, "skills"), ["max-desc"]);
+    let diagnostics = listing["diagnostics"].as_array().unwrap();
+    for (folder, _, expected) in &cases {
+        let found = diagnostics.iter().find(|d| {
+            d["file"]
+                .as_str()
+                .is_some_and(|f| f.ends_with(&format!("/{folder}/SKILL.md")))
+        });
+        let found = found.unwrap_or_else(|| panic!("no diagnostic for {folder}: {listing}"));
+        assert_eq!(found["message"], *expected, "{folder}");
+    }
+    assert_eq!(diagnostics.len(), cases.len(), "{listing}");
+}
+
+#[test]
+fn a_project_skill_never_replaces_a_user_skill_or_leads_out_of_the_project() {
+    let env = TestEnv::new();
+    env.trust_project();
+    user_skill(&env, "deploy", &skill_text("deploy", "Mine"));
+    project_skill(&env, "deploy", &skill_text("deploy", "The project's"));
+    let outside = env.root.path().join("outside/escape");
+    write(
+        &outside.join("SKILL.md"),
+        &skill_text("escape", "Reads ~/.ssh freely"),
+    );
+    std::fs::create_dir_all(env.project.join(".elph/skills")).unwrap();
+    std::os::unix::fs::symlink(&outside, env.project.join(".elph/skills/escape")).unwrap();
+
+    let listing = list(&env, "skills");
+    assert_eq!(names(&listing, "skills"), ["deploy"]);
+    assert_eq!(listing["skills"][0]["description"], "Mine");
+    let messages = messages(&listing);
+    assert!(
+        messages.contains(
+            &"project skill 'deploy' has the name of one of your skills; yours is kept".to_string()
+        ),
+        "{messages:?}"
+    );
+    assert!(
+        messages
+            .iter()
+            .any(|m| m.starts_with("skill skipped: its folder leads out of the project")),
+        "{messages:?}"
+    );
+}
+
+#[test]
+fn special_files_are_refused_without_hanging() {
+    let env = TestEnv::new();
+    let dir = env.config_dir.join("skills/fifo");
+    std::fs::create_dir_all(&dir).unwrap();
+    let status = std::process::Command::new("mkfifo")
+        .arg(dir.join("SKILL.md"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    std::fs::create_dir_all(env.config_dir.join("prompts")).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", env.config_dir.join("prompts/zero.md")).unwrap();
+    let both = [
+        "skill skipped: is not a regular file",
+        "template skipped: is not a regular file",
+    ];
+    assert_eq!(messages(&list(&env, "skills")), both);
+    assert_eq!(messages(&list(&env, "prompts")), both);
+}
+
+#[test]
+fn templates_are_listed_and_every_rule_has_its_diagnostic() {
+    let env = TestEnv::new();
+    let prompts = env.config_dir.join("prompts");
+    write(
+        &prompts.join("review.md"),
+        "---\ndescription: Review a file\nargument-hint: <file> [focus]\n---\nReview $1 with care for $2.\n",
+    );
+    write(&prompts.join("summarize.md"), "# Summarize the diff\nBe short.\n");
+    write(&prompts.join("help.md"), "Shadow the help command\n");
+    write(&prompts.join("my review.md"), "x\n");
+    write(&prompts.join("empty.md"), "---\ndescription: nothing\n---\n\n");
+    write(&prompts.join("bad-yaml.md"), "---\ndescription: [open\n---\nx\n");
+    write(&prompts.join("notes.txt"), "not a template\n");
+    write(
+        &env.project.join(".elph/prompts/review.md"),
+        "The project's review\n",
+    );
+    write(
+        &env.project.join(".elph/prompts/deploy.md"),
+        "Deploy $ARGUMENTS\n",
+    );
+    env.trust_project();
+
+    let listing = list(&env, "prompts");
+    assert_eq!(names(&listing, "prompts"), ["review", "summarize", "deploy"]);
+    assert_eq!(listing["prompts"][0]["argumentHint"], "<file> [focus]");
+    assert_eq!(listing["prompts"][0]["description"], "Review a file");
+    assert_eq!(listing["prompts"][1]["description"], "Summarize the diff");
+    assert_eq!(listing["prompts"][2]["source"], "project");
+    let messages = messages(&listing);
+    for expected in [
+        "template skipped: /help is a built-in command; rename the file to use it as a template",
+        "template skipped: its name 'my review' has ' '; use letters, digits, hyphens and underscores",
+        "template skipped: it has no text after its frontmatter",
+        "project template /review has the name of one of your templates; yours is kept",
+    ] {
+        assert!(
+            messages.contains(&expected.to_string()),
+            "{expected}: {messages:?}"
+        );
+    }
+    assert!(
+        messages
+            .iter()
+            .any(|m| m.starts_with("template skipped: its frontmatter is not valid YAML")),
+        "{messages:?}"
+    );
+    assert_eq!(messages.len(), 5, "{messages:?}");
+
+    let plain = env.command(&elph()).args(["prompts", "list"]).output().unwrap();
+    let plain = String::from_utf8_lossy(&plain.stdout);
+    assert!(plain.contains("/review <file> [focus]  [user]"), "{plain}");
+}
