@@ -8,6 +8,7 @@ use clap::{Args, Subcommand};
 
 use super::exit;
 use crate::paths::Paths;
+use crate::terminal_text::Escaping;
 use crate::trust::TrustStore;
 use crate::workflows::Workflows;
 
@@ -41,15 +42,17 @@ fn load(cwd: Option<&Path>) -> anyhow::Result<Workflows> {
 pub fn run_skills(cwd: Option<&Path>, command: SkillsCommand) -> anyhow::Result<u8> {
     let SkillsCommand::List(args) = command;
     let workflows = load(cwd)?;
-    let mut out = std::io::stdout().lock();
+    let mut json_out = std::io::stdout().lock();
     if args.json {
         serde_json::to_writer_pretty(
-            &mut out,
+            &mut json_out,
             &serde_json::json!({"skills": workflows.skills, "diagnostics": workflows.diagnostics}),
         )?;
-        writeln!(out)?;
+        writeln!(json_out)?;
         return Ok(exit::SUCCESS);
     }
+    // Names, descriptions and paths come from files a project controls.
+    let mut out = Escaping::new(json_out);
     if workflows.skills.is_empty() {
         writeln!(
             out,
@@ -73,15 +76,17 @@ pub fn run_skills(cwd: Option<&Path>, command: SkillsCommand) -> anyhow::Result<
 pub fn run_prompts(cwd: Option<&Path>, command: PromptsCommand) -> anyhow::Result<u8> {
     let PromptsCommand::List(args) = command;
     let workflows = load(cwd)?;
-    let mut out = std::io::stdout().lock();
+    let mut json_out = std::io::stdout().lock();
     if args.json {
         serde_json::to_writer_pretty(
-            &mut out,
+            &mut json_out,
             &serde_json::json!({"prompts": workflows.prompts, "diagnostics": workflows.diagnostics}),
         )?;
-        writeln!(out)?;
+        writeln!(json_out)?;
         return Ok(exit::SUCCESS);
     }
+    // Names, descriptions and paths come from files a project controls.
+    let mut out = Escaping::new(json_out);
     if workflows.prompts.is_empty() {
         writeln!(
             out,

@@ -225,8 +225,8 @@ fn special_files_are_refused_without_hanging() {
     std::fs::create_dir_all(env.config_dir.join("prompts")).unwrap();
     std::os::unix::fs::symlink("/dev/zero", env.config_dir.join("prompts/zero.md")).unwrap();
     let both = [
-        "skill skipped: is not a regular file",
-        "template skipped: is not a regular file",
+        "skill skipped: is a FIFO (named pipe), not a regular file; Elph reads config only from regular files (a symlink to one is fine)",
+        "template skipped: is a character device, not a regular file; Elph reads config only from regular files (a symlink to one is fine)",
     ];
     assert_eq!(messages(&list(&env, "skills")), both);
     assert_eq!(messages(&list(&env, "prompts")), both);
