@@ -108,6 +108,8 @@ impl Runtime {
         if let Some(max_turns) = options.max_turns {
             config.max_turns = max_turns;
         }
+        config.policy = Arc::new(file_policy(&paths, &config.sandbox));
+        config.read_deadline = settings.read_tools.deadline();
         config.compaction = CompactionSettings {
             threshold: settings
                 .compaction_threshold
@@ -185,6 +187,18 @@ impl Runtime {
         }
         Ok(self.reload())
     }
+}
+
+/// Where the native tools may write: where the sandbox lets commands write, with Elph's own
+/// folders and the project's `.elph/` and `.git/hooks/` protected (they matter when they lie
+/// inside a writable root, for example with the home folder as the project).
+fn file_policy(
+    paths: &Paths,
+    sandbox: &elph_agent::sandbox::SandboxPolicy,
+) -> elph_agent::policy::FilePolicy {
+    elph_agent::policy::FilePolicy::from_sandbox(&paths.project_dir, sandbox)
+        .protect(&paths.config_dir, "CONFIG_DIR (Elph's trust, hooks and settings)")
+        .protect(&paths.data_dir, "DATA_DIR (Elph's sessions and logs)")
 }
 
 type OpenedSession = (Option<Arc<SessionStore>>, String, Transcript, SessionSource);

@@ -21,6 +21,9 @@ pub struct Settings {
     /// Defaults for the hooks of `PROJECT_DIR/.elph/hooks.json`.
     #[serde(default)]
     pub project_hooks: ProjectHooksSettings,
+    /// Bounds of the read tools (grep, find_path, list_dir, read_file).
+    #[serde(default)]
+    pub read_tools: ReadToolsSettings,
     #[serde(rename = "$schema")]
     pub schema: Option<String>,
 }
@@ -58,6 +61,26 @@ pub struct ShellEnvironmentSettings {
 pub struct ProjectHooksSettings {
     /// The sandbox of project hooks that do not declare one.
     pub sandbox: Option<elph_agent::sandbox::SandboxMode>,
+}
+
+/// `"readTools": {"deadlineSeconds": 60}`.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ReadToolsSettings {
+    /// After this many seconds a read tool returns what it found, with a note (default 60).
+    pub deadline_seconds: Option<f64>,
+}
+
+impl ReadToolsSettings {
+    /// The longest deadline accepted: an hour.
+    pub const MAX_DEADLINE_SECONDS: f64 = 3600.0;
+
+    pub fn deadline(&self) -> std::time::Duration {
+        self.deadline_seconds.map_or(
+            elph_agent::tools::DEFAULT_READ_DEADLINE,
+            std::time::Duration::from_secs_f64,
+        )
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -99,6 +122,17 @@ impl Settings {
             return Err(SettingsError {
                 path,
                 reason: format!("compactionThreshold is {threshold}; it must be between 0.1 and 1.0"),
+            });
+        }
+        if let Some(seconds) = settings.read_tools.deadline_seconds
+            && !(seconds > 0.0 && seconds <= ReadToolsSettings::MAX_DEADLINE_SECONDS)
+        {
+            return Err(SettingsError {
+                path,
+                reason: format!(
+                    "readTools.deadlineSeconds is {seconds}; it must be more than 0 and at most {}",
+                    ReadToolsSettings::MAX_DEADLINE_SECONDS
+                ),
             });
         }
         Ok(settings)
@@ -153,6 +187,26 @@ mod tests {
         .unwrap();
         let error = Settings::load(dir.path()).unwrap_err().to_string();
         assert!(error.contains("unknown variant `danger`"), "{error}");
+        std::fs::write(
+            dir.path().join("settings.json"),
+            r#"{"readTools": {"deadlineSeconds": 0.5}}"#,
+        )
+        .unwrap();
+        let settings = Settings::load(dir.path()).unwrap();
+        assert_eq!(
+            settings.read_tools.deadline(),
+            std::time::Duration::from_millis(500)
+        );
+        assert_eq!(Settings::default().read_tools.deadline().as_secs(), 60);
+        for bad in ["0", "-1", "7200"] {
+            std::fs::write(
+                dir.path().join("settings.json"),
+                format!(r#"{{"readTools": {{"deadlineSeconds": {bad}}}}}"#),
+            )
+            .unwrap();
+            let error = Settings::load(dir.path()).unwrap_err().to_string();
+            assert!(error.contains("readTools.deadlineSeconds"), "{error}");
+        }
         std::fs::write(dir.path().join("settings.json"), r#"{"modle": "x"}"#).unwrap();
         assert!(
             Settings::load(dir.path())

@@ -20,6 +20,7 @@ mod schema;
 mod sessions_e2e;
 mod stop_reasons;
 mod store;
+mod tool_policy;
 mod trust;
 mod trust_gate_pty;
 mod tui_app;

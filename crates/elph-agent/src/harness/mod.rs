@@ -4,15 +4,18 @@
 //! hook) and tool calls (each through preToolUse, native approval, execution, and the post-tool
 //! hooks), until the model answers without tool calls; then stop, whatever happened.
 
+mod access;
 pub mod approval;
 mod compaction;
 pub mod events;
+pub mod mode;
 mod tool_call;
 pub mod transcript;
 
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use elph_ai::provider::{Provider, Request, StopReason, StreamEvent, Usage};
 use tokio::sync::mpsc::UnboundedSender;
@@ -26,10 +29,12 @@ use crate::hooks::reduce::Reduced;
 use crate::hooks::runner::Dispatch;
 use crate::hooks::{HookPayload, HookRegistry};
 use crate::messages::Message;
-use crate::tools::{ToolCatalog, ToolContext};
+use crate::policy::{FilePolicy, WriteScope};
+use crate::tools::{DEFAULT_READ_DEADLINE, ToolCatalog, ToolContext};
 pub use approval::{ApprovalDecision, ApprovalPolicy, ApprovalRequest, Approver, NoApprover};
 pub use compaction::{CompactOutcome, CompactionSettings};
 pub use events::AgentEvent;
+pub use mode::{AgentMode, PLAN_MODE_PROMPT};
 pub use transcript::{Entry, Transcript, TranscriptSink};
 
 /// The default system prompt; beforeAgent hooks may append to it but never replace it.
@@ -45,24 +50,59 @@ pub struct HarnessConfig {
     pub max_turns: u32,
     pub approval: ApprovalPolicy,
     pub compaction: CompactionSettings,
-    /// The confinement of `shell_exec` and the paths native tools may write.
+    /// The confinement of `shell_exec` (in build mode; plan mode runs it `read-only`).
     pub sandbox: crate::sandbox::SandboxPolicy,
     /// Which of Elph's environment variables `shell_exec` passes on.
     pub shell_env: crate::shell_env::ShellEnvPolicy,
+    /// `build` or `plan`; front ends may switch it between turns.
+    pub mode: AgentMode,
+    /// Where the native tools may write and which reads are free (in build mode; plan mode writes
+    /// nowhere). Front ends build it from `sandbox` with [`FilePolicy::from_sandbox`].
+    pub policy: Arc<FilePolicy>,
+    /// The read tools' deadline.
+    pub read_deadline: Duration,
 }
 
 impl HarnessConfig {
     pub fn new(session_id: impl Into<String>, project_dir: impl Into<PathBuf>) -> Self {
         let project_dir = project_dir.into();
+        let sandbox = crate::sandbox::SandboxPolicy::workspace(&project_dir);
         HarnessConfig {
             session_id: session_id.into(),
-            sandbox: crate::sandbox::SandboxPolicy::workspace(&project_dir),
+            policy: Arc::new(FilePolicy::from_sandbox(&project_dir, &sandbox)),
+            sandbox,
             shell_env: crate::shell_env::ShellEnvPolicy::default(),
             project_dir,
             system_prompt: DEFAULT_SYSTEM_PROMPT.to_string(),
             max_turns: 50,
             approval: ApprovalPolicy::Auto,
             compaction: CompactionSettings::default(),
+            mode: AgentMode::Build,
+            read_deadline: DEFAULT_READ_DEADLINE,
+        }
+    }
+
+    /// The file policy in force in the current mode.
+    fn effective_policy(&self) -> Arc<FilePolicy> {
+        match self.mode {
+            AgentMode::Build => self.policy.clone(),
+            AgentMode::Plan => Arc::new((*self.policy).clone().with_write_scope(WriteScope::Nowhere)),
+        }
+    }
+
+    /// The shell's sandbox in the current mode.
+    fn effective_sandbox(&self) -> crate::sandbox::SandboxPolicy {
+        match self.mode {
+            AgentMode::Build => self.sandbox.clone(),
+            AgentMode::Plan => self.sandbox.with_mode(crate::sandbox::SandboxMode::ReadOnly),
+        }
+    }
+
+    /// The system prompt in the current mode.
+    fn mode_system_prompt(&self) -> String {
+        match self.mode {
+            AgentMode::Build => self.system_prompt.clone(),
+            AgentMode::Plan => format!("{}\n\n{PLAN_MODE_PROMPT}", self.system_prompt),
         }
     }
 }
@@ -277,16 +317,17 @@ impl AgentHarness {
             return self.cancelled(String::new());
         }
 
+        let mode_prompt = self.config.mode_system_prompt();
         let payload = HookPayload::BeforeAgent(BeforeAgentPayload {
             base: self.base(),
             prompt: prompt.into(),
-            system_prompt: self.config.system_prompt.clone(),
+            system_prompt: mode_prompt.clone(),
         });
         let Some(before) = unless_cancelled(cancel, self.dispatch(payload)).await else {
             return self.cancelled(String::new());
         };
         let mut scope = TurnScope {
-            system_prompt: self.config.system_prompt.clone(),
+            system_prompt: mode_prompt.clone(),
             ..Default::default()
         };
         if let Reduced::BeforeAgent {
@@ -294,8 +335,7 @@ impl AgentHarness {
             messages,
         } = before.reduced
         {
-            scope.system_prompt =
-                Reduced::apply_system_prompt(&self.config.system_prompt, &system_prompt_additions);
+            scope.system_prompt = Reduced::apply_system_prompt(&mode_prompt, &system_prompt_additions);
             scope.extra_messages = messages;
         }
 
@@ -326,7 +366,7 @@ impl AgentHarness {
             let request = Request {
                 system_prompt: scope.system_prompt.clone(),
                 messages,
-                tools: self.tools.specs(),
+                tools: self.offered_tools(),
                 max_tokens: None,
             };
             // The answer as it streams: shown to the front end, kept as a draft by the store (a
@@ -401,8 +441,11 @@ impl AgentHarness {
             let mut all_terminate = true;
             let ctx = ToolContext {
                 project_dir: self.config.project_dir.clone(),
-                sandbox: self.config.sandbox.clone(),
+                sandbox: self.config.effective_sandbox(),
                 shell_env: self.config.shell_env.clone(),
+                policy: self.config.effective_policy(),
+                read_deadline: self.config.read_deadline,
+                exact_call_approved: false,
             };
             for (index, call) in answer.tool_calls.iter().enumerate() {
                 let Some(done) = unless_cancelled(cancel, self.tool_call(call, &ctx)).await else {
@@ -458,6 +501,24 @@ impl AgentHarness {
             messages.splice(at..at, scope.extra_messages.iter().cloned());
         }
         messages
+    }
+
+    /// The tools the model is offered in the current mode.
+    pub fn offered_tools(&self) -> Vec<elph_ai::provider::ToolSpec> {
+        match self.config.mode {
+            AgentMode::Build => self.tools.specs(),
+            AgentMode::Plan => self.tools.specs_where(|tool| tool.offered_in_plan_mode()),
+        }
+    }
+
+    /// The agent mode for the next turns.
+    pub fn mode(&self) -> AgentMode {
+        self.config.mode
+    }
+
+    /// Switches the agent mode; it applies from the next model request on.
+    pub fn set_mode(&mut self, mode: AgentMode) {
+        self.config.mode = mode;
     }
 
     /// Tools allowed for the rest of the session by the user.

@@ -2,8 +2,9 @@
 
 use serde_json::Value;
 
+use super::access::AccessVerdict;
 use super::approval::{ApprovalDecision, ApprovalPolicy, ApprovalRequest};
-use super::{AgentEvent, AgentHarness};
+use super::{AgentEvent, AgentHarness, AgentMode};
 use crate::hooks::HookPayload;
 use crate::hooks::payload::{PreToolUsePayload, ToolResultPayload};
 use crate::hooks::reduce::{Reduced, Verdict};
@@ -52,6 +53,14 @@ impl AgentHarness {
         if let Err(error) = self.tools.validate(&call.name, &call.input) {
             return self.finish_call(call, ToolOutput::error(error), false, false);
         }
+        if self.config.mode == AgentMode::Plan && !tool.offered_in_plan_mode() {
+            let output = ToolOutput::error(format!(
+                "{} is not available in plan mode, which is read-only; describe the change in your \
+                 plan instead (the user switches to build mode to make it)",
+                call.name
+            ));
+            return self.finish_call(call, output, false, false);
+        }
 
         let payload = HookPayload::PreToolUse(PreToolUsePayload {
             base: self.base(),
@@ -95,40 +104,88 @@ impl AgentHarness {
             }
         }
 
-        if let Some(refusal) = self.approve(call, &input, tool.mutates(), hook_ask).await {
+        let policy = ctx.policy.clone();
+        let access = AccessVerdict::judge(&policy, &call.name, &tool.accesses(&input));
+        if let Some(refusal) = access.refusal.clone() {
             return self.finish_call(call, ToolOutput::error(refusal), false, false);
         }
+        let exact_call_approved = match self
+            .approve(call, &input, tool.mutates(), &access, hook_ask)
+            .await
+        {
+            Ok(approved) => approved,
+            Err(refusal) => return self.finish_call(call, ToolOutput::error(refusal), false, false),
+        };
+        let ctx = ToolContext {
+            exact_call_approved,
+            ..ctx.clone()
+        };
 
         self.emit(AgentEvent::ToolStarted {
             tool_call_id: call.id.clone(),
             tool_name: call.name.clone(),
         });
-        let output = tool.execute(input.clone(), ctx).await;
+        let output = tool.execute(input.clone(), &ctx).await;
         self.post_tool(call, input, output).await
     }
 
-    /// Native approval, with a hook's `ask` on top. `Some(reason)` when the call may not run.
+    /// Native approval, with the file policy's questions and a hook's `ask` on top. `Ok(true)` when
+    /// the user approved this exact call (a protected write may go ahead), `Err(reason)` when the
+    /// call may not run.
     async fn approve(
         &mut self,
         call: &ToolCall,
         input: &Value,
         mutates: bool,
+        access: &AccessVerdict,
         hook_ask: Option<Verdict>,
-    ) -> Option<String> {
+    ) -> Result<bool, String> {
         let policy = self.config.approval;
-        if mutates && policy == ApprovalPolicy::Deny {
-            return Some(format!(
+        let outside_key = format!("{} outside the project", call.name);
+        let protected = !access.protected.is_empty();
+        let reads_outside = !access.outside_reads.is_empty();
+        if protected && policy != ApprovalPolicy::Ask {
+            return Err(format!(
+                "Tool call refused: {} would write {}, which the agent may change only when the user \
+                 approves that exact call in an interactive front end (approval policy: {}).",
+                call.name,
+                access.protected.join(", "),
+                policy_name(policy)
+            ));
+        }
+        if policy == ApprovalPolicy::Deny && mutates {
+            return Err(format!(
                 "Tool call denied: {} changes files or runs commands, and the approval policy is deny.",
                 call.name
             ));
         }
-        let policy_asks =
+        if policy == ApprovalPolicy::Deny && reads_outside {
+            return Err(format!(
+                "Tool call denied: {} would read outside the project ({}), and the approval policy is deny.",
+                call.name,
+                access.outside_reads.join(", ")
+            ));
+        }
+        let asks_for_change =
             mutates && policy == ApprovalPolicy::Ask && !self.allowed_for_session.contains(&call.name);
-        if !policy_asks && hook_ask.is_none() {
-            return None;
+        let asks_for_read = reads_outside
+            && policy == ApprovalPolicy::Ask
+            && !self.allowed_for_session.contains(&outside_key);
+        if !protected && !asks_for_change && !asks_for_read && hook_ask.is_none() {
+            return Ok(false);
         }
         let reason = match &hook_ask {
             Some(verdict) => verdict.describe("approval requested"),
+            None if protected => format!(
+                "{} writes {}: approve only this exact call, and only if you asked for it",
+                call.name,
+                access.protected.join(", ")
+            ),
+            None if asks_for_read => format!(
+                "{} reads outside the project: {} (approval policy: ask)",
+                call.name,
+                access.outside_reads.join(", ")
+            ),
             None => format!(
                 "{} changes files or runs commands (approval policy: ask)",
                 call.name
@@ -146,16 +203,22 @@ impl AgentHarness {
             reason: reason.clone(),
         };
         match self.approver.approve(&request).await {
-            Some(ApprovalDecision::AllowOnce) => None,
+            Some(ApprovalDecision::AllowOnce) => Ok(protected),
             Some(ApprovalDecision::AllowForSession) => {
-                // A hook's ask is per call: only the native policy's question is remembered.
-                if hook_ask.is_none() {
-                    self.allowed_for_session.insert(call.name.clone());
+                // A hook's ask and a protected write are per call: only the native policy's
+                // questions are remembered.
+                if hook_ask.is_none() && !protected {
+                    if mutates {
+                        self.allowed_for_session.insert(call.name.clone());
+                    }
+                    if reads_outside {
+                        self.allowed_for_session.insert(outside_key);
+                    }
                 }
-                None
+                Ok(protected)
             }
-            Some(ApprovalDecision::Deny) => Some(format!("Tool call denied by the user ({reason}).")),
-            None => Some(format!(
+            Some(ApprovalDecision::Deny) => Err(format!("Tool call denied by the user ({reason}).")),
+            None => Err(format!(
                 "Tool call denied: it needs approval ({reason}), and there is no one to approve it in this mode."
             )),
         }
@@ -204,5 +267,13 @@ impl AgentHarness {
             ),
             _ => self.finish_call(call, output, true, false),
         }
+    }
+}
+
+fn policy_name(policy: ApprovalPolicy) -> &'static str {
+    match policy {
+        ApprovalPolicy::Auto => "auto",
+        ApprovalPolicy::Ask => "ask",
+        ApprovalPolicy::Deny => "deny",
     }
 }

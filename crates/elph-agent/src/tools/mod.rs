@@ -3,11 +3,13 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use elph_ai::provider::ToolSpec;
 use serde_json::Value;
 
 use crate::messages::ContentBlock;
+use crate::policy::FilePolicy;
 
 /// What a tool call produced. A failure is a result with `is_error`, never a Rust error.
 #[derive(Clone, Debug, PartialEq)]
@@ -40,32 +42,78 @@ impl ToolOutput {
     }
 }
 
-/// Where a tool runs.
+/// The read tools' default deadline: after it they return what they found, with a note.
+pub const DEFAULT_READ_DEADLINE: Duration = Duration::from_secs(60);
+
+/// Where a tool runs, and under which rules.
 #[derive(Clone, Debug)]
 pub struct ToolContext {
     /// The project folder: relative paths resolve against it, and shell commands run in it.
     pub project_dir: PathBuf,
-    /// What the processes a tool starts may do, and which paths the native tools may write.
+    /// What the processes a tool starts may do.
     pub sandbox: crate::sandbox::SandboxPolicy,
     /// Which of Elph's environment variables a shell command gets.
     pub shell_env: crate::shell_env::ShellEnvPolicy,
+    /// Where the writing tools may write; they check it again themselves.
+    pub policy: Arc<FilePolicy>,
+    /// How long grep, find_path, list_dir and read_file may take before they return what they have.
+    pub read_deadline: Duration,
+    /// The user approved this exact call (a write to a protected place may go ahead).
+    pub exact_call_approved: bool,
 }
 
 impl ToolContext {
-    /// A context for `project_dir` under the default policy (`workspace-write`, network off).
+    /// A context for `project_dir` under the default policy (`workspace-write`, network off;
+    /// native writes inside the project only, its `.elph/` and `.git/hooks/` protected), and the
+    /// default read deadline.
     pub fn new(project_dir: impl Into<PathBuf>) -> Self {
         let project_dir = project_dir.into();
+        let sandbox = crate::sandbox::SandboxPolicy::workspace(&project_dir);
         ToolContext {
-            sandbox: crate::sandbox::SandboxPolicy::workspace(&project_dir),
+            policy: Arc::new(FilePolicy::from_sandbox(&project_dir, &sandbox)),
+            sandbox,
             shell_env: crate::shell_env::ShellEnvPolicy::default(),
             project_dir,
+            read_deadline: DEFAULT_READ_DEADLINE,
+            exact_call_approved: false,
         }
     }
 
-    /// The same context under another sandbox policy.
+    /// The same context under another sandbox policy (the native tools' file policy follows it).
     pub fn with_sandbox(mut self, sandbox: crate::sandbox::SandboxPolicy) -> Self {
+        self.policy = Arc::new(FilePolicy::from_sandbox(&self.project_dir, &sandbox));
         self.sandbox = sandbox;
         self
+    }
+}
+
+/// Whether a tool call reads or writes a path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AccessKind {
+    Read,
+    Write,
+}
+
+/// A path a tool call will touch, as the model wrote it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PathAccess {
+    pub path: String,
+    pub kind: AccessKind,
+}
+
+impl PathAccess {
+    pub fn read(path: impl Into<String>) -> Self {
+        PathAccess {
+            path: path.into(),
+            kind: AccessKind::Read,
+        }
+    }
+
+    pub fn write(path: impl Into<String>) -> Self {
+        PathAccess {
+            path: path.into(),
+            kind: AccessKind::Write,
+        }
     }
 }
 
@@ -79,6 +127,16 @@ pub trait Tool: Send + Sync {
     fn input_schema(&self) -> Value;
     /// Whether the tool changes files or runs commands; native approval asks or denies these.
     fn mutates(&self) -> bool;
+    /// The paths a call with these (schema-valid) arguments will read or write, so the harness can
+    /// hold it to the file policy before it runs. Tools that touch no local path return none.
+    fn accesses(&self, _input: &Value) -> Vec<PathAccess> {
+        Vec::new()
+    }
+    /// Whether `plan` mode offers the tool: the tools that only read (and `shell_exec`, which
+    /// runs in the read-only sandbox there).
+    fn offered_in_plan_mode(&self) -> bool {
+        !self.mutates()
+    }
     async fn execute(&self, input: Value, ctx: &ToolContext) -> ToolOutput;
 }
 
@@ -141,8 +199,14 @@ impl ToolCatalog {
 
     /// What the provider is told about the tools.
     pub fn specs(&self) -> Vec<ToolSpec> {
+        self.specs_where(|_| true)
+    }
+
+    /// What the provider is told about the tools `offered` keeps.
+    pub fn specs_where(&self, offered: impl Fn(&dyn Tool) -> bool) -> Vec<ToolSpec> {
         self.tools
             .values()
+            .filter(|entry| offered(entry.tool.as_ref()))
             .map(|entry| ToolSpec {
                 name: entry.tool.name().to_string(),
                 description: entry.tool.description().to_string(),

@@ -1,2 +1,3 @@
 mod harness;
+mod policy;
 mod tools;

@@ -810,3 +810,81 @@ async fn shell_exec_reports_a_missing_project_dir() {
         text(&output)
     );
 }
+
+#[tokio::test]
+async fn writing_tools_check_the_policy_themselves() {
+    // Called directly (no harness in between), the tools still refuse to write outside the
+    // project or into a protected place, and write where the real path leads otherwise.
+    let project = Project::new();
+    let outside = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(outside.path(), project.path().join("out")).unwrap();
+    project.write("kept.txt", "old");
+    for (name, input) in [
+        ("write_file", json!({"path": "out/new.txt", "content": "x"})),
+        ("write_file", json!({"path": "../escape.txt", "content": "x"})),
+        (
+            "edit_file",
+            json!({"path": "out/../kept.txt", "old_text": "a", "new_text": "b"}),
+        ),
+    ] {
+        let output = project.call(name, input).await;
+        assert!(
+            err(&output).contains("outside the folders this session may write"),
+            "{output:?}"
+        );
+    }
+    assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
+    let output = project
+        .call("write_file", json!({"path": ".elph/hooks.json", "content": "{}"}))
+        .await;
+    assert!(err(&output).contains("approves that exact call"), "{output:?}");
+    assert!(!project.path().join(".elph").exists());
+
+    let mut approved = project.ctx();
+    approved.exact_call_approved = true;
+    let tool = project.catalog.get("write_file").unwrap();
+    let output = tool
+        .execute(json!({"path": ".elph/hooks.json", "content": "{}"}), &approved)
+        .await;
+    assert!(!output.is_error, "{output:?}");
+    assert_eq!(project.read(".elph/hooks.json"), "{}");
+}
+
+#[tokio::test]
+async fn writes_replace_the_file_and_keep_its_permissions() {
+    use std::os::unix::fs::PermissionsExt;
+    let project = Project::new();
+    project.write("run.sh", "#!/bin/sh\necho old\n");
+    std::fs::set_permissions(
+        project.path().join("run.sh"),
+        std::fs::Permissions::from_mode(0o750),
+    )
+    .unwrap();
+    // A hard link to the file, made elsewhere: the write replaces the project's file, not the
+    // shared content.
+    let elsewhere = tempfile::tempdir().unwrap();
+    std::fs::hard_link(project.path().join("run.sh"), elsewhere.path().join("linked")).unwrap();
+    let output = project
+        .call(
+            "write_file",
+            json!({"path": "run.sh", "content": "#!/bin/sh\necho new\n"}),
+        )
+        .await;
+    assert!(!output.is_error, "{output:?}");
+    assert_eq!(project.read("run.sh"), "#!/bin/sh\necho new\n");
+    let mode = std::fs::metadata(project.path().join("run.sh"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o750);
+    assert_eq!(
+        std::fs::read_to_string(elsewhere.path().join("linked")).unwrap(),
+        "#!/bin/sh\necho old\n"
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(project.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with(".elph-write-"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}

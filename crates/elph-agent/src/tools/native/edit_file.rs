@@ -4,7 +4,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{parse_args, paths};
-use crate::tools::{Tool, ToolContext, ToolOutput};
+use crate::tools::{PathAccess, Tool, ToolContext, ToolOutput};
 
 pub struct EditFile;
 
@@ -64,6 +64,14 @@ impl Tool for EditFile {
         true
     }
 
+    fn accesses(&self, input: &Value) -> Vec<PathAccess> {
+        input["path"]
+            .as_str()
+            .map(PathAccess::write)
+            .into_iter()
+            .collect()
+    }
+
     async fn execute(&self, input: Value, ctx: &ToolContext) -> ToolOutput {
         let args: Args = match parse_args(self.name(), input) {
             Ok(args) => args,
@@ -78,7 +86,10 @@ impl Tool for EditFile {
         if args.old_text == args.new_text {
             return ToolOutput::error("old_text and new_text are the same; there is nothing to change");
         }
-        let full = paths::resolve(ctx, path);
+        let full = match paths::locate_for_write(ctx, self.name(), path) {
+            Ok(full) => full,
+            Err(refusal) => return ToolOutput::error(refusal),
+        };
         let bytes = match tokio::fs::read(&full).await {
             Ok(bytes) => bytes,
             Err(error) => return ToolOutput::error(paths::describe_io("edit", path, &error)),
@@ -96,8 +107,12 @@ impl Tool for EditFile {
                 ));
             }
         };
-        if let Err(error) = tokio::fs::write(&full, edited.as_bytes()).await {
-            return ToolOutput::error(paths::describe_io("write", path, &error));
+        let written =
+            tokio::task::spawn_blocking(move || paths::write_atomically(&full, edited.as_bytes())).await;
+        match written {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => return ToolOutput::error(paths::describe_io("write", path, &error)),
+            Err(error) => return ToolOutput::error(format!("writing {path} failed: {error}")),
         }
         let noun = if replacements == 1 {
             "replacement"

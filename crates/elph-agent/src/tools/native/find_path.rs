@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use super::paths::{self, Shown};
 use super::walk::{self, Cancel, Flow, Kind, PathGlob};
 use super::{OUTPUT_CAP, parse_args};
-use crate::tools::{Tool, ToolContext, ToolOutput};
+use crate::tools::{PathAccess, Tool, ToolContext, ToolOutput};
 
 pub struct FindPath;
 
@@ -60,6 +60,10 @@ impl Tool for FindPath {
 
     fn mutates(&self) -> bool {
         false
+    }
+
+    fn accesses(&self, input: &Value) -> Vec<PathAccess> {
+        vec![PathAccess::read(input["path"].as_str().unwrap_or("."))]
     }
 
     async fn execute(&self, input: Value, ctx: &ToolContext) -> ToolOutput {

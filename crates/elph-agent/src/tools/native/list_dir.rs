@@ -6,7 +6,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{OUTPUT_CAP, parse_args, paths};
-use crate::tools::{Tool, ToolContext, ToolOutput};
+use crate::tools::{PathAccess, Tool, ToolContext, ToolOutput};
 
 pub struct ListDir;
 
@@ -50,6 +50,10 @@ impl Tool for ListDir {
 
     fn mutates(&self) -> bool {
         false
+    }
+
+    fn accesses(&self, input: &Value) -> Vec<PathAccess> {
+        vec![PathAccess::read(input["path"].as_str().unwrap_or("."))]
     }
 
     async fn execute(&self, input: Value, ctx: &ToolContext) -> ToolOutput {

@@ -1,11 +1,13 @@
 //! Resolving the paths a model passes, and saying what went wrong with them.
 //!
-//! Relative paths resolve against the project folder; absolute paths are taken as they are (the
-//! approval policy, not the tool, decides what may be touched).
+//! Relative paths resolve against the project folder; absolute paths are taken as they are. Reads
+//! are judged by the harness (approval) before the tool runs; writes are judged there and again
+//! here, on the real location the path leads to, which is also where the tool then writes.
 
-use std::io;
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
+use crate::policy::WriteAccess;
 use crate::tools::ToolContext;
 
 /// How many leading bytes are checked for a NUL byte to call a file binary.
@@ -19,6 +21,49 @@ pub fn resolve(ctx: &ToolContext, path: &str) -> PathBuf {
     } else {
         ctx.project_dir.join(path)
     }
+}
+
+/// The real location a writing tool may write `shown` to, or why it may not.
+pub fn locate_for_write(ctx: &ToolContext, tool: &str, shown: &str) -> Result<PathBuf, String> {
+    let real = ctx
+        .policy
+        .locate(shown)
+        .map_err(|error| format!("cannot write {shown}: {error}"))?;
+    match ctx.policy.write_access(&real) {
+        WriteAccess::Allowed => Ok(real),
+        WriteAccess::Protected { .. } if ctx.exact_call_approved => Ok(real),
+        WriteAccess::Protected { label } => Err(format!(
+            "{tool} refused: {shown} is in {label}, which the agent may change only when the user \
+             approves that exact call in an interactive front end"
+        )),
+        WriteAccess::Outside => Err(format!(
+            "{tool} refused: {shown} (which is {}) is outside the folders this session may write: {}",
+            real.display(),
+            ctx.policy.describe_write_scope()
+        )),
+    }
+}
+
+/// Replaces `real` with `bytes` in one step: a temp file beside it, renamed over it. A reader never
+/// sees half a file, and a hard link to the old file (which may live anywhere) is not written
+/// through. An existing file keeps its permissions.
+pub fn write_atomically(real: &Path, bytes: &[u8]) -> io::Result<()> {
+    let parent = real.parent().unwrap_or(Path::new("/"));
+    let permissions = std::fs::metadata(real)
+        .ok()
+        .map(|metadata| metadata.permissions());
+    // A new file gets the usual 0666 less the umask, as `std::fs::write` would give it.
+    let mut temp = tempfile::Builder::new()
+        .prefix(".elph-write-")
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
+        .tempfile_in(parent)?;
+    temp.write_all(bytes)?;
+    temp.as_file().sync_data()?;
+    if let Some(permissions) = permissions {
+        temp.as_file().set_permissions(permissions)?;
+    }
+    temp.persist(real).map_err(|error| error.error)?;
+    Ok(())
 }
 
 /// Whether these leading bytes of a file look binary (they contain a NUL byte).

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::paths::{self, BINARY_SNIFF_BYTES};
 use super::{OUTPUT_CAP, parse_args};
-use crate::tools::{Tool, ToolContext, ToolOutput};
+use crate::tools::{PathAccess, Tool, ToolContext, ToolOutput};
 
 pub struct ReadFile;
 
@@ -64,6 +64,10 @@ impl Tool for ReadFile {
 
     fn mutates(&self) -> bool {
         false
+    }
+
+    fn accesses(&self, input: &Value) -> Vec<PathAccess> {
+        input["path"].as_str().map(PathAccess::read).into_iter().collect()
     }
 
     async fn execute(&self, input: Value, ctx: &ToolContext) -> ToolOutput {

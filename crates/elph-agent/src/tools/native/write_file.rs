@@ -4,7 +4,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{parse_args, paths};
-use crate::tools::{Tool, ToolContext, ToolOutput};
+use crate::tools::{PathAccess, Tool, ToolContext, ToolOutput};
 
 pub struct WriteFile;
 
@@ -51,12 +51,23 @@ impl Tool for WriteFile {
         true
     }
 
+    fn accesses(&self, input: &Value) -> Vec<PathAccess> {
+        input["path"]
+            .as_str()
+            .map(PathAccess::write)
+            .into_iter()
+            .collect()
+    }
+
     async fn execute(&self, input: Value, ctx: &ToolContext) -> ToolOutput {
         let args: Args = match parse_args(self.name(), input) {
             Ok(args) => args,
             Err(error) => return error,
         };
-        let full = paths::resolve(ctx, &args.path);
+        let full = match paths::locate_for_write(ctx, self.name(), &args.path) {
+            Ok(full) => full,
+            Err(refusal) => return ToolOutput::error(refusal),
+        };
         let existed = match tokio::fs::metadata(&full).await {
             Ok(metadata) if metadata.is_dir() => {
                 return ToolOutput::error(format!("cannot write {}: it is a directory", args.path));
@@ -69,8 +80,13 @@ impl Tool for WriteFile {
         {
             return ToolOutput::error(paths::describe_io("create the folders for", &args.path, &error));
         }
-        if let Err(error) = tokio::fs::write(&full, args.content.as_bytes()).await {
-            return ToolOutput::error(paths::describe_io("write", &args.path, &error));
+        let content = args.content.clone();
+        let written =
+            tokio::task::spawn_blocking(move || paths::write_atomically(&full, content.as_bytes())).await;
+        match written {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => return ToolOutput::error(paths::describe_io("write", &args.path, &error)),
+            Err(error) => return ToolOutput::error(format!("writing {} failed: {error}", args.path)),
         }
         let bytes = args.content.len();
         let verb = if existed { "Overwrote" } else { "Created" };

@@ -1,0 +1,192 @@
+//! The native tools' file policy through the real `elph` binary, tried as an attacker would: a
+//! model that answers with tool calls aimed at Elph's own configuration, at hooks, and at files
+//! outside the project, by absolute paths, `..`, and symbolic links planted in the project.
+
+use std::os::unix::fs::symlink;
+use std::process::Output;
+
+use serde_json::{Value, json};
+use test_support::env::TestEnv;
+use test_support::fake_model::{FakeModelServer, FakeReply, Wire};
+
+use super::run_e2e::{run_elph, run_elph_with};
+
+const TRUST_BEFORE: &str = r#"{"directories":{}}"#;
+const TRUST_ATTACK: &str = r#"{"directories":{"/":true}}"#;
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// The tool results the model received, in order (from the last request, which holds them all).
+fn tool_results(server: &FakeModelServer) -> Vec<String> {
+    let requests = server.requests();
+    let last = requests.last().expect("the model was asked");
+    last["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|message| message["role"] == "tool")
+        .map(|message| match &message["content"] {
+            Value::String(text) => text.clone(),
+            other => other.to_string(),
+        })
+        .collect()
+}
+
+/// Serves one tool call per request, then a final answer.
+fn script(server: &FakeModelServer, calls: &[(&str, Value)]) {
+    for (name, input) in calls {
+        server.enqueue(FakeReply::tool_call(*name, input.clone()));
+    }
+    server.enqueue(FakeReply::text("done"));
+}
+
+fn write(path: &str, content: &str) -> (&'static str, Value) {
+    ("write_file", json!({"path": path, "content": content}))
+}
+
+#[tokio::test]
+async fn write_file_cannot_rewrite_trust_json_under_auto_by_any_path() {
+    let env = TestEnv::new();
+    let trust = env.config_dir.join("trust.json");
+    std::fs::write(&trust, TRUST_BEFORE).unwrap();
+    // Links an attacker's repository could ship: to the folder, to the file, and one whose
+    // target does not exist yet.
+    symlink(&env.config_dir, env.project.join("cfg")).unwrap();
+    symlink(&trust, env.project.join("trust-link.json")).unwrap();
+    symlink(
+        env.config_dir.join("new-hooks.json"),
+        env.project.join("dangling.json"),
+    )
+    .unwrap();
+    let absolute = trust.display().to_string();
+    let server = FakeModelServer::start(Wire::OpenAi).await;
+    let calls = [
+        write(&absolute, TRUST_ATTACK),
+        write("../config/trust.json", TRUST_ATTACK),
+        write("cfg/trust.json", TRUST_ATTACK),
+        write("cfg/sub/../trust.json", TRUST_ATTACK),
+        write("trust-link.json", TRUST_ATTACK),
+        write("cfg/hooks.json", r#"{"hooks":[]}"#),
+        write("dangling.json", r#"{"hooks":[]}"#),
+        (
+            "edit_file",
+            json!({"path": "cfg/trust.json", "old_text": "{}", "new_text": "{\"/\":true}"}),
+        ),
+    ];
+    script(&server, &calls);
+    let output = run_elph(&env, &server, &["--approval", "auto", "go"]).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let results = tool_results(&server);
+    assert_eq!(results.len(), calls.len());
+    for result in &results {
+        assert!(result.contains("refused"), "{result}");
+        assert!(
+            result.contains("outside the folders this session may write"),
+            "{result}"
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&trust).unwrap(), TRUST_BEFORE);
+    assert!(!env.config_dir.join("hooks.json").exists());
+    assert!(!env.config_dir.join("new-hooks.json").exists());
+    assert!(!env.config_dir.join("sub").exists());
+    // The links are still links: nothing replaced them with files either.
+    assert!(
+        std::fs::symlink_metadata(env.project.join("trust-link.json"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+}
+
+#[tokio::test]
+async fn config_and_data_inside_the_project_are_protected_under_auto() {
+    // The home folder as the project: CONFIG_DIR and DATA_DIR lie inside the writable root.
+    let env = TestEnv::new();
+    let config_dir = env.project.join(".config/elph");
+    let data_dir = env.project.join(".local/share/elph");
+    std::fs::create_dir_all(&config_dir).unwrap();
+    let trust = config_dir.join("trust.json");
+    std::fs::write(&trust, TRUST_BEFORE).unwrap();
+    let server = FakeModelServer::start(Wire::OpenAi).await;
+    let calls = [
+        write(".config/elph/trust.json", TRUST_ATTACK),
+        write("./.config/x/../elph/hooks.json", r#"{"hooks":[]}"#),
+        write(".local/share/elph/sessions.db", "garbage"),
+        write(".elph/hooks.json", r#"{"hooks":[]}"#),
+        write(".git/hooks/pre-commit", "#!/bin/sh\necho owned\n"),
+        write("notes.txt", "an ordinary file"),
+    ];
+    script(&server, &calls);
+    let vars = [
+        ("ELPH_HOME", config_dir.as_os_str()),
+        ("ELPH_DATA_DIR", data_dir.as_os_str()),
+    ];
+    let output = run_elph_with(&env, &server, &vars, &["--approval", "auto", "go"]).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let results = tool_results(&server);
+    assert_eq!(results.len(), calls.len());
+    for (result, label) in results
+        .iter()
+        .zip(["CONFIG_DIR", "CONFIG_DIR", "DATA_DIR", ".elph", ".git/hooks"])
+    {
+        assert!(
+            result.contains("only when the user approves that exact call"),
+            "{result}"
+        );
+        assert!(result.contains(label), "{result}");
+    }
+    assert!(results[5].starts_with("Created notes.txt"), "{}", results[5]);
+    assert_eq!(std::fs::read_to_string(&trust).unwrap(), TRUST_BEFORE);
+    assert!(!config_dir.join("hooks.json").exists());
+    assert!(!env.project.join(".elph").exists());
+    assert!(!env.project.join(".git").exists());
+    let db = std::fs::read(data_dir.join("sessions.db")).unwrap();
+    assert!(
+        db.starts_with(b"SQLite format 3"),
+        "sessions.db is still a database"
+    );
+}
+
+#[tokio::test]
+async fn reads_outside_the_project_are_refused_under_deny_and_without_anyone_to_ask() {
+    let env = TestEnv::new();
+    let secret = env.root.path().join("outside-secret.txt");
+    std::fs::write(&secret, "TOP-SECRET-4471\n").unwrap();
+    std::fs::write(env.project.join("inside.txt"), "inside text\n").unwrap();
+    symlink(env.root.path(), env.project.join("up")).unwrap();
+    let calls = [
+        ("read_file", json!({"path": "inside.txt"})),
+        ("read_file", json!({"path": "../outside-secret.txt"})),
+        ("read_file", json!({"path": secret.display().to_string()})),
+        ("read_file", json!({"path": "up/outside-secret.txt"})),
+        ("list_dir", json!({"path": "/"})),
+        ("grep", json!({"pattern": "TOP-SECRET", "path": ".."})),
+        ("find_path", json!({"glob": "*.txt", "path": "up"})),
+    ];
+    for approval in ["deny", "ask"] {
+        let server = FakeModelServer::start(Wire::OpenAi).await;
+        script(&server, &calls);
+        let output = run_elph(&env, &server, &["--approval", approval, "--no-session", "go"]).await;
+        assert!(output.status.success(), "{}", stderr(&output));
+        let results = tool_results(&server);
+        assert_eq!(results.len(), calls.len());
+        assert_eq!(results[0], "inside text\n", "reads inside the project stay free");
+        for result in &results[1..] {
+            assert!(!result.contains("TOP-SECRET-4471"), "{approval}: {result}");
+            let expected = if approval == "deny" {
+                "would read outside the project"
+            } else {
+                "there is no one to approve it"
+            };
+            assert!(result.contains(expected), "{approval}: {result}");
+        }
+    }
+    // auto: allowed.
+    let server = FakeModelServer::start(Wire::OpenAi).await;
+    script(&server, &calls[1..2]);
+    let output = run_elph(&env, &server, &["--approval", "auto", "--no-session", "go"]).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(tool_results(&server), ["TOP-SECRET-4471\n"]);
+}

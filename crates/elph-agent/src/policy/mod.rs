@@ -1,0 +1,361 @@
+//! The file policy the native tools obey: where they may write, which places are protected even
+//! inside the writable roots, and which reads are free of approval.
+//!
+//! Every decision is made on the real location a path leads to (see [`resolve`]), never on its
+//! text, so `..`, absolute paths and symbolic links (inside the project pointing out, or a
+//! not-yet-existing file under a linked folder) all land where the kernel would put them.
+
+pub mod resolve;
+
+use std::path::{Path, PathBuf};
+
+pub use resolve::{ResolveError, real_path};
+
+use crate::sandbox::{SandboxMode, SandboxPolicy};
+
+/// Where the native writing tools may write.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WriteScope {
+    /// Nowhere (`plan` mode, the `read-only` sandbox).
+    Nowhere,
+    /// Inside these folders (the project, the session's temp dir, `sandbox.writableRoots`).
+    Roots(Vec<PathBuf>),
+    /// Anywhere (`full-access`); protected places still need the user's approval.
+    Anywhere,
+}
+
+/// A place inside the writable roots that the agent must not change on its own: Elph's own
+/// configuration and data, the project's `.elph/` (hooks run from there), and `.git/hooks/`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Protected {
+    pub path: PathBuf,
+    /// What it is, for the user: "CONFIG_DIR", "the project's .elph folder", …
+    pub label: String,
+}
+
+/// What a write to one path may do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WriteAccess {
+    Allowed,
+    /// Only with the user's approval of this exact call, in a front end that can ask.
+    Protected {
+        label: String,
+    },
+    /// Never: the path is outside every writable root.
+    Outside,
+}
+
+/// What a read of one path needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReadAccess {
+    /// Inside the project (or another folder whose reads are free): no approval.
+    Free,
+    /// Outside: it goes through approval like a change does.
+    Outside,
+}
+
+/// The policy of one session. Build it with [`FilePolicy::new`]; every root is resolved to its real
+/// location once, here.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FilePolicy {
+    project_dir: PathBuf,
+    write_scope: WriteScope,
+    protected: Vec<Protected>,
+    free_reads: Vec<PathBuf>,
+}
+
+impl FilePolicy {
+    /// The default for a project: writes inside the project only, its `.elph/` and `.git/hooks/`
+    /// protected, reads free inside it.
+    pub fn new(project_dir: &Path) -> Self {
+        let project = real_or_given(project_dir, project_dir);
+        let protected = vec![
+            Protected {
+                path: project.join(".elph"),
+                label: "the project's .elph folder (hooks, MCP servers and settings run from it)".into(),
+            },
+            Protected {
+                path: project.join(".git").join("hooks"),
+                label: "the project's .git/hooks folder (git runs its scripts)".into(),
+            },
+        ];
+        FilePolicy {
+            write_scope: WriteScope::Roots(vec![project.clone()]),
+            free_reads: vec![project.clone()],
+            project_dir: project,
+            protected,
+        }
+    }
+
+    /// The native tools' side of a sandbox policy: they may write where a sandboxed command may
+    /// (`read-only`: nowhere; `workspace-write`: the writable roots; `full-access`: anywhere), and
+    /// the sandbox's read-only paths are protected places. Reads are free inside the project and
+    /// the other writable roots (the session's temp dir among them).
+    pub fn from_sandbox(project_dir: &Path, sandbox: &SandboxPolicy) -> Self {
+        let scope = match sandbox.mode {
+            SandboxMode::ReadOnly => WriteScope::Nowhere,
+            SandboxMode::WorkspaceWrite => WriteScope::Roots(sandbox.writable_roots.clone()),
+            SandboxMode::FullAccess => WriteScope::Anywhere,
+        };
+        let mut policy = FilePolicy::new(project_dir).with_write_scope(scope);
+        for path in &sandbox.read_only_paths {
+            if !policy.is_protected_place(path) {
+                let label = format!("the protected folder {}", path.display());
+                policy = policy.protect(path, label);
+            }
+        }
+        for root in sandbox.writable_roots.iter().chain(sandbox.temp_dir.iter()) {
+            policy = policy.free_reads_in(root);
+        }
+        policy
+    }
+
+    fn is_protected_place(&self, path: &Path) -> bool {
+        let real = real_or_given(&self.project_dir, path);
+        self.protected.iter().any(|place| place.path == real)
+    }
+
+    /// Replaces where writes may go. Roots are resolved to their real locations; the project is
+    /// not added implicitly (a read-only session has no writable root at all).
+    pub fn with_write_scope(mut self, scope: WriteScope) -> Self {
+        self.write_scope = match scope {
+            WriteScope::Roots(roots) => WriteScope::Roots(
+                roots
+                    .iter()
+                    .map(|root| real_or_given(&self.project_dir, root))
+                    .collect(),
+            ),
+            other => other,
+        };
+        self
+    }
+
+    /// Adds a protected place (CONFIG_DIR, DATA_DIR, …), or renames one already there.
+    pub fn protect(mut self, path: &Path, label: impl Into<String>) -> Self {
+        let path = real_or_given(&self.project_dir, path);
+        let label = label.into();
+        match self.protected.iter_mut().find(|place| place.path == path) {
+            Some(place) => place.label = label,
+            None => self.protected.push(Protected { path, label }),
+        }
+        self
+    }
+
+    /// Adds a folder whose reads need no approval (the session temp dir, writable roots).
+    pub fn free_reads_in(mut self, path: &Path) -> Self {
+        let path = real_or_given(&self.project_dir, path);
+        if !self.free_reads.contains(&path) {
+            self.free_reads.push(path);
+        }
+        self
+    }
+
+    pub fn project_dir(&self) -> &Path {
+        &self.project_dir
+    }
+
+    pub fn write_scope(&self) -> &WriteScope {
+        &self.write_scope
+    }
+
+    pub fn protected(&self) -> &[Protected] {
+        &self.protected
+    }
+
+    /// The real location `path` (relative to the project, or absolute) leads to.
+    pub fn locate(&self, path: &str) -> Result<PathBuf, ResolveError> {
+        real_path(&self.project_dir, Path::new(path))
+    }
+
+    /// What a write to the real location `real` may do.
+    pub fn write_access(&self, real: &Path) -> WriteAccess {
+        let writable = match &self.write_scope {
+            WriteScope::Nowhere => false,
+            WriteScope::Anywhere => true,
+            WriteScope::Roots(roots) => roots.iter().any(|root| real.starts_with(root)),
+        };
+        if !writable {
+            return WriteAccess::Outside;
+        }
+        match self.protected.iter().find(|place| real.starts_with(&place.path)) {
+            Some(place) => WriteAccess::Protected {
+                label: place.label.clone(),
+            },
+            None => WriteAccess::Allowed,
+        }
+    }
+
+    /// What a read of the real location `real` needs.
+    pub fn read_access(&self, real: &Path) -> ReadAccess {
+        if self.free_reads.iter().any(|root| real.starts_with(root)) {
+            ReadAccess::Free
+        } else {
+            ReadAccess::Outside
+        }
+    }
+
+    /// The writable roots, for messages.
+    pub fn describe_write_scope(&self) -> String {
+        match &self.write_scope {
+            WriteScope::Nowhere => "nowhere (this session is read-only)".into(),
+            WriteScope::Anywhere => "anywhere (full access)".into(),
+            WriteScope::Roots(roots) => roots
+                .iter()
+                .map(|root| root.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+        }
+    }
+}
+
+/// A root's real location; if it cannot be resolved (a link loop), the path as given, made absolute.
+fn real_or_given(base: &Path, path: &Path) -> PathBuf {
+    real_path(base, path).unwrap_or_else(|_| base.join(path))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::symlink;
+
+    use super::*;
+
+    struct Layout {
+        _dir: tempfile::TempDir,
+        project: PathBuf,
+        config: PathBuf,
+        outside: PathBuf,
+    }
+
+    fn layout() -> Layout {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let layout = Layout {
+            project: root.join("project"),
+            config: root.join("config"),
+            outside: root.join("outside"),
+            _dir: dir,
+        };
+        for dir in [&layout.project, &layout.config, &layout.outside] {
+            std::fs::create_dir(dir).unwrap();
+        }
+        layout
+    }
+
+    fn policy(layout: &Layout) -> FilePolicy {
+        FilePolicy::new(&layout.project).protect(&layout.config, "CONFIG_DIR")
+    }
+
+    fn write(policy: &FilePolicy, path: &str) -> WriteAccess {
+        policy.write_access(&policy.locate(path).unwrap())
+    }
+
+    #[test]
+    fn writes_inside_the_project_are_allowed_and_outside_refused() {
+        let layout = layout();
+        let policy = policy(&layout);
+        assert_eq!(write(&policy, "src/new.rs"), WriteAccess::Allowed);
+        assert_eq!(write(&policy, "../outside/x"), WriteAccess::Outside);
+        assert_eq!(write(&policy, "/etc/passwd"), WriteAccess::Outside);
+        assert_eq!(write(&policy, "src/../../outside/x"), WriteAccess::Outside);
+    }
+
+    #[test]
+    fn protected_places_inside_the_roots_need_approval() {
+        let layout = layout();
+        let policy = policy(&layout).with_write_scope(WriteScope::Roots(vec![
+            layout.project.clone(),
+            layout.config.clone(),
+        ]));
+        assert!(matches!(
+            write(&policy, ".elph/hooks.json"),
+            WriteAccess::Protected { .. }
+        ));
+        assert!(matches!(
+            write(&policy, ".git/hooks/pre-commit"),
+            WriteAccess::Protected { .. }
+        ));
+        let trust = layout.config.join("trust.json");
+        assert!(matches!(
+            write(&policy, trust.to_str().unwrap()),
+            WriteAccess::Protected { label } if label == "CONFIG_DIR"
+        ));
+        assert_eq!(write(&policy, ".elphx/file"), WriteAccess::Allowed);
+    }
+
+    #[test]
+    fn links_inside_the_project_pointing_out_are_judged_by_their_target() {
+        let layout = layout();
+        let policy = policy(&layout);
+        symlink(&layout.outside, layout.project.join("out")).unwrap();
+        symlink(
+            layout.config.join("trust.json"),
+            layout.project.join("trust-link"),
+        )
+        .unwrap();
+        symlink(layout.project.join(".elph"), layout.project.join("innocent")).unwrap();
+        assert_eq!(write(&policy, "out/new-file"), WriteAccess::Outside);
+        assert_eq!(write(&policy, "trust-link"), WriteAccess::Outside);
+        assert!(matches!(
+            write(&policy, "innocent/hooks.json"),
+            WriteAccess::Protected { .. }
+        ));
+        assert_eq!(
+            policy.read_access(&policy.locate("out/x").unwrap()),
+            ReadAccess::Outside
+        );
+        assert_eq!(
+            policy.read_access(&policy.locate("src/x").unwrap()),
+            ReadAccess::Free
+        );
+    }
+
+    #[test]
+    fn scopes_nowhere_and_anywhere() {
+        let layout = layout();
+        let read_only = policy(&layout).with_write_scope(WriteScope::Nowhere);
+        assert_eq!(write(&read_only, "src/a.rs"), WriteAccess::Outside);
+        let full = policy(&layout).with_write_scope(WriteScope::Anywhere);
+        assert_eq!(write(&full, "/tmp/anything"), WriteAccess::Allowed);
+        let trust = layout.config.join("trust.json");
+        assert!(matches!(
+            write(&full, trust.to_str().unwrap()),
+            WriteAccess::Protected { .. }
+        ));
+    }
+
+    #[test]
+    fn follows_the_sandbox_policy() {
+        let layout = layout();
+        let mut sandbox = SandboxPolicy::workspace(&layout.project);
+        sandbox.set_temp_dir(&layout.outside);
+        sandbox.add_read_only_path(&layout.config);
+        let policy =
+            FilePolicy::from_sandbox(&layout.project, &sandbox).protect(&layout.config, "CONFIG_DIR");
+        assert_eq!(write(&policy, "a.txt"), WriteAccess::Allowed);
+        let in_temp = layout.outside.join("t");
+        assert_eq!(write(&policy, in_temp.to_str().unwrap()), WriteAccess::Allowed);
+        assert_eq!(policy.read_access(&in_temp), ReadAccess::Free);
+        assert!(matches!(write(&policy, ".elph/x"), WriteAccess::Protected { .. }));
+        assert_eq!(policy.protected().len(), 3, "{:?}", policy.protected());
+        assert_eq!(policy.protected()[2].label, "CONFIG_DIR");
+        let read_only = FilePolicy::from_sandbox(&layout.project, &sandbox.with_mode(SandboxMode::ReadOnly));
+        assert_eq!(write(&read_only, "a.txt"), WriteAccess::Outside);
+        let full = FilePolicy::from_sandbox(&layout.project, &sandbox.with_mode(SandboxMode::FullAccess));
+        assert_eq!(write(&full, "/tmp/x"), WriteAccess::Allowed);
+    }
+
+    #[test]
+    fn a_linked_project_folder_is_resolved_once() {
+        let layout = layout();
+        let alias = layout.outside.join("alias");
+        symlink(&layout.project, &alias).unwrap();
+        let policy = FilePolicy::new(&alias);
+        assert_eq!(policy.project_dir(), layout.project);
+        assert_eq!(write(&policy, "a.txt"), WriteAccess::Allowed);
+        let through_alias = alias.join("a.txt");
+        assert_eq!(
+            write(&policy, through_alias.to_str().unwrap()),
+            WriteAccess::Allowed
+        );
+    }
+}
