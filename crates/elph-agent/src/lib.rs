@@ -8,6 +8,7 @@
 
 pub mod harness;
 pub mod hooks;
+pub mod orphans;
 pub mod policy;
 pub mod process;
 pub mod sandbox;

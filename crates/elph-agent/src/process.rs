@@ -284,6 +284,11 @@ impl Drop for GroupGuard {
         }
         if let Some(pgid) = self.pgid {
             running_groups().retain(|running| *running != pgid.as_raw());
+            // A group left running (`Leftovers::Leave`) stays with the orphan watcher, which kills
+            // it when Elph dies; a killed or empty one is forgotten.
+            if self.armed || killpg(pgid, None) == Err(Errno::ESRCH) {
+                crate::orphans::forget(pgid.as_raw());
+            }
         }
     }
 }
@@ -452,6 +457,7 @@ async fn spawn(spec: &RunSpec<'_>) -> io::Result<Child> {
         .stderr(Stdio::piped())
         .kill_on_drop(true);
     new_session(&mut command);
+    crate::orphans::die_with_elph(&mut command);
     if let Env::Exactly(vars) = spec.env {
         command.env_clear().envs(vars.iter().map(|(k, v)| (k, v)));
     }

@@ -59,6 +59,51 @@ pub fn live_group_members(pgid: i32, settle: Duration) -> Vec<ProcInfo> {
     }
 }
 
+/// Every descendant of `pid` alive now (children, their children, …), zombies excluded.
+pub fn descendants(pid: i32) -> Vec<i32> {
+    let parents: Vec<(i32, i32)> = std::fs::read_dir("/proc")
+        .map(|entries| {
+            entries
+                .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<i32>().ok())
+                .filter(|&child| is_alive(child))
+                .filter_map(|child| Some((child, parent_of(child)?)))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut found = Vec::new();
+    let mut frontier = vec![pid];
+    while let Some(parent) = frontier.pop() {
+        for &(child, _) in parents.iter().filter(|(_, p)| *p == parent) {
+            found.push(child);
+            frontier.push(child);
+        }
+    }
+    found
+}
+
+/// Whether `pid` is running: it exists and is not a zombie (PID 1 in a container may not reap).
+pub fn is_alive(pid: i32) -> bool {
+    proc_info(pid).is_some_and(|info| info.state != 'Z' && info.state != 'X')
+}
+
+/// Which of `pids` are still alive `settle` from now (returns as soon as none is).
+pub fn still_alive(pids: &[i32], settle: Duration) -> Vec<i32> {
+    let deadline = Instant::now() + settle;
+    loop {
+        let alive: Vec<i32> = pids.iter().copied().filter(|&pid| is_alive(pid)).collect();
+        if alive.is_empty() || Instant::now() >= deadline {
+            return alive;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn parent_of(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let close = stat.rfind(')')?;
+    stat[close + 1..].split_whitespace().nth(1)?.parse().ok()
+}
+
 fn proc_info(pid: i32) -> Option<ProcInfo> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // `pid (comm) state ppid pgrp ...`; comm may hold spaces and parentheses.

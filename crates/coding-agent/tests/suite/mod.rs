@@ -12,6 +12,8 @@ mod herdr;
 mod hooks_test_cli;
 mod hooks_validate_cli;
 mod host;
+mod lifecycle_orphans;
+mod lifecycle_support;
 mod mcp;
 mod reload;
 mod run_e2e;

@@ -1,0 +1,121 @@
+//! Nothing Elph started outlives it, even when it is killed with SIGKILL and runs no code of its
+//! own: the real binary, a real `shell_exec` command or a 40 s hook, and /proc.
+
+use std::time::Duration;
+
+use serde_json::json;
+use test_support::env::TestEnv;
+use test_support::fake_model::{FakeModelServer, FakeReply, Wire};
+use test_support::hook_scripts::{descendants, still_alive};
+
+use super::lifecycle_support::{Running, acp_open_session, acp_prompt, long_command, pids_in};
+
+#[derive(Clone, Copy, Debug)]
+pub enum Front {
+    Run,
+    Acp,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub enum During {
+    ShellExec,
+    Hook,
+}
+
+/// Starts `front` busy with a 40 s `during`; returns it once the busy processes have recorded their
+/// pids, with those pids.
+pub async fn busy_elph(
+    env: &TestEnv,
+    server: &FakeModelServer,
+    front: Front,
+    during: During,
+) -> (Running, Vec<i32>) {
+    env.trust_project();
+    let pid_file = env.evidence("busy.pids");
+    match during {
+        During::ShellExec => {
+            server.enqueue(FakeReply::tool_call(
+                "shell_exec",
+                json!({"command": long_command(&pid_file, 40)}),
+            ));
+        }
+        During::Hook => {
+            let body = format!("cat > /dev/null\n{}\n", long_command(&pid_file, 40));
+            env.project_script("slow.sh", &body);
+            env.write_project_hooks(&json!({"hooks": [{"id": "slow", "event": "userPromptSubmit",
+                "command": "hooks/slow.sh", "timeoutMs": 60000}]}));
+        }
+    }
+    let mut running = match front {
+        Front::Run => Running::start(
+            env,
+            server,
+            &[
+                "run",
+                "--model",
+                "openai/gpt-test",
+                "--output-format",
+                "stream-json",
+                "go",
+            ],
+            false,
+        ),
+        Front::Acp => {
+            let mut running = Running::start(
+                env,
+                server,
+                &["acp", "--model", "openai/gpt-test", "--approval", "auto"],
+                true,
+            );
+            let session = acp_open_session(&mut running, &env.project).await;
+            acp_prompt(&mut running, &session, "go").await;
+            running
+        }
+    };
+    let pids = pids_in(&pid_file, 2).await;
+    let _ = &mut running;
+    (running, pids)
+}
+
+async fn kill_9_leaves_nothing(front: Front, during: During) {
+    let env = TestEnv::new();
+    let server = FakeModelServer::start(Wire::OpenAi).await;
+    let (running, busy) = busy_elph(&env, &server, front, during).await;
+    let mut family = descendants(running.pid);
+    for pid in &busy {
+        assert!(family.contains(pid), "{pid} is a descendant of elph ({family:?})");
+    }
+    family.sort_unstable();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(running.pid),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let (code, _, _) = running.finish().await;
+    assert_eq!(code, None, "killed by a signal");
+    let left = still_alive(&family, Duration::from_secs(1));
+    assert!(
+        left.is_empty(),
+        "{front:?}/{during:?}: still alive 1 s after kill -9: {left:?} of {family:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_of_elph_run_during_shell_exec_leaves_no_process() {
+    kill_9_leaves_nothing(Front::Run, During::ShellExec).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_of_elph_run_during_a_hook_leaves_no_process() {
+    kill_9_leaves_nothing(Front::Run, During::Hook).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_of_elph_acp_during_shell_exec_leaves_no_process() {
+    kill_9_leaves_nothing(Front::Acp, During::ShellExec).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_of_elph_acp_during_a_hook_leaves_no_process() {
+    kill_9_leaves_nothing(Front::Acp, During::Hook).await;
+}
