@@ -7,6 +7,7 @@ pub mod doctor;
 pub mod gate;
 pub mod hooks;
 pub mod logging;
+pub mod logrotate;
 pub mod mcp;
 pub mod notices;
 pub mod paths;

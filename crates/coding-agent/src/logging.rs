@@ -1,5 +1,6 @@
 //! Logs for the front ends that own stdout (the TUI's screen, ACP's protocol frames): they go to
-//! `DATA_DIR/logs/elph.log`, at the level `ELPH_LOG` sets (default `info`), never to stdout.
+//! `DATA_DIR/logs/elph.log`, at the level `ELPH_LOG` sets (default `info`), never to stdout. The file
+//! rotates by size (see `logrotate`).
 
 use crate::paths::Paths;
 
@@ -11,7 +12,8 @@ pub fn to_file(paths: &Paths) {
     if elph_config::private::create_private_dir_all(&dir).is_err() {
         return;
     }
-    let Ok(file) = elph_config::private::open_private_append(&dir.join("elph.log")) else {
+    let Ok(file) = crate::logrotate::RotatingFile::open(&dir.join("elph.log"), crate::logrotate::max_bytes())
+    else {
         return;
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("ELPH_LOG")

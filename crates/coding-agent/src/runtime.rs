@@ -95,7 +95,8 @@ impl Runtime {
         let (trust, set) = loader.load();
         let host = Arc::new(HookHost::new(set, paths.project_dir.clone(), &paths.data_dir));
 
-        let (store, session_id, transcript, source) = open_session(&paths, &options.session, &model)?;
+        let (store, session_id, transcript, source, repaired) =
+            open_session(&paths, &options.session, &model)?;
         let mut config = HarnessConfig::new(session_id, paths.project_dir.clone());
         config.approval = options.approval;
         let temp_dir = tempfile::Builder::new()
@@ -126,6 +127,9 @@ impl Runtime {
                     "MCP tool {name} skipped: {error}"
                 )));
             }
+        }
+        for notice in repaired {
+            let _ = events.send(AgentEvent::Notice { message: notice });
         }
         for diagnostic in mcp_diagnostics {
             tracing::warn!(%diagnostic, "mcp");
@@ -201,18 +205,34 @@ fn file_policy(
         .protect(&paths.data_dir, "DATA_DIR (Elph's sessions and logs)")
 }
 
-type OpenedSession = (Option<Arc<SessionStore>>, String, Transcript, SessionSource);
+/// The store, the session id, its transcript, whether it is new or resumed, and notices for the
+/// user about what was repaired on load.
+type OpenedSession = (
+    Option<Arc<SessionStore>>,
+    String,
+    Transcript,
+    SessionSource,
+    Vec<String>,
+);
 
+/// Opens the session `choice` names, taken for this process (one writer per session), and
+/// repaired if the process that wrote it last stopped in the middle of a tool call.
 fn open_session(paths: &Paths, choice: &SessionChoice, model: &str) -> anyhow::Result<OpenedSession> {
     if *choice == SessionChoice::Ephemeral {
-        return Ok((None, new_session_id(), Transcript::new(), SessionSource::New));
+        return Ok((
+            None,
+            new_session_id(),
+            Transcript::new(),
+            SessionSource::New,
+            Vec::new(),
+        ));
     }
     let store = Arc::new(SessionStore::open(&paths.data_dir)?);
     let project = paths.project_dir.as_path();
     let resumed = match choice {
         SessionChoice::Continue => Some(
             store
-                .last_session(project)?
+                .take_latest_free(project)?
                 .with_context(|| {
                     format!(
                         "no earlier session for {}; start one without -c",
@@ -221,12 +241,7 @@ fn open_session(paths: &Paths, choice: &SessionChoice, model: &str) -> anyhow::R
                 })?
                 .id,
         ),
-        SessionChoice::Resume(id) => Some(
-            store
-                .session(id)?
-                .with_context(|| format!("no session '{id}'; `elph sessions` lists this project's sessions"))?
-                .id,
-        ),
+        SessionChoice::Resume(id) => Some(store.take_of_project(id, project)?.id),
         _ => None,
     };
     let sink = |id: &str| -> Arc<dyn elph_agent::harness::TranscriptSink> {
@@ -243,15 +258,41 @@ fn open_session(paths: &Paths, choice: &SessionChoice, model: &str) -> anyhow::R
                 let message = elph_agent::messages::Message::assistant(text, Vec::new());
                 store.append(&id, &elph_agent::harness::Entry::Message { message })?;
             }
-            let entries = store.load_entries(&id)?;
+            let mut entries = store.load_entries(&id)?;
+            let mut notices = Vec::new();
+            for call in crate::store::unanswered_calls(&entries) {
+                let entry = elph_agent::harness::Entry::Message {
+                    message: crate::store::interrupted_result(&call),
+                };
+                store.append(&id, &entry)?;
+                entries.push(entry);
+                notices.push(format!(
+                    "the last run of this session stopped during the tool call {} ({}); it is recorded as interrupted, so check its effects",
+                    call.name, call.id
+                ));
+            }
             let transcript = Transcript::resume(entries, Some(sink(&id)));
-            Ok((Some(store.clone()), id, transcript, SessionSource::Resume))
+            Ok((
+                Some(store.clone()),
+                id,
+                transcript,
+                SessionSource::Resume,
+                notices,
+            ))
         }
         None => {
             let id = new_session_id();
+            // Taken before it exists, so that no `-c` of another process picks it up meanwhile.
+            store.take(&id)?;
             store.create_session(&id, project, model)?;
             let transcript = Transcript::new().with_sink(sink(&id));
-            Ok((Some(store.clone()), id, transcript, SessionSource::New))
+            Ok((
+                Some(store.clone()),
+                id,
+                transcript,
+                SessionSource::New,
+                Vec::new(),
+            ))
         }
     }
 }

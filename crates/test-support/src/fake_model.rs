@@ -222,6 +222,9 @@ struct Shared {
     completed: AtomicUsize,
     next_id: AtomicU64,
     tasks: Mutex<Vec<AbortHandle>>,
+    /// Refuse, as OpenAI does, a request whose assistant tool calls are not each answered by a
+    /// tool message right after it.
+    enforce_pairing: std::sync::atomic::AtomicBool,
 }
 
 /// The running server; stops when dropped.
@@ -245,6 +248,7 @@ impl FakeModelServer {
             completed: AtomicUsize::new(0),
             next_id: AtomicU64::new(1),
             tasks: Mutex::new(Vec::new()),
+            enforce_pairing: std::sync::atomic::AtomicBool::new(false),
         });
         let accept_shared = shared.clone();
         let accept = tokio::spawn(async move {
@@ -274,6 +278,14 @@ impl FakeModelServer {
 
     pub fn wire(&self) -> Wire {
         self.shared.wire
+    }
+
+    /// From now on, answers HTTP 400 (without taking a queued reply), as OpenAI does, to a request
+    /// in which an assistant message's tool calls are not all answered by the tool messages right
+    /// after it.
+    pub fn enforce_tool_pairing(&self) -> &Self {
+        self.shared.enforce_pairing.store(true, Ordering::SeqCst);
+        self
     }
 
     /// Queues a reply for the next request.
@@ -349,9 +361,25 @@ async fn serve(shared: Arc<Shared>, stream: TcpStream) {
     let Some(request) = read_request(&mut reader).await else {
         return;
     };
-    let reply = lock(&shared.queue)
-        .pop_front()
-        .unwrap_or_else(|| FakeReply::text("done"));
+    let unpaired = if shared.enforce_pairing.load(Ordering::SeqCst) && shared.wire == Wire::OpenAi {
+        unanswered_tool_calls(&request.body)
+    } else {
+        Vec::new()
+    };
+    let reply = if unpaired.is_empty() {
+        lock(&shared.queue)
+            .pop_front()
+            .unwrap_or_else(|| FakeReply::text("done"))
+    } else {
+        FakeReply::error(
+            400,
+            format!(
+                "An assistant message with 'tool_calls' must be followed by tool messages responding to each \
+                 'tool_call_id'. The following tool_call_ids did not have response messages: {}",
+                unpaired.join(", ")
+            ),
+        )
+    };
     let body_len = request.body.to_string().len() as u64;
     let model = request
         .body
@@ -527,6 +555,33 @@ async fn read_request(reader: &mut OwnedReadHalf) -> Option<RecordedRequest> {
     })
 }
 
+/// The tool call ids of an OpenAI request's assistant messages that the messages right after them
+/// do not answer.
+pub fn unanswered_tool_calls(body: &Value) -> Vec<String> {
+    let Some(messages) = body["messages"].as_array() else {
+        return Vec::new();
+    };
+    let mut missing = Vec::new();
+    for (at, message) in messages.iter().enumerate() {
+        let Some(calls) = message["tool_calls"].as_array() else {
+            continue;
+        };
+        let answered: Vec<&str> = messages[at + 1..]
+            .iter()
+            .take_while(|next| next["role"] == "tool")
+            .filter_map(|next| next["tool_call_id"].as_str())
+            .collect();
+        for call in calls {
+            if let Some(id) = call["id"].as_str()
+                && !answered.contains(&id)
+            {
+                missing.push(id.to_string());
+            }
+        }
+    }
+    missing
+}
+
 fn reason(status: u16) -> &'static str {
     match status {
         400 => "Bad Request",
@@ -668,6 +723,23 @@ fn anthropic_frames(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pairing_finds_calls_without_results_right_after_them() {
+        let body = json!({"messages": [
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "tool_calls": [{"id": "a"}, {"id": "b"}]},
+            {"role": "tool", "tool_call_id": "a", "content": "ok"},
+            {"role": "user", "content": "again"},
+            {"role": "tool", "tool_call_id": "b", "content": "late"},
+        ]});
+        assert_eq!(unanswered_tool_calls(&body), ["b"]);
+        let whole = json!({"messages": [
+            {"role": "assistant", "tool_calls": [{"id": "a"}]},
+            {"role": "tool", "tool_call_id": "a", "content": "ok"},
+        ]});
+        assert!(unanswered_tool_calls(&whole).is_empty());
+    }
 
     #[test]
     fn words_keep_spaces() {

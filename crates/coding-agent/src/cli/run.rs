@@ -147,9 +147,15 @@ async fn run_async(
         .await;
     let session_id = runtime.session_id().to_string();
     let model = runtime.model.clone();
+    let storage_error = runtime.harness.storage_error().map(str::to_string);
     drop(runtime);
     let events = printer.await.unwrap_or_default();
     print_result(format, &session_id, &model, &result, events)?;
+    if let Some(error) = storage_error {
+        // The answer was shown, but the session on disk lacks part of this turn: not a success.
+        eprintln!("elph: this turn was not stored in full, so `elph run -c` will not see all of it: {error}");
+        return Ok(exit::ERROR);
+    }
     Ok(match result.status {
         StopStatus::Completed => exit::SUCCESS,
         StopStatus::Failed => exit::ERROR,

@@ -101,30 +101,41 @@ impl LogRead {
                 .collect(),
             ..LogRead::default()
         };
+        // Rotated files first (oldest to newest), then the live log: runs stay in time order.
+        let mut files = crate::logrotate::files_oldest_first(path);
+        if files.is_empty() {
+            files.push(path.to_path_buf());
+        }
+        for file in files {
+            read.read_file(&file);
+        }
+        read
+    }
+
+    fn read_file(&mut self, path: &Path) {
         let file = match File::open(path) {
             Ok(file) => file,
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return read,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return,
             Err(error) => {
-                read.exists = true;
-                read.error = Some(error.to_string());
-                return read;
+                self.exists = true;
+                self.error = Some(error.to_string());
+                return;
             }
         };
-        read.exists = true;
+        self.exists = true;
         let mut reader = BufReader::new(file);
         let mut line = Vec::new();
         loop {
             line.clear();
             match reader.read_until(b'\n', &mut line) {
                 Ok(0) => break,
-                Ok(_) => read.add_line(&line),
+                Ok(_) => self.add_line(&line),
                 Err(error) => {
-                    read.error = Some(error.to_string());
+                    self.error = Some(error.to_string());
                     break;
                 }
             }
         }
-        read
     }
 
     fn add_line(&mut self, line: &[u8]) {

@@ -3,9 +3,9 @@
 //! Every run is logged, successful ones too, so `elph doctor` can count runs, failures and timeouts
 //! and compute latency percentiles from it. A line holds the time, the hook id, the event, the
 //! duration, how the run ended and the cause of a failure — never the payload or the hook's output,
-//! which may hold user data. Writing the log never fails a hook run: errors are swallowed.
+//! which may hold user data. Writing the log never fails a hook run: errors are swallowed. The log
+//! rotates by size (see `logrotate`).
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use elph_agent::hooks::{HookEvent, HookRun, RunStatus};
@@ -79,27 +79,21 @@ impl RunLog {
     fn try_append(&self, entry: &RunLogEntry) -> std::io::Result<()> {
         let mut line = serde_json::to_vec(entry)?;
         line.push(b'\n');
-        let open = || elph_config::private::open_private_append(&self.path);
-        let mut file = match open() {
-            Ok(file) => file,
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-                if let Some(dir) = self.path.parent() {
-                    elph_config::private::create_private_dir_all(dir)?;
-                }
-                open()?
-            }
-            Err(error) => return Err(error),
-        };
-        // One write per line: appends of whole lines do not interleave between processes.
-        file.write_all(&line)
+        crate::logrotate::append_line(&self.path, &line, crate::logrotate::max_bytes())
     }
 
-    /// Reads every well-formed line of the log (for `elph doctor` and tests); a missing file is empty.
+    /// Reads every well-formed line of the log and its rotated files, oldest first (for tests);
+    /// a missing file is empty.
     pub fn read(&self) -> Vec<RunLogEntry> {
-        std::fs::read_to_string(&self.path)
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|line| serde_json::from_str(line).ok())
+        crate::logrotate::files_oldest_first(&self.path)
+            .iter()
+            .flat_map(|file| {
+                std::fs::read_to_string(file)
+                    .unwrap_or_default()
+                    .lines()
+                    .filter_map(|line| serde_json::from_str(line).ok())
+                    .collect::<Vec<_>>()
+            })
             .collect()
     }
 }

@@ -1,6 +1,7 @@
 //! `SessionStore`: the connection to `DATA_DIR/sessions.db`, its schema, and every query.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -10,6 +11,7 @@ use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
 use time::OffsetDateTime;
 
 use super::error::StoreError;
+use super::lease::{self, Claim, SessionLease};
 use super::{SessionInfo, SessionSink};
 
 /// The database file inside DATA_DIR.
@@ -81,6 +83,11 @@ const INFO_COLUMNS: &str = "id, project_dir, created_at, updated_at, model, titl
 pub struct SessionStore {
     path: PathBuf,
     conn: Mutex<Connection>,
+    /// Set once an operation found the file damaged: from then on nothing is written into it.
+    damaged: AtomicBool,
+    /// The sessions this store's process has taken ([`SessionStore::take`]); they are let go when
+    /// the store is dropped, or by the kernel when the process dies.
+    leases: Mutex<Vec<(String, SessionLease)>>,
 }
 
 impl std::fmt::Debug for SessionStore {
@@ -98,7 +105,7 @@ impl SessionStore {
     pub fn open(data_dir: &Path) -> Result<SessionStore, StoreError> {
         create_private_dir(data_dir)?;
         let path = data_dir.join(DB_FILE);
-        create_private_file(&path);
+        check_writable(data_dir, &path)?;
         let conn = Connection::open(&path).map_err(|e| match StoreError::sqlite(&path, "opening it", e) {
             StoreError::Sqlite { source, .. } => StoreError::Open {
                 path: path.clone(),
@@ -110,6 +117,8 @@ impl SessionStore {
         let mut store = SessionStore {
             path,
             conn: Mutex::new(conn),
+            damaged: AtomicBool::new(false),
+            leases: Mutex::new(Vec::new()),
         };
         store.migrate()?;
         Ok(store)
@@ -122,6 +131,7 @@ impl SessionStore {
 
     /// Records a new session (no entries yet, no title until the first user message).
     pub fn create_session(&self, id: &str, project_dir: &Path, model: &str) -> Result<(), StoreError> {
+        self.check_not_damaged()?;
         let project = project_key(project_dir);
         let now = now_micros();
         let mut conn = self.lock();
@@ -149,6 +159,7 @@ impl SessionStore {
 
     /// Records the model a session continues with (`-c --model …`).
     pub fn set_model(&self, id: &str, model: &str) -> Result<(), StoreError> {
+        self.check_not_damaged()?;
         let changed = self
             .lock()
             .execute("UPDATE sessions SET model = ?1 WHERE id = ?2", params![model, id])
@@ -164,6 +175,7 @@ impl SessionStore {
     /// message.
     pub fn append(&self, session_id: &str, entry: &Entry) -> Result<u64, StoreError> {
         const ACTION: &str = "appending to a session";
+        self.check_not_damaged()?;
         let body = serde_json::to_string(entry).map_err(|source| StoreError::Encode {
             path: self.path.clone(),
             id: session_id.to_string(),
@@ -212,6 +224,7 @@ impl SessionStore {
 
     /// Records the text of an answer as it streams (replacing the previous draft of the session).
     pub fn save_draft(&self, session_id: &str, text: &str) -> Result<(), StoreError> {
+        self.check_not_damaged()?;
         self.lock()
             .prepare_cached(
                 "INSERT INTO drafts (session_id, text, updated_at) VALUES (?1, ?2, ?3) \
@@ -359,7 +372,82 @@ impl SessionStore {
     }
 
     fn err(&self, action: &'static str, source: rusqlite::Error) -> StoreError {
-        StoreError::sqlite(&self.path, action, source)
+        let error = StoreError::sqlite(&self.path, action, source);
+        if error.is_corrupt() {
+            self.damaged.store(true, Ordering::SeqCst);
+        }
+        error
+    }
+
+    fn check_not_damaged(&self) -> Result<(), StoreError> {
+        if self.damaged.load(Ordering::SeqCst) {
+            return Err(StoreError::StoppedWriting {
+                path: self.path.clone(),
+            });
+        }
+        Ok(())
+    }
+
+    fn data_dir(&self) -> &Path {
+        self.path.parent().unwrap_or(Path::new("."))
+    }
+
+    /// Takes session `id` for this process until the store is dropped; fails naming the holder
+    /// when another process has it. Taking a session this store already holds is a no-op.
+    pub fn take(&self, id: &str) -> Result<(), StoreError> {
+        let mut leases = self.leases.lock().unwrap_or_else(PoisonError::into_inner);
+        if leases.iter().any(|(held, _)| held == id) {
+            return Ok(());
+        }
+        match lease::claim(self.data_dir(), id)? {
+            Claim::Held(lease) => {
+                leases.push((id.to_string(), lease));
+                Ok(())
+            }
+            Claim::InUse(holder) => Err(StoreError::InUse {
+                id: id.to_string(),
+                holder,
+            }),
+        }
+    }
+
+    /// `-c`: the most recently updated session of the project that no other process has open,
+    /// taken for this process; `None` when the project has no session. When every one is in use
+    /// the error names the holder of the most recent.
+    pub fn take_latest_free(&self, project_dir: &Path) -> Result<Option<SessionInfo>, StoreError> {
+        let sessions = self.list(project_dir)?;
+        let mut first_holder = None;
+        for session in sessions {
+            match self.take(&session.id) {
+                Ok(()) => return Ok(Some(session)),
+                Err(StoreError::InUse { holder, .. }) => {
+                    first_holder.get_or_insert(holder);
+                }
+                Err(other) => return Err(other),
+            }
+        }
+        match first_holder {
+            None => Ok(None),
+            Some(holder) => Err(StoreError::AllInUse {
+                project: project_dir.to_path_buf(),
+                holder,
+            }),
+        }
+    }
+
+    /// `--session ID` / ACP `session/load`: the session, if it belongs to `project_dir`, taken for
+    /// this process.
+    pub fn take_of_project(&self, id: &str, project_dir: &Path) -> Result<SessionInfo, StoreError> {
+        let session = self.session(id)?.ok_or_else(|| self.no_such_session(id))?;
+        if session.project_dir != project_dir {
+            return Err(StoreError::OtherProject {
+                id: id.to_string(),
+                owner: session.project_dir,
+                project: project_dir.to_path_buf(),
+            });
+        }
+        self.take(id)?;
+        Ok(session)
     }
 
     fn no_such_session(&self, id: &str) -> StoreError {
@@ -443,22 +531,68 @@ fn from_micros(micros: i64) -> OffsetDateTime {
         .unwrap_or(OffsetDateTime::UNIX_EPOCH)
 }
 
+fn is_read_only(error: &std::io::Error) -> bool {
+    matches!(
+        error.kind(),
+        std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem
+    )
+}
+
 fn create_private_dir(dir: &Path) -> Result<(), StoreError> {
-    elph_config::private::create_private_dir_all(dir).map_err(|source| StoreError::CreateDir {
-        path: dir.to_path_buf(),
-        source,
+    elph_config::private::create_private_dir_all(dir).map_err(|source| {
+        if is_read_only(&source) {
+            // The first folder that could not be made is under a read-only one.
+            let blocked = dir.ancestors().skip(1).find(|a| a.exists()).unwrap_or(dir);
+            return StoreError::ReadOnly {
+                dir: blocked.to_path_buf(),
+            };
+        }
+        StoreError::CreateDir {
+            path: dir.to_path_buf(),
+            source,
+        }
     })
 }
 
-/// Creates an empty database file readable by its owner only (transcripts hold code and
-/// command output); SQLite gives its `-wal` and `-shm` files the same mode. An existing file is
-/// left alone, and any failure here resurfaces, with its cause, when SQLite opens the path.
-fn create_private_file(path: &Path) {
+/// Creates an empty database file readable by its owner only (transcripts hold code and command
+/// output; SQLite gives its `-wal` and `-shm` files the same mode), and says in one sentence what
+/// is wrong when the file cannot be written: a folder in its place, or a read-only folder (SQLite
+/// itself would only say "unable to open database file"). An existing file is left alone.
+fn check_writable(dir: &Path, path: &Path) -> Result<(), StoreError> {
+    if path.is_dir() {
+        return Err(StoreError::NotAFile {
+            path: path.to_path_buf(),
+        });
+    }
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let _ = options.open(path);
+    match options.open(path) {
+        Ok(_) => {}
+        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(error) if is_read_only(&error) => {
+            return Err(StoreError::ReadOnly {
+                dir: dir.to_path_buf(),
+            });
+        }
+        Err(error) if error.raw_os_error() == Some(libc::ENOSPC) => {
+            return Err(StoreError::DiskFull {
+                path: path.to_path_buf(),
+            });
+        }
+        // Resurfaces, with its cause, when SQLite opens the path.
+        Err(_) => {}
+    }
+    // The journal files are created beside the database: the folder must be writable too.
+    if nix::unistd::access(dir, nix::unistd::AccessFlags::W_OK)
+        .is_err_and(|e| e == nix::errno::Errno::EROFS || e == nix::errno::Errno::EACCES)
+    {
+        return Err(StoreError::ReadOnly {
+            dir: dir.to_path_buf(),
+        });
+    }
+    Ok(())
 }
 
 #[cfg(test)]

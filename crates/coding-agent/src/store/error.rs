@@ -63,6 +63,64 @@ pub enum StoreError {
         source: rusqlite::Error,
     },
 
+    #[error(
+        "cannot write the session database in {dir}: the folder is read-only; make it writable \
+         (for example `chmod u+w {dir}`) or point ELPH_DATA_DIR at a writable folder"
+    )]
+    ReadOnly { dir: PathBuf },
+
+    #[error(
+        "{path} is a folder, but Elph keeps its sessions in a file of that name; move the folder \
+         away (for example `mv {path} {path}.old`) or point ELPH_DATA_DIR at another folder"
+    )]
+    NotAFile { path: PathBuf },
+
+    #[error(
+        "the disk that holds {path} is full, so the session could not be stored; free some space \
+         (`df -h {dir}` shows how much is left) and run again",
+        dir = path.parent().unwrap_or(path).display()
+    )]
+    DiskFull { path: PathBuf },
+
+    #[error(
+        "not stored: the session database {path} was found damaged earlier in this run, and Elph \
+         does not write into a damaged file; move it away (for example `mv {path} {path}.broken`) \
+         and Elph will start a new one"
+    )]
+    StoppedWriting { path: PathBuf },
+
+    #[error("cannot use the session lock file {path}: {source}")]
+    Lock {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
+    #[error(
+        "session {id} is in use by {holder}; one process writes a session at a time: wait for it \
+         to finish, or start a new session (without --session)"
+    )]
+    InUse { id: String, holder: String },
+
+    #[error(
+        "every session of {project} is in use (the most recent by {holder}); wait for one to \
+         finish, or start a new session (without -c)",
+        project = project.display()
+    )]
+    AllInUse { project: PathBuf, holder: String },
+
+    #[error(
+        "session {id} belongs to the project {owner}, not to {project}; run Elph in {owner} to \
+         continue it",
+        owner = owner.display(),
+        project = project.display()
+    )]
+    OtherProject {
+        id: String,
+        owner: PathBuf,
+        project: PathBuf,
+    },
+
     #[error("there is no session {id} in {path}")]
     NoSuchSession { path: PathBuf, id: String },
 
@@ -95,6 +153,10 @@ impl StoreError {
             Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt) => {
                 StoreError::Corrupt { path, source }
             }
+            Some(ErrorCode::DiskFull) => StoreError::DiskFull { path },
+            Some(ErrorCode::ReadOnly) => StoreError::ReadOnly {
+                dir: path.parent().unwrap_or(&path).to_path_buf(),
+            },
             Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => StoreError::Busy {
                 path,
                 action,
@@ -107,6 +169,21 @@ impl StoreError {
 
     /// True when the file itself is damaged (the user should move it away).
     pub fn is_corrupt(&self) -> bool {
-        matches!(self, StoreError::Corrupt { .. })
+        matches!(
+            self,
+            StoreError::Corrupt { .. } | StoreError::StoppedWriting { .. }
+        )
+    }
+
+    /// True when the request named a session this process may not open (in use, another
+    /// project's, unknown): the client's mistake, not Elph's.
+    pub fn is_about_the_request(&self) -> bool {
+        matches!(
+            self,
+            StoreError::InUse { .. }
+                | StoreError::AllInUse { .. }
+                | StoreError::OtherProject { .. }
+                | StoreError::NoSuchSession { .. }
+        )
     }
 }

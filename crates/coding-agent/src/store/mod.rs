@@ -5,10 +5,14 @@
 //! - [`SessionSink`]: the harness's [`TranscriptSink`](elph_agent::harness::TranscriptSink),
 //!   persisting every transcript entry as it is pushed.
 //! - [`format_sessions`]: the table `elph sessions` prints.
+//! - `lease`: one writer per session, a lock the kernel releases when its holder dies.
+//! - `repair`: a session left with a tool call and no result is made whole again on load.
 
 mod db;
 mod error;
 mod format;
+mod lease;
+mod repair;
 mod sink;
 
 use std::path::PathBuf;
@@ -19,6 +23,8 @@ use time::OffsetDateTime;
 pub use db::{BUSY_TIMEOUT, DB_FILE, SCHEMA_VERSION, SessionStore, TITLE_CHARS};
 pub use error::StoreError;
 pub use format::{ago, format_sessions};
+pub use lease::LOCKS_DIR;
+pub use repair::{INTERRUPTED_RESULT, interrupted_result, unanswered_calls};
 pub use sink::SessionSink;
 
 /// A new session id: a UUID v7, so ids sort by creation time.

@@ -27,8 +27,20 @@ pub struct Running {
 impl Running {
     /// `elph ARGS` against the OpenAI-wire `server`, with stdin piped when `stdin` is true.
     pub fn start(env: &TestEnv, server: &FakeModelServer, args: &[&str], stdin: bool) -> Running {
+        Running::start_with(env, server, args, &[], stdin)
+    }
+
+    /// `start` with extra environment variables.
+    pub fn start_with(
+        env: &TestEnv,
+        server: &FakeModelServer,
+        args: &[&str],
+        vars: &[(&str, &str)],
+        stdin: bool,
+    ) -> Running {
         let mut command = tokio::process::Command::from(env.command(&elph()));
         command
+            .envs(vars.iter().copied())
             .env("OPENAI_API_KEY", "sk-test")
             .env("OPENAI_BASE_URL", server.base_url())
             .args(args)
@@ -155,12 +167,17 @@ pub async fn acp_open_session(running: &mut Running, cwd: &Path) -> String {
             "params": {"protocolVersion": 1, "clientCapabilities": {}}}))
         .await;
     running.wait_json("the initialize answer", |v| v["id"] == 1).await;
+    acp_new_session(running, cwd, 2).await
+}
+
+/// Sends `session/new` for `cwd` with request `id`; returns the session id.
+pub async fn acp_new_session(running: &mut Running, cwd: &Path, id: u64) -> String {
     running
-        .send(&json!({"jsonrpc": "2.0", "id": 2, "method": "session/new",
+        .send(&json!({"jsonrpc": "2.0", "id": id, "method": "session/new",
             "params": {"cwd": cwd, "mcpServers": []}}))
         .await;
     let opened = running
-        .wait_json("the session/new answer", |v| v["id"] == 2)
+        .wait_json("the session/new answer", |v| v["id"] == id)
         .await;
     opened["result"]["sessionId"]
         .as_str()

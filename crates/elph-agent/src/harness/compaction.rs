@@ -191,6 +191,7 @@ impl AgentHarness {
             first_kept,
         }) {
             self.notice(format!("could not store the compaction summary: {err}"));
+            self.storage_error.get_or_insert(err);
         }
         // The provider's last count described the uncompacted context.
         self.last_usage = None;

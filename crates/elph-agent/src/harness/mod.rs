@@ -137,6 +137,9 @@ pub struct AgentHarness {
     allowed_for_session: HashSet<String>,
     last_usage: Option<Usage>,
     started: bool,
+    /// The first transcript entry that could not be stored, and why: the front end must not report
+    /// such a turn as a success.
+    storage_error: Option<String>,
 }
 
 /// Awaits `future` unless `cancel` fires first.
@@ -169,6 +172,7 @@ impl AgentHarness {
             allowed_for_session: HashSet::new(),
             last_usage: None,
             started: false,
+            storage_error: None,
         }
     }
 
@@ -305,7 +309,14 @@ impl AgentHarness {
     fn store(&mut self, message: Message) {
         if let Err(err) = self.transcript.push_message(message) {
             self.notice(format!("could not store the transcript entry: {err}"));
+            self.storage_error.get_or_insert(err);
         }
+    }
+
+    /// Why an entry of this session could not be stored, if one could not: the session on disk is
+    /// missing part of what was shown.
+    pub fn storage_error(&self) -> Option<&str> {
+        self.storage_error.as_deref()
     }
 
     async fn turn(&mut self, prompt: &str, cancel: &CancellationToken) -> TurnResult {
