@@ -15,6 +15,7 @@ pub mod runtime;
 pub mod sandbox;
 pub mod session;
 pub mod settings;
+pub mod shutdown;
 pub mod store;
 pub mod terminal_text;
 pub mod trust;

@@ -9,6 +9,7 @@
 
 mod approval;
 mod commands;
+mod framing;
 mod session;
 mod updates;
 
@@ -21,11 +22,10 @@ use agent_client_protocol::v1::schema::{
     AgentCapabilities, CancelNotification, Implementation, InitializeRequest, InitializeResponse,
     LoadSessionRequest, NewSessionRequest, PromptCapabilities, PromptRequest,
 };
-use agent_client_protocol::{Agent, ByteStreams, ConnectTo};
+use agent_client_protocol::{Agent, ConnectTo, Lines};
 use anyhow::Context;
 use clap::Args;
 use elph_agent::harness::ApprovalPolicy;
-use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
 use crate::cli::exit;
 use crate::paths::Paths;
@@ -56,6 +56,9 @@ pub struct AcpConfig {
     pub approval: ApprovalPolicy,
     /// `--sandbox` and `--sandbox-network` for every session of the connection.
     pub sandbox: crate::sandbox::SandboxArgs,
+    /// The process's signals: the first ends every session as a closed connection would
+    /// (reason `interrupted`). `None` in tests that serve in-process.
+    pub shutdown: Option<crate::shutdown::Shutdown>,
 }
 
 impl AcpConfig {
@@ -65,6 +68,7 @@ impl AcpConfig {
             model: None,
             approval: ApprovalPolicy::Ask,
             sandbox: crate::sandbox::SandboxArgs::default(),
+            shutdown: None,
         }
     }
 }
@@ -73,20 +77,27 @@ impl AcpConfig {
 pub fn run(cwd: Option<&Path>, args: AcpArgs) -> anyhow::Result<u8> {
     let paths = Paths::from_env(cwd)?;
     crate::logging::to_file(&paths);
-    let config = AcpConfig {
-        paths,
-        model: args.model,
-        approval: args.approval.into(),
-        sandbox: args.sandbox,
-    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
+    let shutdown = runtime
+        .block_on(async { crate::shutdown::Shutdown::install(true) })
+        .context("cannot watch for signals")?;
+    let config = AcpConfig {
+        paths,
+        model: args.model,
+        approval: args.approval.into(),
+        sandbox: args.sandbox,
+        shutdown: Some(shutdown.clone()),
+    };
     let result = runtime.block_on(serve_stdio(config));
     // A blocked read of stdin must not hold the process once the connection is over.
     runtime.shutdown_timeout(Duration::from_secs(1));
+    if let Some(code) = shutdown.exit_code() {
+        return Ok(code);
+    }
     match result {
         Ok(()) => Ok(exit::SUCCESS),
         Err(err) => {
@@ -98,9 +109,20 @@ pub fn run(cwd: Option<&Path>, args: AcpArgs) -> anyhow::Result<u8> {
 }
 
 /// Serves one client on the process's stdin and stdout.
+///
+/// Incoming lines are bounded ([`framing::MAX_LINE`]) and must be UTF-8; one that is not gets a
+/// JSON-RPC error and the connection goes on. Each outgoing frame is one write of one line.
 pub async fn serve_stdio(config: AcpConfig) -> Result<(), agent_client_protocol::Error> {
-    let transport = ByteStreams::new(tokio::io::stdout().compat_write(), tokio::io::stdin().compat());
-    serve(config, transport).await
+    use tokio::io::AsyncWriteExt;
+    let incoming = framing::bounded_lines(tokio::io::BufReader::new(tokio::io::stdin()), framing::MAX_LINE);
+    let outgoing = futures::sink::unfold(tokio::io::stdout(), |mut out, frame: String| async move {
+        let mut line = frame.into_bytes();
+        line.push(b'\n');
+        out.write_all(&line).await?;
+        out.flush().await?;
+        Ok::<_, std::io::Error>(out)
+    });
+    serve(config, Lines::new(Box::pin(outgoing), Box::pin(incoming))).await
 }
 
 /// Serves one client over `transport` until it closes its side; then every live session ends
@@ -109,6 +131,7 @@ pub async fn serve(
     config: AcpConfig,
     transport: impl ConnectTo<Agent> + 'static,
 ) -> Result<(), agent_client_protocol::Error> {
+    let shutdown = config.shutdown.clone();
     let sessions = Arc::new(Sessions::new(config));
     let result = Agent
         .v1()
@@ -160,8 +183,17 @@ pub async fn serve(
         .connect_with(transport, {
             let sessions = sessions.clone();
             async move |cx| {
-                cx.incoming_closed().await;
-                sessions.close_all("closed").await;
+                let signalled = async {
+                    match &shutdown {
+                        Some(shutdown) => shutdown.requested().await,
+                        None => std::future::pending().await,
+                    }
+                };
+                let reason = tokio::select! {
+                    () = cx.incoming_closed() => "closed",
+                    () = signalled => "interrupted",
+                };
+                sessions.close_all(reason).await;
                 Ok(())
             }
         })

@@ -183,6 +183,14 @@ impl Sessions {
         cwd: PathBuf,
         choice: SessionChoice,
     ) -> Result<(Runtime, Arc<AcpApprover>, mpsc::UnboundedReceiver<AgentEvent>), Error> {
+        // The protocol requires an absolute path; a relative one would resolve against wherever
+        // `elph acp` happened to be started.
+        if !cwd.is_absolute() {
+            return Err(Error::new(
+                ErrorCode::INVALID_PARAMS,
+                format!("cwd must be an absolute path, not {}", cwd.display()),
+            ));
+        }
         let paths = self.config.paths.with_project(&cwd).map_err(|err| {
             Error::new(
                 ErrorCode::INVALID_PARAMS,
@@ -202,7 +210,14 @@ impl Sessions {
                         format!("cannot open the session: {err}"),
                     )
                 })?;
-        let runtime = built.map_err(|err| Error::new(ErrorCode::INTERNAL_ERROR, format!("{err:#}")))?;
+        let runtime = built.map_err(|err| {
+            // Another project's session, one in use, an unknown id: the request's mistake.
+            let code = match err.downcast_ref::<crate::store::StoreError>() {
+                Some(store) if store.is_about_the_request() => ErrorCode::INVALID_PARAMS,
+                _ => ErrorCode::INTERNAL_ERROR,
+            };
+            Error::new(code, format!("{err:#}"))
+        })?;
         Ok((runtime, approver, events_rx))
     }
 

@@ -9,7 +9,6 @@ use clap::{Args, ValueEnum};
 use elph_agent::harness::{AgentEvent, NoApprover, TurnResult};
 use elph_agent::hooks::StopStatus;
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
 
 use super::exit;
 use crate::notices::{self, NoticeKind};
@@ -102,6 +101,7 @@ async fn run_async(
     prompt: String,
     format: OutputFormat,
 ) -> anyhow::Result<u8> {
+    let shutdown = crate::shutdown::Shutdown::install(false).context("cannot watch for signals")?;
     let (events_tx, mut events_rx) = tokio::sync::mpsc::unbounded_channel();
     let mut runtime = Runtime::build(paths, &options, Arc::new(NoApprover), events_tx)?;
     for diagnostic in &runtime.host.set().diagnostics {
@@ -119,20 +119,9 @@ async fn run_async(
         collected
     });
 
-    let cancel = CancellationToken::new();
-    let interrupt = cancel.clone();
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            // The first Ctrl+C cancels the turn; stop and sessionEnd hooks still run.
-            interrupt.cancel();
-            // A second one does not wait for them.
-            if tokio::signal::ctrl_c().await.is_ok() {
-                eprintln!("elph: interrupted again; exiting without waiting for hooks");
-                elph_agent::process::kill_running_groups();
-                std::process::exit(i32::from(exit::INTERRUPTED));
-            }
-        }
-    });
+    // SIGINT, SIGTERM, SIGHUP and SIGQUIT cancel the turn; stop and sessionEnd hooks still run,
+    // under the shutdown's short deadline. A second signal does not wait for them.
+    let cancel = shutdown.token().clone();
 
     let source = runtime.source;
     runtime.harness.start_session(source).await;
@@ -151,6 +140,9 @@ async fn run_async(
     drop(runtime);
     let events = printer.await.unwrap_or_default();
     print_result(format, &session_id, &model, &result, events)?;
+    if let Some(code) = shutdown.exit_code() {
+        return Ok(code);
+    }
     if let Some(error) = storage_error {
         // The answer was shown, but the session on disk lacks part of this turn: not a success.
         eprintln!("elph: this turn was not stored in full, so `elph run -c` will not see all of it: {error}");

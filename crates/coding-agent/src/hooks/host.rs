@@ -208,7 +208,10 @@ impl HookHost {
             env: &env,
             stdin,
             // Discovery already checked the range; the host holds the bound on its own too.
-            timeout: hook.timeout.clamp(Duration::from_millis(1), MAX_TIMEOUT),
+            // After a signal, every hook shares the shutdown's short overall deadline.
+            timeout: crate::shutdown::bound_hook_timeout(
+                hook.timeout.clamp(Duration::from_millis(1), MAX_TIMEOUT),
+            ),
         };
         process::run(&spec).await
     }

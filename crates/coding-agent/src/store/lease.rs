@@ -5,7 +5,8 @@
 //! command, start time) so that the next process can say who has the session.
 
 use std::fs::{File, OpenOptions, TryLockError};
-use std::io::{Read, Seek, Write};
+use std::io::{Read, Seek};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use super::StoreError;
@@ -49,23 +50,31 @@ pub fn claim(data_dir: &Path, id: &str) -> Result<Claim, StoreError> {
         .map_err(io_error)?;
     match file.try_lock() {
         Ok(()) => {}
-        Err(TryLockError::WouldBlock) => {
-            let mut holder = String::new();
-            let _ = file.read_to_string(&mut holder);
-            let holder = holder.trim();
-            return Ok(Claim::InUse(if holder.is_empty() {
-                "another process".to_string()
-            } else {
-                holder.to_string()
-            }));
-        }
+        Err(TryLockError::WouldBlock) => return Ok(Claim::InUse(read_holder(&mut file))),
         Err(TryLockError::Error(source)) => return Err(io_error(source)),
     }
-    // Ours now: say who holds it. A failure here only makes a later message vaguer.
-    let _ = file.set_len(0);
-    let _ = file.rewind();
-    let _ = writeln!(file, "{}", describe_this_process());
+    // Ours now: say who holds it, overwriting the last holder's line in place and then cutting
+    // the rest, so that a reader never sees an empty file once a holder has written. A failure
+    // here only makes a later message vaguer.
+    let line = format!("{}\n", describe_this_process());
+    let _ = file.write_all_at(line.as_bytes(), 0);
+    let _ = file.set_len(line.len() as u64);
     Ok(Claim::Held(SessionLease { _file: file }))
+}
+
+/// The holder's line; a holder that has only just taken the lock gets a moment to write it.
+fn read_holder(file: &mut File) -> String {
+    for _ in 0..20 {
+        let mut holder = String::new();
+        let _ = file.rewind();
+        let _ = file.read_to_string(&mut holder);
+        let holder = holder.trim();
+        if !holder.is_empty() {
+            return holder.to_string();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    "another process".to_string()
 }
 
 /// "Elph process 1234 (`elph run`), started 2026-12-01 00:31:02 UTC".

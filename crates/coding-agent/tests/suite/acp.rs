@@ -285,6 +285,7 @@ impl Setup {
             model: Some("fake/gpt-test".into()),
             approval,
             sandbox: Default::default(),
+            shutdown: None,
         }
     }
 

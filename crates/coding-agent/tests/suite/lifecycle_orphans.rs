@@ -30,6 +30,17 @@ pub async fn busy_elph(
     front: Front,
     during: During,
 ) -> (Running, Vec<i32>) {
+    busy_elph_with(env, server, front, during, Vec::new()).await
+}
+
+/// `busy_elph` with more project hooks.
+pub async fn busy_elph_with(
+    env: &TestEnv,
+    server: &FakeModelServer,
+    front: Front,
+    during: During,
+    mut hooks: Vec<serde_json::Value>,
+) -> (Running, Vec<i32>) {
     env.trust_project();
     let pid_file = env.evidence("busy.pids");
     match during {
@@ -38,12 +49,14 @@ pub async fn busy_elph(
                 "shell_exec",
                 json!({"command": long_command(&pid_file, 40)}),
             ));
+            env.write_project_hooks(&json!({ "hooks": hooks }));
         }
         During::Hook => {
             let body = format!("cat > /dev/null\n{}\n", long_command(&pid_file, 40));
             env.project_script("slow.sh", &body);
-            env.write_project_hooks(&json!({"hooks": [{"id": "slow", "event": "userPromptSubmit",
-                "command": "hooks/slow.sh", "timeoutMs": 60000}]}));
+            hooks.push(json!({"id": "slow", "event": "userPromptSubmit",
+                "command": "hooks/slow.sh", "timeoutMs": 60000}));
+            env.write_project_hooks(&json!({ "hooks": hooks }));
         }
     }
     let mut running = match front {

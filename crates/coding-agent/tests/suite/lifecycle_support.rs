@@ -88,7 +88,6 @@ impl Running {
     }
 
     /// Sends raw bytes on stdin.
-    #[allow(dead_code)]
     pub async fn send_raw(&mut self, bytes: &[u8]) {
         let stdin = self.stdin.as_mut().expect("stdin is piped");
         stdin.write_all(bytes).await.expect("write to elph");
