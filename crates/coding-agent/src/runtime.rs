@@ -241,7 +241,12 @@ fn open_session(paths: &Paths, choice: &SessionChoice, model: &str) -> anyhow::R
                 })?
                 .id,
         ),
-        SessionChoice::Resume(id) => Some(store.take_of_project(id, project)?.id),
+        SessionChoice::Resume(id) => {
+            if store.session(id)?.is_none() {
+                anyhow::bail!("no session '{id}'; `elph sessions` lists this project's sessions");
+            }
+            Some(store.take_of_project(id, project)?.id)
+        }
         _ => None,
     };
     let sink = |id: &str| -> Arc<dyn elph_agent::harness::TranscriptSink> {
