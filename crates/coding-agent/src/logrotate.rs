@@ -9,6 +9,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 /// The size past which a log is rotated, unless `ELPH_LOG_MAX_BYTES` says otherwise.
@@ -66,6 +67,7 @@ fn rotate_if_full(path: &Path, file: &File, max: u64) -> io::Result<bool> {
     let mut lock_name = path.as_os_str().to_owned();
     lock_name.push(".lock");
     let lock = OpenOptions::new()
+        .mode(0o600)
         .create(true)
         .truncate(false)
         .write(true)

@@ -6,7 +6,7 @@
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Seek};
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use super::StoreError;
@@ -39,9 +39,10 @@ pub fn claim(data_dir: &Path, id: &str) -> Result<Claim, StoreError> {
         source,
     };
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(io_error)?;
+        elph_config::private::create_private_dir_all(dir).map_err(io_error)?;
     }
     let mut file = OpenOptions::new()
+        .mode(0o600)
         .create(true)
         .truncate(false)
         .read(true)
