@@ -190,3 +190,35 @@ async fn reads_outside_the_project_are_refused_under_deny_and_without_anyone_to_
     assert!(output.status.success(), "{}", stderr(&output));
     assert_eq!(tool_results(&server), ["TOP-SECRET-4471\n"]);
 }
+
+#[tokio::test]
+async fn grep_on_proc_and_root_ends_by_the_configured_deadline() {
+    let env = TestEnv::new();
+    std::fs::write(
+        env.config_dir.join("settings.json"),
+        r#"{"readTools": {"deadlineSeconds": 1}}"#,
+    )
+    .unwrap();
+    let server = FakeModelServer::start(Wire::OpenAi).await;
+    let pattern = "elph-never-matches-\\d{40}";
+    script(
+        &server,
+        &[
+            ("grep", json!({"pattern": pattern, "path": "/proc"})),
+            ("grep", json!({"pattern": pattern, "path": "/"})),
+            ("find_path", json!({"glob": "elph-never-*", "path": "/"})),
+        ],
+    );
+    // The run's own 60 s bound is far above the three 1 s deadlines.
+    let output = run_elph(&env, &server, &["--approval", "auto", "--no-session", "go"]).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let results = tool_results(&server);
+    assert_eq!(results.len(), 3);
+    assert!(results[0].contains("No matches found"), "{}", results[0]);
+    for result in &results[1..] {
+        assert!(
+            result.contains("[stopped at the 1 s deadline of the read tools"),
+            "{result}"
+        );
+    }
+}

@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use super::{Tool, ToolOutput};
 
+mod bounded;
 mod edit_file;
 mod find_path;
 mod grep;

@@ -1,3 +1,4 @@
+mod bounded_reads;
 mod harness;
 mod policy;
 mod tools;

@@ -1,12 +1,14 @@
 //! `find_path`: the paths below a folder that match a glob, sorted and capped.
 
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::bounded::{self, Budget, Ended};
 use super::paths::{self, Shown};
-use super::walk::{self, Cancel, Flow, Kind, PathGlob};
+use super::walk::{self, Flow, Kind, PathGlob};
 use super::{OUTPUT_CAP, parse_args};
 use crate::tools::{PathAccess, Tool, ToolContext, ToolOutput};
 
@@ -33,8 +35,10 @@ impl Tool for FindPath {
         "Find files and folders by name or path pattern, recursively. A glob without '/' matches \
          names at any depth (\"*.rs\", \"Cargo.toml\"); a glob with '/' matches the whole path from \
          `path` (\"src/**/*.rs\"), where `*` stays inside one folder and `**` crosses folders. \
-         Returns sorted paths, folders with a trailing '/', at most 1000. Skips the .git, target \
-         and node_modules folders."
+         Returns sorted paths, folders with a trailing '/', at most 1000. Skips special files \
+         (FIFOs, sockets, devices), the .git, target and node_modules folders, and /proc, /sys and \
+         /dev unless the search starts there. A search that runs past the read tools' deadline \
+         returns what it found by then."
     }
 
     fn input_schema(&self) -> Value {
@@ -77,14 +81,21 @@ impl Tool for FindPath {
         };
         let shown = args.path.unwrap_or_else(|| ".".to_string());
         let root = paths::resolve(ctx, &shown);
-        let cancel = Cancel::default();
-        let _stop_on_drop = cancel.on_drop();
+        let state = Arc::new(Mutex::new(Walked::default()));
+        let task_state = state.clone();
         let task_shown = shown.clone();
-        let found = tokio::task::spawn_blocking(move || find(&root, &task_shown, &glob, &cancel)).await;
-        let (mut found, unreadable) = match found {
-            Ok(Ok(found)) => found,
-            Ok(Err(message)) => return ToolOutput::error(message),
-            Err(error) => return ToolOutput::error(format!("searching {shown} failed: {error}")),
+        let ended = bounded::run(ctx.read_deadline, move |budget| {
+            find(&root, &task_shown, &glob, budget, &task_state)
+        })
+        .await;
+        let Walked {
+            paths: mut found,
+            unreadable,
+            special,
+        } = std::mem::take(&mut *bounded::lock(&state));
+        let deadline_reached = match ended {
+            Ok(ended) => ended == Ended::Deadline,
+            Err(message) => return ToolOutput::error(message),
         };
         found.sort();
         let mut truncated = found.len() > MAX_PATHS;
@@ -100,7 +111,13 @@ impl Tool for FindPath {
             text.push('\n');
             count += 1;
         }
-        if count == 0 {
+        if deadline_reached {
+            if count == 0 {
+                text.push_str("No matching paths found before the deadline.\n");
+            }
+            text.push_str(&bounded::deadline_note(ctx.read_deadline));
+            truncated = true;
+        } else if count == 0 {
             let place = if shown == "." {
                 "the project folder".to_string()
             } else {
@@ -117,34 +134,62 @@ impl Tool for FindPath {
         if unreadable > 0 {
             text.push_str(&format!("\n[{unreadable} folders could not be read]"));
         }
-        ToolOutput::text(text).with_details(json!({
-            "path": shown,
-            "matches": count,
-            "truncated": truncated,
-        }))
+        if special > 0 {
+            text.push_str(&format!(
+                "\n[{special} special files (FIFOs, sockets, devices) were left out]"
+            ));
+        }
+        bounded::mark_deadline(
+            ToolOutput::text(text).with_details(json!({
+                "path": shown,
+                "matches": count,
+                "truncated": truncated,
+            })),
+            deadline_reached,
+        )
     }
 }
 
-/// Up to MAX_PATHS + 1 matching paths, as shown to the model, and how many folders were unreadable.
-fn find(root: &Path, shown: &str, glob: &PathGlob, cancel: &Cancel) -> Result<(Vec<String>, usize), String> {
+/// What the walk found so far (shared with the caller for the deadline).
+#[derive(Default)]
+struct Walked {
+    /// Up to MAX_PATHS + 1 matching paths, as shown to the model.
+    paths: Vec<String>,
+    unreadable: usize,
+    special: usize,
+}
+
+fn find(
+    root: &Path,
+    shown: &str,
+    glob: &PathGlob,
+    budget: &Budget,
+    state: &Mutex<Walked>,
+) -> Result<(), String> {
     let metadata = std::fs::metadata(root).map_err(|error| paths::describe_io("search", shown, &error))?;
     if !metadata.is_dir() {
         return Err(format!("cannot search {shown}: it is a file, not a directory"));
     }
     let show = Shown::new(shown);
-    let mut found = Vec::new();
-    let unreadable = walk::walk(root, cancel, &mut |entry| {
-        if glob.matches(entry) {
-            let mut path = show.show(&entry.relative);
-            if entry.kind == Kind::Dir {
-                path.push('/');
-            }
-            found.push(path);
-            if found.len() > MAX_PATHS {
-                return Flow::Stop;
-            }
+    let unreadable = walk::walk(root, budget, &mut |entry| {
+        if !glob.matches(entry) {
+            return Flow::Continue;
+        }
+        let mut walked = bounded::lock(state);
+        if entry.kind == Kind::Other {
+            walked.special += 1;
+            return Flow::Continue;
+        }
+        let mut path = show.show(&entry.relative);
+        if entry.kind == Kind::Dir {
+            path.push('/');
+        }
+        walked.paths.push(path);
+        if walked.paths.len() > MAX_PATHS {
+            return Flow::Stop;
         }
         Flow::Continue
     });
-    Ok((found, unreadable))
+    bounded::lock(state).unreadable = unreadable;
+    Ok(())
 }

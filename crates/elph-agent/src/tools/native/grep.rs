@@ -1,15 +1,17 @@
 //! `grep`: search file contents with a regular expression, recursively, as `path:line:text`.
 
-use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use regex::bytes::{Regex, RegexBuilder};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::bounded::{self, Budget, Ended, OpenError};
 use super::paths::{self, Shown};
-use super::walk::{self, Cancel, Flow, Kind, PathGlob};
+use super::walk::{self, Flow, Kind, PathGlob};
 use super::{OUTPUT_CAP, parse_args, truncate_at_boundary};
 use crate::tools::{PathAccess, Tool, ToolContext, ToolOutput};
 
@@ -43,8 +45,10 @@ impl Tool for Grep {
     fn description(&self) -> &str {
         "Search file contents for a regular expression (Rust regex syntax, like ripgrep), \
          recursively from a folder or in one file. Prints one `path:line:text` line per matching \
-         line, in path order. Skips binary files and the .git, target and node_modules folders. \
-         Use `glob` to limit the files searched (for example \"*.rs\" or \"src/**/*.ts\")."
+         line, in path order. Skips binary files, special files (FIFOs, sockets, devices), the \
+         .git, target and node_modules folders, and /proc, /sys and /dev unless the search starts \
+         there. Use `glob` to limit the files searched (for example \"*.rs\" or \"src/**/*.ts\"). \
+         A search that runs past the read tools' deadline returns what it found by then."
     }
 
     fn input_schema(&self) -> Value {
@@ -112,20 +116,26 @@ impl Tool for Grep {
             .map_or(DEFAULT_MAX_RESULTS, |max| max.clamp(1, MAX_MAX_RESULTS) as usize);
         let shown = args.path.unwrap_or_else(|| ".".to_string());
         let root = paths::resolve(ctx, &shown);
-        let cancel = Cancel::default();
-        let _stop_on_drop = cancel.on_drop();
         let search = Search {
             regex,
             glob,
             max_results,
-            cancel,
+            found: Arc::new(Mutex::new(Found {
+                max_results,
+                ..Found::default()
+            })),
         };
+        let found = search.found.clone();
         let task_shown = shown.clone();
-        let found = tokio::task::spawn_blocking(move || search.run(&root, &task_shown)).await;
-        match found {
-            Ok(Ok(found)) => found.into_output(),
-            Ok(Err(message)) => ToolOutput::error(message),
-            Err(error) => ToolOutput::error(format!("searching {shown} failed: {error}")),
+        let ended = bounded::run(ctx.read_deadline, move |budget| {
+            search.run(&root, &task_shown, budget)
+        })
+        .await;
+        let found = std::mem::take(&mut *bounded::lock(&found));
+        match ended {
+            Ok(Ended::Finished) => found.into_output(None),
+            Ok(Ended::Deadline) => found.into_output(Some(ctx.read_deadline)),
+            Err(message) => ToolOutput::error(message),
         }
     }
 }
@@ -134,7 +144,8 @@ struct Search {
     regex: Regex,
     glob: Option<PathGlob>,
     max_results: usize,
-    cancel: Cancel,
+    /// Shared with the caller, which takes what is there when the deadline passes.
+    found: Arc<Mutex<Found>>,
 }
 
 #[derive(Default)]
@@ -147,52 +158,67 @@ struct Found {
     /// Stopped at the output cap.
     hit_cap: bool,
     unreadable: usize,
+    /// FIFOs, sockets and devices passed over.
+    special: usize,
     max_results: usize,
 }
 
+/// Lines read between two looks at the budget.
+const LINES_PER_CHECK: u64 = 256;
+
 impl Search {
-    fn run(&self, root: &Path, shown: &str) -> Result<Found, String> {
+    fn run(&self, root: &Path, shown: &str, budget: &Budget) -> Result<(), String> {
         let metadata =
             std::fs::metadata(root).map_err(|error| paths::describe_io("search", shown, &error))?;
-        let mut found = Found {
-            max_results: self.max_results,
-            ..Found::default()
-        };
         if metadata.is_file() {
-            self.search_file(root, shown, &mut found);
-            return Ok(found);
+            self.search_file(root, shown, budget);
+            return Ok(());
         }
         if !metadata.is_dir() {
             return Err(format!(
-                "cannot search {shown}: it is neither a file nor a directory"
+                "cannot search {shown}: it is a special file (a FIFO, socket or device), neither a \
+                 regular file nor a directory"
             ));
         }
         let show = Shown::new(shown);
-        found.unreadable = walk::walk(root, &self.cancel, &mut |entry| {
+        let unreadable = walk::walk(root, budget, &mut |entry| {
+            if entry.kind == Kind::Other {
+                bounded::lock(&self.found).special += 1;
+                return Flow::Continue;
+            }
             if entry.kind != Kind::File || self.glob.as_ref().is_some_and(|glob| !glob.matches(entry)) {
                 return Flow::Continue;
             }
-            if self.search_file(&entry.full, &show.show(&entry.relative), &mut found) {
+            if self.search_file(&entry.full, &show.show(&entry.relative), budget) {
                 Flow::Continue
             } else {
                 Flow::Stop
             }
         });
-        Ok(found)
+        bounded::lock(&self.found).unreadable += unreadable;
+        Ok(())
     }
 
     /// Appends the matching lines of one file; false once no more results are wanted.
-    fn search_file(&self, full: &Path, shown: &str, found: &mut Found) -> bool {
-        let Ok(file) = File::open(full) else {
-            found.unreadable += 1;
-            return true;
+    fn search_file(&self, full: &Path, shown: &str, budget: &Budget) -> bool {
+        let file = match bounded::open_regular(full) {
+            Ok(file) => file,
+            Err(OpenError::Special) => {
+                bounded::lock(&self.found).special += 1;
+                return true;
+            }
+            Err(OpenError::Directory) => return true,
+            Err(OpenError::Io(_)) => {
+                bounded::lock(&self.found).unreadable += 1;
+                return true;
+            }
         };
         let mut reader = BufReader::with_capacity(64 * 1024, file);
         match reader.fill_buf() {
             Ok(head) if paths::looks_binary(head) => return true,
             Ok(_) => {}
             Err(_) => {
-                found.unreadable += 1;
+                bounded::lock(&self.found).unreadable += 1;
                 return true;
             }
         }
@@ -206,10 +232,14 @@ impl Search {
                 Ok(_) => {}
             }
             number += 1;
+            if number.is_multiple_of(LINES_PER_CHECK) && budget.exhausted() {
+                return false;
+            }
             let content = trim_line_end(&line);
             if !self.regex.is_match(content) {
                 continue;
             }
+            let mut found = bounded::lock(&self.found);
             if found.matches >= self.max_results {
                 found.hit_max = true;
                 return false;
@@ -229,7 +259,8 @@ impl Search {
                 matched_here = true;
                 found.files += 1;
             }
-            if self.cancel.is_set() {
+            drop(found);
+            if budget.cancel().is_set() {
                 return false;
             }
         }
@@ -242,9 +273,15 @@ fn trim_line_end(line: &[u8]) -> &[u8] {
 }
 
 impl Found {
-    fn into_output(mut self) -> ToolOutput {
-        let truncated = self.hit_max || self.hit_cap;
-        if self.matches == 0 {
+    /// The result; `deadline` when it passed before the search finished.
+    fn into_output(mut self, deadline: Option<Duration>) -> ToolOutput {
+        let truncated = self.hit_max || self.hit_cap || deadline.is_some();
+        if let Some(deadline) = deadline {
+            if self.matches == 0 {
+                self.text.push_str("No matches found before the deadline.\n");
+            }
+            self.text.push_str(&bounded::deadline_note(deadline));
+        } else if self.matches == 0 {
             self.text.push_str("No matches found.");
         } else if self.hit_max {
             self.text.push_str(&format!(
@@ -265,10 +302,19 @@ impl Found {
                 self.unreadable
             ));
         }
-        ToolOutput::text(self.text).with_details(json!({
-            "matches": self.matches,
-            "files": self.files,
-            "truncated": truncated,
-        }))
+        if self.special > 0 {
+            self.text.push_str(&format!(
+                "\n[{} special files (FIFOs, sockets, devices) were skipped]",
+                self.special
+            ));
+        }
+        bounded::mark_deadline(
+            ToolOutput::text(self.text).with_details(json!({
+                "matches": self.matches,
+                "files": self.files,
+                "truncated": truncated,
+            })),
+            deadline.is_some(),
+        )
     }
 }

@@ -1,10 +1,12 @@
 //! `list_dir`: the entries of one folder, sorted, folders marked with a trailing '/'.
 
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::bounded::{self, Budget, Ended};
 use super::{OUTPUT_CAP, parse_args, paths};
 use crate::tools::{PathAccess, Tool, ToolContext, ToolOutput};
 
@@ -28,8 +30,8 @@ impl Tool for ListDir {
 
     fn description(&self) -> &str {
         "List the entries of one folder (not recursive), one per line, sorted by name, with a \
-         trailing '/' on folders. Hidden entries are included. Use find_path to search a whole \
-         tree by name."
+         trailing '/' on folders. Hidden entries are included; special files (FIFOs, sockets, \
+         devices) are left out and counted. Use find_path to search a whole tree by name."
     }
 
     fn input_schema(&self) -> Value {
@@ -64,12 +66,18 @@ impl Tool for ListDir {
         let shown = args.path.unwrap_or_else(|| ".".to_string());
         let full = paths::resolve(ctx, &shown);
         let shown_for_task = shown.clone();
-        let listed = tokio::task::spawn_blocking(move || list(&full, &shown_for_task)).await;
-        let mut entries = match listed {
-            Ok(Ok(entries)) => entries,
-            Ok(Err(message)) => return ToolOutput::error(message),
-            Err(error) => return ToolOutput::error(format!("listing {shown} failed: {error}")),
+        let state = Arc::new(Mutex::new(Listed::default()));
+        let task_state = state.clone();
+        let ended = bounded::run(ctx.read_deadline, move |budget| {
+            list(&full, &shown_for_task, budget, &task_state)
+        })
+        .await;
+        let Listed { mut entries, special } = std::mem::take(&mut *bounded::lock(&state));
+        let deadline_reached = match ended {
+            Ok(ended) => ended == Ended::Deadline,
+            Err(message) => return ToolOutput::error(message),
         };
+        entries.sort();
         let total = entries.len();
         entries.truncate(MAX_ENTRIES);
         let mut text = String::new();
@@ -82,8 +90,10 @@ impl Tool for ListDir {
             text.push('\n');
             included += 1;
         }
-        let truncated = included < total;
-        if total == 0 {
+        let truncated = included < total || deadline_reached;
+        if deadline_reached {
+            text.push_str(&bounded::deadline_note(ctx.read_deadline));
+        } else if total == 0 && special == 0 {
             text.push_str("[empty directory]");
         } else if truncated {
             text.push_str(&format!(
@@ -92,16 +102,35 @@ impl Tool for ListDir {
         } else {
             text.pop();
         }
-        ToolOutput::text(text).with_details(json!({
-            "path": shown,
-            "entries": total,
-            "truncated": truncated,
-        }))
+        if special > 0 {
+            if !text.is_empty() {
+                text.push('\n');
+            }
+            text.push_str(&format!(
+                "[{special} special files (FIFOs, sockets, devices) not listed]"
+            ));
+        }
+        bounded::mark_deadline(
+            ToolOutput::text(text).with_details(json!({
+                "path": shown,
+                "entries": total,
+                "truncated": truncated,
+            })),
+            deadline_reached,
+        )
     }
 }
 
-/// The entry names of `dir`, sorted, folders (and links to folders) with a trailing '/'.
-fn list(dir: &Path, shown: &str) -> Result<Vec<String>, String> {
+/// What the listing found so far (shared with the caller for the deadline).
+#[derive(Default)]
+struct Listed {
+    entries: Vec<String>,
+    special: usize,
+}
+
+/// The entry names of `dir`, folders (and links to folders) with a trailing '/', special files
+/// only counted.
+fn list(dir: &Path, shown: &str, budget: &Budget, state: &Mutex<Listed>) -> Result<(), String> {
     let metadata = std::fs::metadata(dir).map_err(|error| paths::describe_io("list", shown, &error))?;
     if !metadata.is_dir() {
         return Err(format!(
@@ -109,16 +138,24 @@ fn list(dir: &Path, shown: &str) -> Result<Vec<String>, String> {
         ));
     }
     let reader = std::fs::read_dir(dir).map_err(|error| paths::describe_io("list", shown, &error))?;
-    let mut entries = Vec::new();
     for entry in reader {
+        if budget.exhausted() {
+            break;
+        }
         let entry = entry.map_err(|error| paths::describe_io("list", shown, &error))?;
+        let file_type = entry
+            .file_type()
+            .map_err(|error| paths::describe_io("list", shown, &error))?;
+        if !(file_type.is_file() || file_type.is_dir() || file_type.is_symlink()) {
+            bounded::lock(state).special += 1;
+            continue;
+        }
         let mut name = entry.file_name().to_string_lossy().into_owned();
         // `metadata` follows links, so a link to a folder is shown as a folder.
         if std::fs::metadata(entry.path()).is_ok_and(|metadata| metadata.is_dir()) {
             name.push('/');
         }
-        entries.push(name);
+        bounded::lock(state).entries.push(name);
     }
-    entries.sort();
-    Ok(entries)
+    Ok(())
 }

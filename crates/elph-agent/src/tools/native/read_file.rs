@@ -1,12 +1,14 @@
 //! `read_file`: a text file's contents, or a window of its lines, bounded to `OUTPUT_CAP` bytes.
 
-use std::fs::File;
 use std::io::Read;
 use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::bounded::{self, Budget, Ended, OpenError};
 use super::paths::{self, BINARY_SNIFF_BYTES};
 use super::{OUTPUT_CAP, parse_args};
 use crate::tools::{PathAccess, Tool, ToolContext, ToolOutput};
@@ -33,7 +35,8 @@ impl Tool for ReadFile {
         "Read a text file and return its contents exactly as they are (no line numbers added). \
          Use `offset` and `limit` to read a window of lines from a long file. At most 64 KiB is \
          returned per call; when more remains, a final bracketed note says which `offset` to \
-         continue from. Binary files and directories are refused (use list_dir for directories)."
+         continue from. Binary files, directories and special files (FIFOs, sockets, devices) are \
+         refused (use list_dir for directories)."
     }
 
     fn input_schema(&self) -> Value {
@@ -79,13 +82,18 @@ impl Tool for ReadFile {
         let limit = args.limit.map(|limit| limit.max(1));
         let full = paths::resolve(ctx, &args.path);
         let shown = args.path.clone();
-        let read = tokio::task::spawn_blocking(move || read_window(&full, &shown, offset, limit)).await;
-        let window = match read {
-            Ok(Ok(window)) => window,
-            Ok(Err(message)) => return ToolOutput::error(message),
-            Err(error) => return ToolOutput::error(format!("reading {} failed: {error}", args.path)),
-        };
-        window.into_output(&args.path, offset)
+        let window = Arc::new(Mutex::new(Window::new(offset, limit, OUTPUT_CAP)));
+        let task_window = window.clone();
+        let ended = bounded::run(ctx.read_deadline, move |budget| {
+            read_window(&full, &shown, offset, budget, &task_window)
+        })
+        .await;
+        let window = std::mem::take(&mut *bounded::lock(&window));
+        match ended {
+            Ok(Ended::Finished) => window.into_output(&args.path, offset, None),
+            Ok(Ended::Deadline) => window.into_output(&args.path, offset, Some(ctx.read_deadline)),
+            Err(message) => ToolOutput::error(message),
+        }
     }
 }
 
@@ -169,9 +177,16 @@ impl Window {
         if self.in_line { self.line } else { self.line - 1 }
     }
 
-    fn into_output(self, path: &str, offset: u64) -> ToolOutput {
+    /// The result; `deadline` when it passed before the read finished.
+    fn into_output(self, path: &str, offset: u64, deadline: Option<Duration>) -> ToolOutput {
         let mut text = String::from_utf8_lossy(&self.out).into_owned();
+        let next_line = if self.in_line { self.line + 1 } else { self.line };
         let note = match (self.next_offset, self.cut) {
+            _ if deadline.is_some() => Some(format!(
+                "{}\n[continue with offset={}]",
+                bounded::deadline_note(deadline.unwrap_or_default()),
+                next_line.max(offset)
+            )),
             (Some(next), true) if self.shown == 1 && next == offset + 1 => Some(format!(
                 "[line {offset} alone is longer than 64 KiB and was cut; continue with offset={next}, \
                  or use shell_exec (e.g. `cut -c`) to see the rest of that line]"
@@ -189,58 +204,83 @@ impl Window {
             }
             text.push_str(&note);
         }
-        ToolOutput::text(text).with_details(json!({
-            "path": path,
-            "offset": offset,
-            "lines": self.shown,
-            "truncated": self.cut,
-            "nextOffset": self.next_offset,
-        }))
+        bounded::mark_deadline(
+            ToolOutput::text(text).with_details(json!({
+                "path": path,
+                "offset": offset,
+                "lines": self.shown,
+                "truncated": self.cut || deadline.is_some(),
+                "nextOffset": self.next_offset,
+            })),
+            deadline.is_some(),
+        )
     }
 }
 
-fn read_window(full: &Path, shown: &str, offset: u64, limit: Option<u64>) -> Result<Window, String> {
-    let metadata = std::fs::metadata(full).map_err(|error| paths::describe_io("read", shown, &error))?;
-    if metadata.is_dir() {
-        return Err(format!(
-            "cannot read {shown}: it is a directory (use list_dir to see its entries)"
-        ));
-    }
-    if !metadata.is_file() {
-        return Err(format!("cannot read {shown}: it is not a regular file"));
-    }
-    let mut file = File::open(full).map_err(|error| paths::describe_io("read", shown, &error))?;
-    let mut window = Window::new(offset, limit, OUTPUT_CAP);
+/// Reads the window into `shared` until it is complete, the file ends, or the budget is spent.
+fn read_window(
+    full: &Path,
+    shown: &str,
+    offset: u64,
+    budget: &Budget,
+    shared: &Mutex<Window>,
+) -> Result<(), String> {
+    let mut file = match bounded::open_regular(full) {
+        Ok(file) => file,
+        Err(OpenError::Io(error)) => return Err(paths::describe_io("read", shown, &error)),
+        Err(OpenError::Directory) => {
+            return Err(format!(
+                "cannot read {shown}: it is a directory (use list_dir to see its entries)"
+            ));
+        }
+        Err(OpenError::Special) => {
+            return Err(format!(
+                "cannot read {shown}: it is a special file (a FIFO, socket or device), not a regular \
+                 file; reading it could block or never end"
+            ));
+        }
+    };
+    let size = file.metadata().map(|metadata| metadata.len()).unwrap_or(0);
     let mut buf = vec![0u8; 64 * 1024];
     let mut first = true;
     loop {
+        if budget.exhausted() {
+            return Ok(());
+        }
         let n = match file.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => n,
             Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {
+                return Err(format!(
+                    "cannot read {shown}: it has nothing to read now and would wait for more (a \
+                     kernel or device file); read_file never waits"
+                ));
+            }
             Err(error) => return Err(paths::describe_io("read", shown, &error)),
         };
         if first {
             first = false;
             if paths::looks_binary(&buf[..n.min(BINARY_SNIFF_BYTES)]) {
                 return Err(format!(
-                    "cannot read {shown}: it looks like a binary file ({} bytes); read_file only shows text",
-                    metadata.len()
+                    "cannot read {shown}: it looks like a binary file ({size} bytes); read_file only shows text"
                 ));
             }
         }
+        let mut window = bounded::lock(shared);
         window.feed(&buf[..n]);
         if window.done {
-            return Ok(window);
+            return Ok(());
         }
     }
+    let window = bounded::lock(shared);
     let total = window.total_lines();
     if offset > 1 && offset > total {
         return Err(format!(
             "offset {offset} is past the end of {shown}, which has {total} lines"
         ));
     }
-    Ok(window)
+    Ok(())
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! The tree walk behind `grep` and `find_path`: depth first, in name order (so results are
 //! stable), never following symbolic links into folders, skipping `.git`, `target` and
-//! `node_modules`, and stopping early when asked to or when the call is cancelled.
+//! `node_modules`, never entering `/proc`, `/sys` or `/dev` unless the walk starts inside them,
+//! and stopping early when asked to, when the deadline passes or when the call is cancelled.
 //! Also the glob rule both tools share.
 
 use std::path::{Path, PathBuf};
@@ -8,6 +9,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use globset::{GlobBuilder, GlobMatcher};
+
+use super::bounded::{Budget, PSEUDO_ROOTS};
 
 /// Folders that are never entered: version control data, build output, installed packages.
 pub const SKIPPED_DIRS: &[&str] = &[".git", "target", "node_modules"];
@@ -47,6 +50,10 @@ impl Cancel {
         self.0.load(Ordering::Relaxed)
     }
 
+    pub fn set(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+
     /// A guard that sets the flag when dropped: hold it across the await of the walk.
     pub fn on_drop(&self) -> CancelOnDrop {
         CancelOnDrop(self.clone())
@@ -61,16 +68,27 @@ impl Drop for CancelOnDrop {
     }
 }
 
-/// Visits every entry below `root` (not `root` itself). Returns how many folders could not be read.
-pub fn walk(root: &Path, cancel: &Cancel, visit: &mut dyn FnMut(&Entry) -> Flow) -> usize {
+/// Visits every entry below `root` (not `root` itself) until the budget is spent. Returns how
+/// many folders could not be read.
+pub fn walk(root: &Path, budget: &Budget, visit: &mut dyn FnMut(&Entry) -> Flow) -> usize {
+    // From the real root, entries' full paths are real too (links are never followed), so the
+    // pseudo file systems are recognised by their paths.
+    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    let skipped_pseudo: Vec<&Path> = PSEUDO_ROOTS
+        .iter()
+        .map(Path::new)
+        .filter(|pseudo| !root.starts_with(pseudo))
+        .collect();
     let mut unreadable = 0;
     let mut stack: Vec<Entry> = Vec::new();
-    push_children(root, "", &mut stack, &mut unreadable);
+    push_children(&root, "", &mut stack, &mut unreadable);
     while let Some(entry) = stack.pop() {
-        if cancel.is_set() {
+        if budget.exhausted() {
             break;
         }
-        if entry.kind == Kind::Dir && SKIPPED_DIRS.contains(&entry.name.as_str()) {
+        if entry.kind == Kind::Dir
+            && (SKIPPED_DIRS.contains(&entry.name.as_str()) || skipped_pseudo.contains(&entry.full.as_path()))
+        {
             continue;
         }
         if visit(&entry) == Flow::Stop {
@@ -164,6 +182,45 @@ mod tests {
             name,
             kind: Kind::File,
         }
+    }
+
+    #[test]
+    fn pseudo_file_systems_are_entered_only_when_asked_for() {
+        // From '/', in name order "dev" comes before "etc": stop at "etc" and see that nothing
+        // below /dev was visited.
+        let budget = Budget::new(std::time::Duration::from_secs(60), Cancel::default());
+        let mut seen = Vec::new();
+        walk(Path::new("/"), &budget, &mut |entry| {
+            if entry.relative == "etc" {
+                return Flow::Stop;
+            }
+            seen.push(entry.relative.clone());
+            Flow::Continue
+        });
+        assert!(
+            !seen.iter().any(|path| path == "dev" || path.starts_with("dev/")),
+            "{seen:?}"
+        );
+        // Asked for, /dev is walked.
+        let mut inside = 0;
+        walk(Path::new("/dev"), &budget, &mut |_| {
+            inside += 1;
+            Flow::Continue
+        });
+        assert!(inside > 0);
+    }
+
+    #[test]
+    fn a_spent_budget_stops_the_walk() {
+        let cancel = Cancel::default();
+        cancel.set();
+        let budget = Budget::new(std::time::Duration::from_secs(60), cancel);
+        let mut visited = 0;
+        walk(Path::new("/usr"), &budget, &mut |_| {
+            visited += 1;
+            Flow::Continue
+        });
+        assert_eq!(visited, 0);
     }
 
     #[test]
