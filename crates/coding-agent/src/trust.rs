@@ -8,6 +8,9 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+mod keys;
+pub use keys::canonical_key;
+
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub enum DefaultTrust {
@@ -45,8 +48,11 @@ pub enum TrustError {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct TrustFile {
     pub default: DefaultTrust,
-    /// Keys as written in the file, with `~` and `$HOME` expanded.
+    /// Keys made canonical (`~` and `$HOME` expanded, symlinks, `.` and `..` resolved): the folders
+    /// they really name. Two keys that name one folder with different values keep `false`.
     pub directories: BTreeMap<PathBuf, bool>,
+    /// Keys that are not absolute, not canonical, or name a missing folder; and keys that clash.
+    pub key_warnings: Vec<String>,
     pub raw: Map<String, Value>,
 }
 
@@ -72,6 +78,7 @@ impl TrustFile {
             }
         };
         let mut directories = BTreeMap::new();
+        let mut key_warnings = Vec::new();
         match raw.get("directories") {
             None | Some(Value::Null) => {}
             Some(Value::Object(entries)) => {
@@ -81,7 +88,28 @@ impl TrustFile {
                             "directories[\"{key}\"] is {value}; expected true or false"
                         ));
                     };
-                    directories.insert(expand_home(key, home), *trusted);
+                    let expanded = expand_home(key, home);
+                    if let Some(warning) = keys::key_warning(key, &expanded, &keys::canonical_key(&expanded))
+                    {
+                        key_warnings.push(warning);
+                    }
+                    if !expanded.is_absolute() {
+                        continue;
+                    }
+                    let canonical = keys::canonical_key(&expanded);
+                    match directories.get(&canonical) {
+                        Some(earlier) if earlier != trusted => {
+                            key_warnings.push(format!(
+                                "trust.json has two keys for {} with different values; false wins, so \
+                                 it is not trusted. Keep one of them",
+                                canonical.display()
+                            ));
+                            directories.insert(canonical, false);
+                        }
+                        _ => {
+                            directories.insert(canonical, *trusted);
+                        }
+                    }
                 }
             }
             Some(other) => {
@@ -93,6 +121,7 @@ impl TrustFile {
         Ok(TrustFile {
             default,
             directories,
+            key_warnings,
             raw,
         })
     }
@@ -431,7 +460,7 @@ impl TrustStore {
         };
         let mut found = false;
         for (written, value) in directories.iter_mut() {
-            if expand_home(written, self.home.as_deref()) == project {
+            if canonical_key(&expand_home(written, self.home.as_deref())) == project {
                 *value = Value::Bool(trusted);
                 found = true;
             }

@@ -143,7 +143,17 @@ fn write_status(out: &mut impl Write, decision: &TrustDecision, store: &TrustSto
     if decision.error().is_none() {
         writeln!(out, "default: {}", decision.default.as_str())?;
     }
-    writeln!(out, "trust file: {}", store.path().display())
+    writeln!(out, "trust file: {}", store.path().display())?;
+    for warning in key_warnings(store) {
+        writeln!(out, "warning: {warning}")?;
+    }
+    Ok(())
+}
+
+/// What is wrong with trust.json's keys (not canonical, missing folders, clashes); none when it
+/// cannot be read (that error is reported on its own).
+fn key_warnings(store: &TrustStore) -> Vec<String> {
+    store.load().map(|file| file.key_warnings).unwrap_or_default()
 }
 
 /// `{projectDir, trusted, source, default, trustFile}`; `default` is null when trust.json cannot be read.
@@ -152,11 +162,17 @@ fn status_json(decision: &TrustDecision, store: &TrustStore) -> serde_json::Valu
         Some(_) => serde_json::Value::Null,
         None => json!(decision.default),
     };
-    json!({
+    let mut status = json!({
         "projectDir": decision.project_dir,
         "trusted": decision.trusted,
         "source": decision.source,
         "default": default,
         "trustFile": store.path(),
-    })
+    });
+    // Only when there is something to say, so the common document stays as it was.
+    let warnings = key_warnings(store);
+    if !warnings.is_empty() {
+        status["warnings"] = json!(warnings);
+    }
+    status
 }

@@ -9,6 +9,7 @@
 mod checks;
 mod render;
 mod runstats;
+mod safety;
 
 use std::path::{Path, PathBuf};
 
@@ -47,6 +48,8 @@ pub struct Report {
     /// MCP servers from CONFIG_DIR/mcp.json and (when trusted) PROJECT_DIR/.elph/mcp.json; doctor
     /// does not start them.
     pub mcp: McpOverview,
+    /// trust.json keys that do not say what they seem to, and files others can write.
+    pub safety: Vec<Finding>,
     pub diagnostics: Vec<Diagnostic>,
     /// Every warning and error above in one list, each with what to do next.
     pub problems: Vec<Problem>,
@@ -252,6 +255,13 @@ pub fn gather(paths: &Paths, sources: &PathSources, path_var: &str) -> Report {
             add(format!("hook '{}'", hook.id), finding);
         }
     }
+    let safety: Vec<Finding> = safety::findings(paths, &set)
+        .into_iter()
+        .map(|(subject, finding)| {
+            add(subject, &finding);
+            finding
+        })
+        .collect();
     for diagnostic in &mcp.diagnostics {
         add(
             "MCP".into(),
@@ -282,6 +292,7 @@ pub fn gather(paths: &Paths, sources: &PathSources, path_var: &str) -> Report {
             window: runstats::WINDOW,
         },
         mcp,
+        safety,
         diagnostics: set.diagnostics.clone(),
         problems,
         summary,

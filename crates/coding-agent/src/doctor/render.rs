@@ -93,6 +93,13 @@ pub fn render(out: &mut impl Write, report: &Report) -> io::Result<()> {
         writeln!(out, "{line}")?;
     }
 
+    if !report.safety.is_empty() {
+        heading(out, "Safety")?;
+        for found in &report.safety {
+            finding(out, 2, found)?;
+        }
+    }
+
     heading(out, &format!("Diagnostics ({})", report.diagnostics.len()))?;
     if report.diagnostics.is_empty() {
         writeln!(out, "  ✓ none")?;

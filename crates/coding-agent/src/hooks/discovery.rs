@@ -139,6 +139,52 @@ pub fn discover(paths: &Paths, project_trusted: bool) -> HookSet {
 /// Merges the home file and the project file (`None`: the project is not trusted, so its file is
 /// skipped with the diagnostic that says how to trust it).
 pub fn assemble(paths: &Paths, home: FileLoad, project: Option<FileLoad>) -> HookSet {
+    let mut set = assemble_files(paths, home, project);
+    refuse_home_hooks_in_project(&mut set, paths);
+    set
+}
+
+/// A home hook is the user's own code; one whose command resolves to a file inside the current
+/// project (through PATH, a symlink, or a path written into it) would run the project's file with
+/// the user's trust, trusted project or not. It is taken out of the set, with a diagnostic.
+///
+/// Files under CONFIG_DIR are the user's own even when CONFIG_DIR lies inside the project (Elph
+/// started in the home folder itself), so they are not refused.
+fn refuse_home_hooks_in_project(set: &mut HookSet, paths: &Paths) {
+    let project_dir = &paths.project_dir;
+    let config_dir = std::fs::canonicalize(&paths.config_dir).unwrap_or_else(|_| paths.config_dir.clone());
+    let mut refused = Vec::new();
+    set.hooks.retain(|hook| {
+        if hook.scope != HookScope::Home {
+            return true;
+        }
+        // A bare name was found in no absolute PATH entry and never runs; don't resolve it against
+        // the current folder here either.
+        if !hook.command.path.is_absolute() {
+            return true;
+        }
+        let resolved =
+            std::fs::canonicalize(&hook.command.path).unwrap_or_else(|_| hook.command.path.clone());
+        if !resolved.starts_with(project_dir) || resolved.starts_with(&config_dir) {
+            return true;
+        }
+        refused.push(
+            Diagnostic::new(format!(
+                "home hook refused: its command '{}' resolves to {}, inside the current project; a \
+                 project's files never run as your own hook. Give the command as an absolute path \
+                 outside the project, or move the hook to the project's .elph/hooks.json",
+                hook.command.written,
+                resolved.display()
+            ))
+            .in_file(&hook.source)
+            .for_hook(&hook.id),
+        );
+        false
+    });
+    set.diagnostics.extend(refused);
+}
+
+fn assemble_files(paths: &Paths, home: FileLoad, project: Option<FileLoad>) -> HookSet {
     let project_path = paths.project_hooks_file();
     match project {
         Some(project) => merge(vec![home, project], None),
@@ -239,7 +285,11 @@ fn definition(config: HookConfig, source: &Path, scope: HookScope, path_var: &st
 }
 
 /// Resolves a command: absolute stays, a relative path with a separator is relative to `folder`,
-/// a bare name is looked up on `path_var`.
+/// a bare name is looked up in the absolute entries of `path_var`.
+///
+/// Empty and relative PATH entries (`/usr/bin:`, `.:`, `./node_modules/.bin`) are skipped: they name
+/// the folder Elph runs in, which is the project, so a home hook `elph-audit` would otherwise run the
+/// repository's `./elph-audit`. A name found nowhere stays bare, and the host refuses to spawn it.
 pub fn resolve_command(command: &str, folder: &Path, path_var: &str) -> ResolvedCommand {
     let written = Path::new(command);
     let path = if written.is_absolute() {
@@ -248,11 +298,13 @@ pub fn resolve_command(command: &str, folder: &Path, path_var: &str) -> Resolved
         folder.join(written)
     } else {
         std::env::split_paths(path_var)
+            .filter(|dir| dir.is_absolute())
             .map(|dir| dir.join(command))
             .find(|candidate| is_executable(candidate))
             .unwrap_or_else(|| written.to_path_buf())
     };
-    let executable = is_executable(&path);
+    // A bare name that was not found is never executable, whatever the current folder holds.
+    let executable = path.is_absolute() && is_executable(&path);
     ResolvedCommand {
         written: command.to_string(),
         path,

@@ -208,6 +208,31 @@ pub fn tail(bytes: &[u8], max: usize) -> String {
 ///
 /// Dropping the future kills the hook's process group.
 pub async fn run(spec: &ProcessSpec<'_>) -> ProcessOutput {
+    if !spec.program.is_absolute() {
+        // Discovery resolves every command to an absolute path; one that is still bare was not found
+        // in an absolute PATH entry. Spawning it would let the OS search PATH again, relative entries
+        // (`.`, an empty one) included, and find the project's own file.
+        return ProcessOutput {
+            spawn_error: Some(format!(
+                "command not found: '{}' is not in any absolute PATH entry (empty and relative entries \
+                 are skipped); write the command as an absolute path",
+                spec.program.display()
+            )),
+            exit_code: None,
+            signal: None,
+            timed_out: false,
+            overflow: None,
+            wait_error: None,
+            stdout: Vec::new(),
+            stderr: Vec::new(),
+            stdout_bytes: 0,
+            stderr_bytes: 0,
+            duration: Duration::ZERO,
+            exited_after: None,
+            pipes_held_open: false,
+            pgid: None,
+        };
+    }
     let args: Vec<&OsStr> = spec.args.iter().map(OsStr::new).collect();
     let out = bounded::run(&RunSpec {
         program: spec.program,

@@ -130,6 +130,15 @@ impl ServerProcess {
         cwd: &Path,
         env: &[(OsString, OsString)],
     ) -> Result<ServerProcess, String> {
+        if !program.is_absolute() {
+            // Resolution already searched the absolute PATH entries; letting the OS search again
+            // would try relative ones (`.`, an empty entry) and find the project's file.
+            return Err(format!(
+                "command not found: '{}' is not in any absolute PATH entry (empty and relative \
+                 entries are skipped); write the command as an absolute path",
+                program.display()
+            ));
+        }
         let mut command = Command::new(program);
         command
             .args(args)

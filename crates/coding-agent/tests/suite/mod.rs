@@ -30,6 +30,7 @@ mod store;
 mod tool_policy;
 mod trust;
 mod trust_gate_pty;
+mod trust_keys_and_paths;
 mod tui_app;
 mod tui_pty;
 mod tui_snapshots;
