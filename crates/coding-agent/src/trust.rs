@@ -53,6 +53,8 @@ pub struct TrustFile {
     pub directories: BTreeMap<PathBuf, bool>,
     /// Keys that are not absolute, not canonical, or name a missing folder; and keys that clash.
     pub key_warnings: Vec<String>,
+    /// Each absolute key as written, with the folder it names.
+    pub canonical_keys: BTreeMap<String, PathBuf>,
     pub raw: Map<String, Value>,
 }
 
@@ -79,6 +81,8 @@ impl TrustFile {
         };
         let mut directories = BTreeMap::new();
         let mut key_warnings = Vec::new();
+        let mut canonical_keys = BTreeMap::new();
+        let mut resolver = keys::Resolver::default();
         match raw.get("directories") {
             None | Some(Value::Null) => {}
             Some(Value::Object(entries)) => {
@@ -89,14 +93,18 @@ impl TrustFile {
                         ));
                     };
                     let expanded = expand_home(key, home);
-                    if let Some(warning) = keys::key_warning(key, &expanded, &keys::canonical_key(&expanded))
-                    {
+                    let canonical = if expanded.is_absolute() {
+                        resolver.canonical(&expanded)
+                    } else {
+                        expanded.clone()
+                    };
+                    if let Some(warning) = keys::key_warning(key, &expanded, &canonical) {
                         key_warnings.push(warning);
                     }
                     if !expanded.is_absolute() {
                         continue;
                     }
-                    let canonical = keys::canonical_key(&expanded);
+                    canonical_keys.insert(key.clone(), canonical.clone());
                     match directories.get(&canonical) {
                         Some(earlier) if earlier != trusted => {
                             key_warnings.push(format!(
@@ -122,6 +130,7 @@ impl TrustFile {
             default,
             directories,
             key_warnings,
+            canonical_keys,
             raw,
         })
     }
@@ -447,7 +456,13 @@ impl TrustStore {
         // Read again under the lock: another process may have written in between.
         let file = self.load()?;
         check(&file, &project)?;
-        let mut raw = file.raw;
+        let TrustFile {
+            default,
+            directories: mut decided,
+            key_warnings,
+            canonical_keys,
+            mut raw,
+        } = file;
         let directories = raw
             .entry("directories")
             .or_insert_with(|| Value::Object(Map::new()));
@@ -460,7 +475,7 @@ impl TrustStore {
         };
         let mut found = false;
         for (written, value) in directories.iter_mut() {
-            if canonical_key(&expand_home(written, self.home.as_deref())) == project {
+            if canonical_keys.get(written) == Some(&project) {
                 *value = Value::Bool(trusted);
                 found = true;
             }
@@ -472,11 +487,15 @@ impl TrustStore {
             .map_err(|err| self.write_error(err.to_string()))?;
         text.push('\n');
         self.replace(&text)?;
-        let written =
-            TrustFile::parse(&text, self.home.as_deref()).map_err(|reason| TrustError::Corrupt {
-                path: self.path.clone(),
-                reason,
-            })?;
+        // Every key naming the project now holds `trusted`; the rest is as read under the lock.
+        decided.insert(project.clone(), trusted);
+        let written = TrustFile {
+            default,
+            directories: decided,
+            key_warnings,
+            canonical_keys,
+            raw: Map::new(),
+        };
         Ok(decide_with(&written, &project))
     }
 
@@ -503,8 +522,17 @@ impl TrustStore {
                 dir.display()
             ))
         })?;
-        let started = std::time::Instant::now();
+        let mut started = std::time::Instant::now();
         let mut announced = false;
+        // Every writer renames a new trust.json into place. While that keeps happening, the wait is a
+        // queue that moves (fifty `elph trust` at once), not a stuck holder, so the clock restarts.
+        let identity = |path: &Path| {
+            use std::os::unix::fs::MetadataExt;
+            std::fs::metadata(path)
+                .ok()
+                .map(|meta| (meta.ino(), meta.mtime_nsec(), meta.mtime()))
+        };
+        let mut last_change = identity(&self.path);
         loop {
             match lock.try_lock() {
                 Ok(()) => return Ok(lock),
@@ -513,11 +541,17 @@ impl TrustStore {
                     return Err(self.write_error(format!("cannot lock {}: {err}", lock_path.display())));
                 }
             }
+            let now = identity(&self.path);
+            if now != last_change {
+                last_change = now;
+                started = std::time::Instant::now();
+            }
             let waited = started.elapsed();
             if waited >= LOCK_GIVE_UP {
                 return Err(self.write_error(format!(
-                    "another process has held the lock {} for {} s, so nothing was recorded. Finish or \
-                     stop the other elph (for example one waiting in `elph trust`), then try again",
+                    "another process has held the lock {} for {} s without finishing a change, so \
+                     nothing was recorded. Finish or stop the other elph (for example one waiting in \
+                     `elph trust`), then try again",
                     crate::terminal_text::escape_path(&lock_path),
                     LOCK_GIVE_UP.as_secs()
                 )));

@@ -6,31 +6,54 @@
 //! write, and a key that is not written canonically, or names a folder that does not exist, is reported
 //! by `elph trust --status` and `elph doctor`.
 
+use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
 
 /// The folder `path` (absolute) names: `fs::canonicalize` when it exists; otherwise `.` and `..`
 /// removed by hand and the longest existing ancestor canonicalized, so `/x/codelink/gone` still
 /// becomes `/x/code/gone`.
 pub fn canonical_key(path: &Path) -> PathBuf {
-    if let Ok(canonical) = std::fs::canonicalize(path) {
-        return canonical;
-    }
-    let lexical = lexically_normal(path);
-    if let Ok(canonical) = std::fs::canonicalize(&lexical) {
-        return canonical;
-    }
-    let mut rest = Vec::new();
-    let mut base = lexical.as_path();
-    while let Some(parent) = base.parent() {
-        if let Some(name) = base.file_name() {
-            rest.push(name.to_os_string());
+    Resolver::default().canonical(path)
+}
+
+/// [`canonical_key`] for many keys at once: a trust.json with thousands of entries under a few
+/// folders resolves each missing ancestor once, which keeps the time a writer holds the lock short.
+#[derive(Default)]
+pub struct Resolver {
+    known: HashMap<PathBuf, Option<PathBuf>>,
+}
+
+impl Resolver {
+    fn resolve(&mut self, path: &Path) -> Option<PathBuf> {
+        if let Some(known) = self.known.get(path) {
+            return known.clone();
         }
-        if let Ok(canonical) = std::fs::canonicalize(parent) {
-            return rest.iter().rev().fold(canonical, |path, name| path.join(name));
-        }
-        base = parent;
+        let resolved = std::fs::canonicalize(path).ok();
+        self.known.insert(path.to_path_buf(), resolved.clone());
+        resolved
     }
-    lexical
+
+    pub fn canonical(&mut self, path: &Path) -> PathBuf {
+        if let Some(canonical) = self.resolve(path) {
+            return canonical;
+        }
+        let lexical = lexically_normal(path);
+        if let Some(canonical) = self.resolve(&lexical) {
+            return canonical;
+        }
+        let mut rest = Vec::new();
+        let mut base = lexical.as_path();
+        while let Some(parent) = base.parent() {
+            if let Some(name) = base.file_name() {
+                rest.push(name.to_os_string());
+            }
+            if let Some(canonical) = self.resolve(parent) {
+                return rest.iter().rev().fold(canonical, |path, name| path.join(name));
+            }
+            base = parent;
+        }
+        lexical
+    }
 }
 
 /// `path` without `.` components, with each `..` taking away the component before it, and without a

@@ -307,7 +307,9 @@ fn a_field_name_with_an_osc52_write_is_shown_escaped() {
 #[test]
 fn hook_ids_commands_reasons_and_stderr_are_escaped_in_list_test_and_doctor() {
     let env = TestEnv::new();
-    let script = env.project_script(
+    // Outside the project: a home hook's command inside it would be refused.
+    let script = test_support::hook_scripts::write_script(
+        &env.root.path().join("scripts"),
         "loud.sh",
         "cat >/dev/null\nprintf 'bad\\033[2Jstderr\\n' >&2\nprintf '{\"decision\":\"deny\",\"reason\":\"no\\\\u001b]0;pwned\\\\u0007\"}'\n",
     );

@@ -207,11 +207,22 @@ fn a_project_reached_through_a_symlink_is_decided_by_its_canonical_path() {
     assert_eq!(through_link["projectDir"], json!(real));
     assert_eq!(through_link["trusted"], true);
 
-    // An entry for the link's own path does not decide: the canonical path does.
+    // An entry written through the link names the same folder: it decides, as the canonical path,
+    // and is reported as not canonical.
     world.write_trust(&json!({"directories": {s(&link): true}}).to_string());
     let status = world.status(&link);
-    assert_eq!(status["trusted"], false);
-    assert_eq!(status["source"], json!({"kind": "default"}));
+    assert_eq!(status["trusted"], true);
+    assert_eq!(
+        status["source"],
+        json!({"kind": "entry", "path": real, "trusted": true})
+    );
+    assert!(
+        status["warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("is not canonical"),
+        "{status}"
+    );
 }
 
 #[test]
