@@ -524,18 +524,23 @@ impl TrustStore {
         })?;
         let mut started = std::time::Instant::now();
         let mut announced = false;
-        // Every writer renames a new trust.json into place. While that keeps happening, the wait is a
-        // queue that moves (fifty `elph trust` at once), not a stuck holder, so the clock restarts.
+        // Each holder stamps the lock file with its pid and the time it got the lock, and renames a
+        // new trust.json into place. While either keeps changing, the wait is a queue that moves
+        // (fifty `elph trust` at once on a busy machine), not a stuck holder, so the clock restarts.
         let identity = |path: &Path| {
             use std::os::unix::fs::MetadataExt;
-            std::fs::metadata(path)
+            let file = std::fs::metadata(path)
                 .ok()
-                .map(|meta| (meta.ino(), meta.mtime_nsec(), meta.mtime()))
+                .map(|meta| (meta.ino(), meta.mtime_nsec(), meta.mtime()));
+            (file, std::fs::read(&lock_path).unwrap_or_default())
         };
         let mut last_change = identity(&self.path);
         loop {
             match lock.try_lock() {
-                Ok(()) => return Ok(lock),
+                Ok(()) => {
+                    stamp(&lock);
+                    return Ok(lock);
+                }
                 Err(std::fs::TryLockError::WouldBlock) => {}
                 Err(std::fs::TryLockError::Error(err)) => {
                     return Err(self.write_error(format!("cannot lock {}: {err}", lock_path.display())));
@@ -622,6 +627,18 @@ impl TrustStore {
             reason,
         }
     }
+}
+
+/// Writes who holds the lock, and since when, into the (held) lock file: waiters read a change of
+/// holder as progress. Best effort: the lock works without it.
+fn stamp(mut lock: &File) {
+    let since = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_nanos();
+    let _ = lock.set_len(0);
+    let _ = std::io::Seek::rewind(&mut lock);
+    let _ = lock.write_all(format!("{} {since}\n", std::process::id()).as_bytes());
 }
 
 /// The decision for `project` under `file`: the nearest explicit entry, else the default.
