@@ -19,6 +19,7 @@ use crate::paths::Paths;
 use crate::settings::Settings;
 use crate::store::{SessionSink, SessionStore, new_session_id};
 use crate::trust::{TrustDecision, TrustStore};
+use crate::workflows::{ExpandedPrompt, Workflows};
 
 /// Which session to run in.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -71,6 +72,10 @@ pub struct Runtime {
     pub mcp: McpManager,
     /// The session's temp dir (TMPDIR of sandboxed commands), removed with the runtime.
     pub temp_dir: tempfile::TempDir,
+    /// Skills and prompt templates, re-read on reload.
+    workflows: Workflows,
+    /// Where notices about reloaded workflows go.
+    events: UnboundedSender<AgentEvent>,
 }
 
 impl Runtime {
@@ -117,6 +122,9 @@ impl Runtime {
                 .unwrap_or(CompactionSettings::default().threshold),
             ..CompactionSettings::default()
         };
+        let workflows = Workflows::for_project(&paths, trust.trusted);
+        config.system_prompt.push_str(&workflows.system_prompt_section());
+        send_workflow_notices(&events, &workflows);
         // MCP servers start here, so the model sees their tools in its first request.
         let (mcp, mcp_tools, mut mcp_diagnostics) = McpManager::start(&paths, trust.trusted);
         let mut tools = ToolCatalog::native();
@@ -144,7 +152,7 @@ impl Runtime {
             config,
         )
         .with_approver(approver)
-        .with_events(events)
+        .with_events(events.clone())
         .with_transcript(transcript);
         Ok(Runtime {
             paths,
@@ -157,7 +165,37 @@ impl Runtime {
             model,
             mcp,
             temp_dir,
+            workflows,
+            events,
         })
+    }
+
+    /// The skills and prompt templates loaded now.
+    pub fn workflows(&self) -> &Workflows {
+        &self.workflows
+    }
+
+    /// A prompt with a `/skill:NAME` or `/TEMPLATE` command carried out; other prompts unchanged.
+    pub fn expand_prompt(&self, prompt: &str) -> Result<ExpandedPrompt, String> {
+        Ok(self.workflows.expand(prompt)?.unwrap_or_else(|| ExpandedPrompt {
+            text: prompt.to_string(),
+            template: None,
+            skill: None,
+        }))
+    }
+
+    /// Re-reads skills and templates for the current trust state; one that loaded before and now
+    /// fails keeps its previous version. The system prompt's skill list follows.
+    fn reload_workflows(&mut self) {
+        let mut next = Workflows::for_project(&self.paths, self.trust.trusted);
+        next.keep_last_good(&self.workflows);
+        let old = self.workflows.system_prompt_section();
+        let prompt = &mut self.harness.config_mut().system_prompt;
+        if let Some(base) = prompt.strip_suffix(&old) {
+            *prompt = format!("{base}{}", next.system_prompt_section());
+        }
+        send_workflow_notices(&self.events, &next);
+        self.workflows = next;
     }
 
     /// Stops the session's MCP servers now (dropping the runtime does it too). Their tools then
@@ -175,6 +213,7 @@ impl Runtime {
     pub fn reload(&mut self) -> Arc<HookSet> {
         let (trust, set) = self.loader.reload(&self.host);
         self.trust = trust;
+        self.reload_workflows();
         set
     }
 
@@ -203,6 +242,15 @@ fn file_policy(
     elph_agent::policy::FilePolicy::from_sandbox(&paths.project_dir, sandbox)
         .protect(&paths.config_dir, "CONFIG_DIR (Elph's trust, hooks and settings)")
         .protect(&paths.data_dir, "DATA_DIR (Elph's sessions and logs)")
+}
+
+fn send_workflow_notices(events: &UnboundedSender<AgentEvent>, workflows: &Workflows) {
+    for diagnostic in &workflows.diagnostics {
+        tracing::warn!(%diagnostic, "workflows");
+        let _ = events.send(AgentEvent::Notice {
+            message: diagnostic.to_string(),
+        });
+    }
 }
 
 /// The store, the session id, its transcript, whether it is new or resumed, and notices for the

@@ -104,6 +104,14 @@ async fn run_async(
     let shutdown = crate::shutdown::Shutdown::install(false).context("cannot watch for signals")?;
     let (events_tx, mut events_rx) = tokio::sync::mpsc::unbounded_channel();
     let mut runtime = Runtime::build(paths, &options, Arc::new(NoApprover), events_tx)?;
+    // `/skill:NAME` and `/TEMPLATE args` become the prompt they stand for, before anything starts.
+    let prompt = match runtime.expand_prompt(&prompt) {
+        Ok(expanded) => expanded,
+        Err(message) => {
+            crate::terminal_text::eprint_line(&format!("elph run: {message}"));
+            return Ok(exit::USAGE);
+        }
+    };
     for diagnostic in &runtime.host.set().diagnostics {
         emit_diagnostic(format, &diagnostic.to_string());
     }
@@ -125,7 +133,7 @@ async fn run_async(
 
     let source = runtime.source;
     runtime.harness.start_session(source).await;
-    let result = runtime.harness.run_turn(&prompt, &cancel).await;
+    let result = runtime.harness.run_turn(&prompt.text, &cancel).await;
     runtime
         .harness
         .end_session(if cancel.is_cancelled() {

@@ -157,6 +157,42 @@ impl Workflows {
         }
     }
 
+    /// After a reload: a skill or template that loaded in `previous` and now fails to load keeps
+    /// its previous version, and its diagnostic says so.
+    pub fn keep_last_good(&mut self, previous: &Workflows) {
+        for diagnostic in &mut self.diagnostics {
+            let Some(file) = diagnostic.file.clone() else {
+                continue;
+            };
+            let folder = file
+                .parent()
+                .and_then(|p| p.file_name())
+                .map(|n| n.to_string_lossy().into_owned());
+            let skill = previous.skills.iter().find(|s| {
+                file.file_name().is_some_and(|n| n == skills::SKILL_FILE)
+                    && folder.as_deref() == Some(s.name.as_str())
+                    && !self.skills.iter().any(|now| now.name == s.name)
+            });
+            if let Some(skill) = skill {
+                self.skills.push(skill.clone());
+                diagnostic
+                    .message
+                    .push_str("; the version that loaded before stays in use until it is fixed");
+                continue;
+            }
+            let template = previous
+                .prompts
+                .iter()
+                .find(|p| p.file == file && !self.prompts.iter().any(|now| now.name == p.name));
+            if let Some(template) = template {
+                self.prompts.push(template.clone());
+                diagnostic
+                    .message
+                    .push_str("; the version that loaded before stays in use until it is fixed");
+            }
+        }
+    }
+
     pub fn skill(&self, name: &str) -> Option<&Skill> {
         self.skills.iter().find(|s| s.name == name)
     }

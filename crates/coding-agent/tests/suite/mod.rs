@@ -36,3 +36,4 @@ mod tui_pty;
 mod tui_snapshots;
 mod tui_support;
 mod workflows_cli;
+mod workflows_e2e;
