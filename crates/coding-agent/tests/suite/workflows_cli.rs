@@ -286,3 +286,74 @@ fn templates_are_listed_and_every_rule_has_its_diagnostic() {
     let plain = String::from_utf8_lossy(&plain.stdout);
     assert!(plain.contains("/review <file> [focus]  [user]"), "{plain}");
 }
+
+fn repo_root() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
+}
+
+/// The markdown block after each `<!-- KIND: NAME -->` marker in docs/skills.md.
+fn marked_blocks(doc: &str, kind: &str) -> Vec<(String, String)> {
+    let marker = format!("<!-- {kind}: ");
+    let mut blocks = Vec::new();
+    let mut lines = doc.lines();
+    while let Some(line) = lines.next() {
+        let Some(name) = line
+            .strip_prefix(&marker)
+            .and_then(|rest| rest.strip_suffix(" -->"))
+        else {
+            continue;
+        };
+        assert_eq!(lines.next(), Some("```markdown"), "{name}");
+        let body: Vec<&str> = lines.by_ref().take_while(|l| *l != "```").collect();
+        blocks.push((name.to_string(), body.join("\n") + "\n"));
+    }
+    blocks
+}
+
+#[test]
+fn the_docs_examples_and_the_repository_samples_load_cleanly() {
+    let doc = std::fs::read_to_string(repo_root().join("docs/skills.md")).unwrap();
+    let env = TestEnv::new();
+    let skills = marked_blocks(&doc, "skill");
+    let templates = marked_blocks(&doc, "template");
+    assert!(!skills.is_empty() && !templates.is_empty());
+    for (name, text) in &skills {
+        user_skill(&env, name, text);
+    }
+    for (name, text) in &templates {
+        write(&env.config_dir.join("prompts").join(format!("{name}.md")), text);
+    }
+    let listing = list(&env, "skills");
+    assert!(messages(&listing).is_empty(), "{listing}");
+    assert_eq!(names(&listing, "skills").len(), skills.len());
+    assert_eq!(names(&list(&env, "prompts"), "prompts").len(), templates.len());
+
+    // The repository's own .elph/, as a trusting user sees it.
+    let repo = repo_root();
+    std::fs::write(
+        env.config_dir.join("trust.json"),
+        serde_json::json!({"directories": {repo.display().to_string(): true}}).to_string(),
+    )
+    .unwrap();
+    std::fs::remove_dir_all(env.config_dir.join("skills")).unwrap();
+    std::fs::remove_dir_all(env.config_dir.join("prompts")).unwrap();
+    let output = env
+        .command(&elph())
+        .args(["--cwd", repo.to_str().unwrap(), "skills", "list", "--json"])
+        .output()
+        .unwrap();
+    let listing: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(names(&listing, "skills"), ["write-a-hook"]);
+    assert!(messages(&listing).is_empty(), "{listing}");
+    let output = env
+        .command(&elph())
+        .args(["--cwd", repo.to_str().unwrap(), "prompts", "list", "--json"])
+        .output()
+        .unwrap();
+    let listing: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(names(&listing, "prompts"), ["review"]);
+    assert_eq!(listing["prompts"][0]["argumentHint"], "<path> [focus]");
+}
