@@ -50,6 +50,8 @@ pub struct Report {
     pub mcp: McpOverview,
     /// trust.json keys that do not say what they seem to, and files others can write.
     pub safety: Vec<Finding>,
+    /// Skills and prompt templates from CONFIG_DIR and (when trusted) PROJECT_DIR/.elph/.
+    pub workflows: crate::workflows::Workflows,
     pub diagnostics: Vec<Diagnostic>,
     /// Every warning and error above in one list, each with what to do next.
     pub problems: Vec<Problem>,
@@ -219,6 +221,7 @@ pub fn gather(paths: &Paths, sources: &PathSources, path_var: &str) -> Report {
     };
     let trust_error = decision.error().is_some();
     let mcp = describe_servers(paths, decision.trusted);
+    let workflows = crate::workflows::Workflows::for_project(paths, decision.trusted);
     let trust = trust_report(paths, decision);
     let files: Vec<FileReport> = set
         .files
@@ -269,6 +272,15 @@ pub fn gather(paths: &Paths, sources: &PathSources, path_var: &str) -> Report {
                 .fix("fix the mcp.json named above; `elph doctor` shows the result".to_string()),
         );
     }
+    for diagnostic in &workflows.diagnostics {
+        add(
+            "skills and templates".into(),
+            &Finding::new(Level::Warning, diagnostic.to_string()).fix(
+                "fix the file named above (see docs/skills.md); `elph skills list` and `elph prompts list` show the result"
+                    .to_string(),
+            ),
+        );
+    }
     let summary = Summary {
         hooks: hooks.len(),
         enabled: hooks.iter().filter(|hook| hook.enabled).count(),
@@ -293,6 +305,7 @@ pub fn gather(paths: &Paths, sources: &PathSources, path_var: &str) -> Report {
         },
         mcp,
         safety,
+        workflows,
         diagnostics: set.diagnostics.clone(),
         problems,
         summary,

@@ -67,6 +67,7 @@ pub fn render(out: &mut impl Write, report: &Report) -> io::Result<()> {
     }
 
     render_mcp(out, &report.mcp)?;
+    render_workflows(out, &report.workflows)?;
 
     heading(out, "Run log")?;
     let log = &report.run_log;
@@ -258,6 +259,33 @@ fn render_mcp(out: &mut impl Write, mcp: &crate::mcp::McpOverview) -> io::Result
         writeln!(out, "    from {}", server.definition.source.display())?;
     }
     for diagnostic in &mcp.diagnostics {
+        writeln!(out, "  ! {diagnostic}")?;
+    }
+    Ok(())
+}
+
+fn render_workflows(out: &mut impl Write, workflows: &crate::workflows::Workflows) -> io::Result<()> {
+    heading(out, &format!("Skills: {}", workflows.skills.len()))?;
+    for skill in &workflows.skills {
+        writeln!(
+            out,
+            "  - {:<16} {:<8} {}",
+            skill.name,
+            skill.source.label(),
+            skill.file.display()
+        )?;
+    }
+    heading(out, &format!("Prompt templates: {}", workflows.prompts.len()))?;
+    for template in &workflows.prompts {
+        writeln!(
+            out,
+            "  - /{:<15} {:<8} {}",
+            template.name,
+            template.source.label(),
+            template.file.display()
+        )?;
+    }
+    for diagnostic in &workflows.diagnostics {
         writeln!(out, "  ! {diagnostic}")?;
     }
     Ok(())

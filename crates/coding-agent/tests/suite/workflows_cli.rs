@@ -357,3 +357,33 @@ fn the_docs_examples_and_the_repository_samples_load_cleanly() {
     assert_eq!(names(&listing, "prompts"), ["review"]);
     assert_eq!(listing["prompts"][0]["argumentHint"], "<path> [focus]");
 }
+
+#[test]
+fn doctor_lists_skills_templates_and_their_problems() {
+    let env = TestEnv::new();
+    user_skill(&env, "pdf-tools", &skill_text("pdf-tools", "Fill PDF forms"));
+    user_skill(&env, "broken", "no frontmatter\n");
+    write(&env.config_dir.join("prompts/review.md"), "Review $1\n");
+    let output = env.command(&elph()).args(["doctor"]).output().unwrap();
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("Skills: 1"), "{text}");
+    assert!(text.contains("pdf-tools"), "{text}");
+    assert!(text.contains("Prompt templates: 1"), "{text}");
+    assert!(text.contains("/review"), "{text}");
+    assert!(
+        text.contains("broken/SKILL.md: skill skipped: SKILL.md must open with frontmatter"),
+        "{text}"
+    );
+    let output = env.command(&elph()).args(["doctor", "--json"]).output().unwrap();
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["workflows"]["skills"][0]["name"], "pdf-tools");
+    assert_eq!(report["workflows"]["prompts"][0]["name"], "review");
+    assert!(
+        report["problems"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["subject"] == "skills and templates"),
+        "{report}"
+    );
+}
