@@ -114,7 +114,8 @@ impl Runtime {
         if let Some(max_turns) = options.max_turns {
             config.max_turns = max_turns;
         }
-        config.policy = Arc::new(file_policy(&paths, &config.sandbox));
+        let workflows = Workflows::for_project(&paths, trust.trusted);
+        config.policy = Arc::new(file_policy(&paths, &config.sandbox, &workflows));
         config.read_deadline = settings.read_tools.deadline();
         config.compaction = CompactionSettings {
             threshold: settings
@@ -122,7 +123,6 @@ impl Runtime {
                 .unwrap_or(CompactionSettings::default().threshold),
             ..CompactionSettings::default()
         };
-        let workflows = Workflows::for_project(&paths, trust.trusted);
         config.system_prompt.push_str(&workflows.system_prompt_section());
         send_workflow_notices(&events, &workflows);
         // MCP servers start here, so the model sees their tools in its first request.
@@ -190,10 +190,11 @@ impl Runtime {
         let mut next = Workflows::for_project(&self.paths, self.trust.trusted);
         next.keep_last_good(&self.workflows);
         let old = self.workflows.system_prompt_section();
-        let prompt = &mut self.harness.config_mut().system_prompt;
-        if let Some(base) = prompt.strip_suffix(&old) {
-            *prompt = format!("{base}{}", next.system_prompt_section());
+        let config = self.harness.config_mut();
+        if let Some(base) = config.system_prompt.strip_suffix(&old) {
+            config.system_prompt = format!("{base}{}", next.system_prompt_section());
         }
+        config.policy = Arc::new(file_policy(&self.paths, &config.sandbox, &next));
         send_workflow_notices(&self.events, &next);
         self.workflows = next;
     }
@@ -235,13 +236,19 @@ impl Runtime {
 /// Where the native tools may write: where the sandbox lets commands write, with Elph's own
 /// folders and the project's `.elph/` and `.git/hooks/` protected (they matter when they lie
 /// inside a writable root, for example with the home folder as the project).
+/// Skills' folders are read freely: the model reads a skill's instructions when it applies one.
 fn file_policy(
     paths: &Paths,
     sandbox: &elph_agent::sandbox::SandboxPolicy,
+    workflows: &Workflows,
 ) -> elph_agent::policy::FilePolicy {
-    elph_agent::policy::FilePolicy::from_sandbox(&paths.project_dir, sandbox)
+    let policy = elph_agent::policy::FilePolicy::from_sandbox(&paths.project_dir, sandbox)
         .protect(&paths.config_dir, "CONFIG_DIR (Elph's trust, hooks and settings)")
-        .protect(&paths.data_dir, "DATA_DIR (Elph's sessions and logs)")
+        .protect(&paths.data_dir, "DATA_DIR (Elph's sessions and logs)");
+    workflows
+        .skills
+        .iter()
+        .fold(policy, |policy, skill| policy.free_reads_in(&skill.dir))
 }
 
 fn send_workflow_notices(events: &UnboundedSender<AgentEvent>, workflows: &Workflows) {

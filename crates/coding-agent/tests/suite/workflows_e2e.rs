@@ -174,3 +174,61 @@ async fn an_ordinary_slash_word_stays_a_prompt() {
         "/usr/bin is where it lives"
     );
 }
+
+fn tool_results(request: &Value) -> Vec<String> {
+    request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].to_string())
+        .collect()
+}
+
+#[tokio::test]
+async fn the_model_reads_a_skill_without_approval_but_nothing_else_outside() {
+    let env = TestEnv::new();
+    let skills = env.config_dir.join("skills");
+    skill(
+        &skills,
+        "pdf-tools",
+        "Fill PDF forms",
+        "Always use pdftk for forms.",
+    );
+    write(&skills.join("pdf-tools/reference.md"), "pdftk fill_form details");
+    let secret = env.root.path().join("elsewhere/notes.txt");
+    write(&secret, "private notes");
+    let skill_file = skills.canonicalize().unwrap().join("pdf-tools/SKILL.md");
+    let reference = skills.join("pdf-tools/reference.md");
+
+    let server = FakeModelServer::start(Wire::OpenAi).await;
+    server.enqueue(FakeReply::tool_call(
+        "read_file",
+        json!({"path": skill_file.display().to_string()}),
+    ));
+    server.enqueue(FakeReply::tool_call(
+        "read_file",
+        json!({"path": reference.display().to_string()}),
+    ));
+    server.enqueue(FakeReply::tool_call(
+        "read_file",
+        json!({"path": secret.display().to_string()}),
+    ));
+    server.enqueue(FakeReply::text("done"));
+    let output = run_elph(&env, &server, &["--approval", "ask", "fill the form"]).await;
+    assert!(output.status.success(), "{output:?}");
+    let requests = server.requests();
+    let results = tool_results(&requests[3]);
+    assert_eq!(results.len(), 3, "{results:?}");
+    assert!(
+        results[0].contains("Always use pdftk for forms."),
+        "{}",
+        results[0]
+    );
+    assert!(results[1].contains("pdftk fill_form details"), "{}", results[1]);
+    assert!(
+        !results[2].contains("private notes"),
+        "a read outside the project ran unapproved: {}",
+        results[2]
+    );
+}
