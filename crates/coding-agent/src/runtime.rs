@@ -42,6 +42,8 @@ pub struct RuntimeOptions {
     pub session: SessionChoice,
     /// `--sandbox` and `--sandbox-network`; settings.json fills in what they leave out.
     pub sandbox: crate::sandbox::SandboxArgs,
+    /// MCP servers an editor sent for this session (ACP), started after mcp.json's.
+    pub editor_mcp_servers: Vec<crate::mcp::ServerDefinition>,
 }
 
 impl Default for RuntimeOptions {
@@ -52,6 +54,7 @@ impl Default for RuntimeOptions {
             max_turns: None,
             session: SessionChoice::New,
             sandbox: crate::sandbox::SandboxArgs::default(),
+            editor_mcp_servers: Vec::new(),
         }
     }
 }
@@ -126,7 +129,8 @@ impl Runtime {
         config.system_prompt.push_str(&workflows.system_prompt_section());
         send_workflow_notices(&events, &workflows);
         // MCP servers start here, so the model sees their tools in its first request.
-        let (mcp, mcp_tools, mut mcp_diagnostics) = McpManager::start(&paths, trust.trusted);
+        let (mcp, mcp_tools, mut mcp_diagnostics) =
+            McpManager::start_with(&paths, trust.trusted, options.editor_mcp_servers.clone());
         let mut tools = ToolCatalog::native();
         for tool in mcp_tools {
             let name = tool.name().to_string();

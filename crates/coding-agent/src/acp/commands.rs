@@ -38,8 +38,9 @@ pub fn untrusted_message(project: &Path) -> String {
 }
 
 /// The prompt as the model sees it: text blocks as they are, embedded text resources and resource
-/// links as references. Images and audio are not advertised and are left out.
-pub fn prompt_text(blocks: &[ContentBlock]) -> String {
+/// links as references. Images and audio are not advertised (`promptCapabilities`), and a prompt
+/// holding one is refused with a message that says so, rather than sent without it.
+pub fn prompt_text(blocks: &[ContentBlock]) -> Result<String, String> {
     let mut parts = Vec::new();
     for block in blocks {
         match block {
@@ -53,10 +54,20 @@ pub fn prompt_text(blocks: &[ContentBlock]) -> String {
                     ));
                 }
             }
+            ContentBlock::Image(_) | ContentBlock::Audio(_) => {
+                let kind = if matches!(block, ContentBlock::Image(_)) {
+                    "an image"
+                } else {
+                    "audio"
+                };
+                return Err(format!(
+                    "the prompt holds {kind}, which Elph cannot pass to the model from an editor yet (promptCapabilities.image and .audio are false); attach the file as a resource link or describe it in text"
+                ));
+            }
             _ => {}
         }
     }
-    parts.join("\n")
+    Ok(parts.join("\n"))
 }
 
 #[cfg(test)]
@@ -66,6 +77,20 @@ mod tests {
     #[test]
     fn prompt_text_joins_text_and_references() {
         let blocks = vec![ContentBlock::from("look at"), ContentBlock::from("this")];
-        assert_eq!(prompt_text(&blocks), "look at\nthis");
+        assert_eq!(prompt_text(&blocks).unwrap(), "look at\nthis");
+    }
+
+    #[test]
+    fn an_image_is_refused_clearly() {
+        use agent_client_protocol::v1::schema::ImageContent;
+        let blocks = vec![
+            ContentBlock::from("what is this?"),
+            ContentBlock::Image(ImageContent::new("iVBORw0KGgo=", "image/png")),
+        ];
+        let refusal = prompt_text(&blocks).unwrap_err();
+        assert!(
+            refusal.contains("an image") && refusal.contains("promptCapabilities"),
+            "{refusal}"
+        );
     }
 }

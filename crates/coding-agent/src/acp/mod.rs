@@ -10,6 +10,7 @@
 mod approval;
 mod commands;
 mod framing;
+mod mcp;
 mod session;
 mod updates;
 
@@ -20,7 +21,7 @@ use std::time::Duration;
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, CancelNotification, Implementation, InitializeRequest, InitializeResponse,
-    LoadSessionRequest, NewSessionRequest, PromptCapabilities, PromptRequest,
+    LoadSessionRequest, McpCapabilities, NewSessionRequest, PromptCapabilities, PromptRequest,
 };
 use agent_client_protocol::{Agent, ConnectTo, Lines};
 use anyhow::Context;
@@ -208,7 +209,12 @@ fn initialize_response() -> InitializeResponse {
         .agent_capabilities(
             AgentCapabilities::new()
                 .load_session(true)
-                .prompt_capabilities(PromptCapabilities::new().embedded_context(true)),
+                .prompt_capabilities(PromptCapabilities::new().embedded_context(true))
+                .mcp_capabilities(
+                    McpCapabilities::new()
+                        .http(mcp::SUPPORTS_HTTP)
+                        .sse(mcp::SUPPORTS_SSE),
+                ),
         )
         .agent_info(Implementation::new("elph", env!("CARGO_PKG_VERSION")).title("Elph"))
 }

@@ -8,8 +8,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use agent_client_protocol::v1::schema::{
-    AvailableCommandsUpdate, LoadSessionRequest, LoadSessionResponse, NewSessionRequest, NewSessionResponse,
-    PromptRequest, PromptResponse, SessionId, SessionNotification, SessionUpdate, StopReason,
+    AvailableCommandsUpdate, LoadSessionRequest, LoadSessionResponse, McpServer, NewSessionRequest,
+    NewSessionResponse, PromptRequest, PromptResponse, SessionId, SessionNotification, SessionUpdate,
+    StopReason,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, Error, ErrorCode};
@@ -24,6 +25,7 @@ use super::approval::AcpApprover;
 use super::commands;
 use super::updates::{self, ELPH_MARK, Flusher, Forwarder, HOOK_PROBLEM_MARK};
 use crate::hooks::HookSet;
+use crate::mcp::ServerDefinition;
 use crate::runtime::{Runtime, RuntimeOptions, SessionChoice};
 use crate::session::commands::{SlashCommand, parse_for_editor};
 
@@ -106,8 +108,13 @@ impl Sessions {
         cx: ConnectionTo<Client>,
     ) {
         let opening = Opening::New(responder);
-        self.tasks
-            .spawn(self.clone().open(opening, request.cwd, SessionChoice::New, cx));
+        self.tasks.spawn(self.clone().open(
+            opening,
+            request.cwd,
+            request.mcp_servers,
+            SessionChoice::New,
+            cx,
+        ));
     }
 
     /// `session/load`: resumes a stored session, replays it, then runs sessionStart (`resume`).
@@ -119,8 +126,10 @@ impl Sessions {
     ) {
         let opening = Opening::Load(responder);
         let choice = SessionChoice::Resume(request.session_id.0.to_string());
-        self.tasks
-            .spawn(self.clone().open(opening, request.cwd, choice, cx));
+        self.tasks.spawn(
+            self.clone()
+                .open(opening, request.cwd, request.mcp_servers, choice, cx),
+        );
     }
 
     /// `session/prompt`: queues the prompt on its session with the session's current cancel token.
@@ -131,8 +140,15 @@ impl Sessions {
             let _ = responder.respond_with_error(error.into());
             return;
         };
+        let text = match commands::prompt_text(&request.prompt) {
+            Ok(text) => text,
+            Err(refusal) => {
+                let _ = responder.respond_with_error(Error::new(ErrorCode::INVALID_PARAMS, refusal));
+                return;
+            }
+        };
         let command = Command::Prompt(Box::new(QueuedPrompt {
-            text: commands::prompt_text(&request.prompt),
+            text,
             cancel: lock(&handle.cancel).clone(),
             responder,
         }));
@@ -168,19 +184,21 @@ impl Sessions {
         self.tasks.wait().await;
     }
 
-    fn options(&self, session: SessionChoice) -> RuntimeOptions {
+    fn options(&self, session: SessionChoice, editor_mcp_servers: Vec<ServerDefinition>) -> RuntimeOptions {
         RuntimeOptions {
             model: self.config.model.clone(),
             approval: self.config.approval,
             max_turns: None,
             session,
             sandbox: self.config.sandbox.clone(),
+            editor_mcp_servers,
         }
     }
 
     async fn build(
         &self,
         cwd: PathBuf,
+        mcp_servers: Vec<McpServer>,
         choice: SessionChoice,
     ) -> Result<(Runtime, Arc<AcpApprover>, mpsc::UnboundedReceiver<AgentEvent>), Error> {
         // The protocol requires an absolute path; a relative one would resolve against wherever
@@ -197,9 +215,15 @@ impl Sessions {
                 format!("cwd cannot be the project folder: {err}"),
             )
         })?;
-        let options = self.options(choice);
+        let (editor_servers, diagnostics) = super::mcp::editor_servers(&mcp_servers, &paths.project_dir);
+        let options = self.options(choice, editor_servers);
         let approver = Arc::new(AcpApprover::default());
         let (events_tx, events_rx) = mpsc::unbounded_channel();
+        for diagnostic in diagnostics {
+            let _ = events_tx.send(AgentEvent::Notice {
+                message: diagnostic.to_string(),
+            });
+        }
         let for_runtime = approver.clone();
         let built =
             tokio::task::spawn_blocking(move || Runtime::build(paths, &options, for_runtime, events_tx))
@@ -225,11 +249,12 @@ impl Sessions {
         self: Arc<Self>,
         opening: Opening,
         cwd: PathBuf,
+        mcp_servers: Vec<McpServer>,
         choice: SessionChoice,
         cx: ConnectionTo<Client>,
     ) {
         let resume = matches!(choice, SessionChoice::Resume(_));
-        let (mut runtime, approver, events) = match self.build(cwd, choice).await {
+        let (mut runtime, approver, events) = match self.build(cwd, mcp_servers, choice).await {
             Ok(built) => built,
             Err(error) => {
                 tracing::warn!(message = %error.message, "a session could not be opened");
@@ -296,8 +321,10 @@ impl Sessions {
         };
         actor.advertise_commands();
         let set = actor.runtime.host.set();
-        for line in actor.hook_set_notices(&set) {
-            actor.say(format!("{line}\n\n"));
+        for (mark, line) in actor.hook_set_notices(&set) {
+            let _ = actor
+                .cx
+                .send_notification(updates::notice(&actor.session_id, mark, &line));
         }
         actor.run(commands_rx).await;
     }
@@ -359,18 +386,18 @@ impl Actor {
 
     /// What the user should know about the hook set, one marked line each: that an untrusted
     /// project's hooks are off and how to trust it, and every other diagnostic.
-    fn hook_set_notices(&self, set: &HookSet) -> Vec<String> {
+    fn hook_set_notices(&self, set: &HookSet) -> Vec<(&'static str, String)> {
         let trusted = self.runtime.trust.trusted;
         let mut lines = Vec::new();
         if !trusted {
             let message = commands::untrusted_message(&self.runtime.paths.project_dir);
-            lines.push(format!("{ELPH_MARK} {message}"));
+            lines.push((ELPH_MARK, message));
         }
         for diagnostic in &set.diagnostics {
             if !trusted && diagnostic.message.starts_with(SKIPPED_UNTRUSTED) {
                 continue;
             }
-            lines.push(format!("{HOOK_PROBLEM_MARK} {diagnostic}"));
+            lines.push((HOOK_PROBLEM_MARK, diagnostic.to_string()));
         }
         lines
     }
@@ -410,7 +437,11 @@ impl Actor {
                     "Reloaded hooks: {} active hook(s).",
                     set.active().count()
                 )];
-                lines.extend(self.hook_set_notices(&set));
+                lines.extend(
+                    self.hook_set_notices(&set)
+                        .into_iter()
+                        .map(|(mark, line)| format!("{mark} {line}")),
+                );
                 self.advertise_commands();
                 lines.join("\n\n")
             }
@@ -424,7 +455,11 @@ impl Actor {
                         "Trusted {dir}: its project hooks are on ({} active hook(s) in all).",
                         set.active().count()
                     )];
-                    lines.extend(self.hook_set_notices(&set));
+                    lines.extend(
+                        self.hook_set_notices(&set)
+                            .into_iter()
+                            .map(|(mark, line)| format!("{mark} {line}")),
+                    );
                     lines.join("\n\n")
                 }
                 Err(err) => format!("Could not trust {dir}: {err}"),

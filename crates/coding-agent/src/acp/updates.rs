@@ -1,5 +1,6 @@
 //! The harness's events as `session/update` notifications: text as agent message chunks, tool calls
-//! with kind, status and content, and hook notices as message chunks marked `[hook]`.
+//! with kind, status and content, and notices (hook effects `[hook]`, hook problems
+//! `[hook warning]`, Elph's own `[elph]`) as agent thought chunks, outside the answer text.
 //!
 //! One forwarder task per session turns events into notifications in the order the harness emitted
 //! them. Whoever must send something after them (the prompt response, a permission request) first
@@ -69,11 +70,12 @@ pub fn tool_locations(input: &Value, project_dir: &Path) -> Vec<ToolCallLocation
     }
 }
 
-/// The start of a tool call, as the client first sees it.
+/// The start of a tool call, as the client first sees it: `pending` until it runs (hooks and
+/// approval come first), then `in_progress`.
 pub fn tool_call(tool_call_id: &str, tool_name: &str, input: &Value, project_dir: &Path) -> ToolCall {
     ToolCall::new(tool_call_id.to_string(), tool_title(tool_name, input))
         .kind(tool_kind(tool_name))
-        .status(ToolCallStatus::InProgress)
+        .status(ToolCallStatus::Pending)
         .locations(tool_locations(input, project_dir))
         .raw_input(input.clone())
 }
@@ -139,10 +141,11 @@ pub fn agent_text(session_id: &SessionId, text: impl Into<String>) -> SessionNot
     SessionNotification::new(session_id.clone(), SessionUpdate::AgentMessageChunk(chunk))
 }
 
-/// A notice as its own paragraph of the agent's message: `[hook] …`, `[hook warning] …`, `[elph] …`.
-pub fn notice_text(mark: &str, text: &str, at_line_start: bool) -> String {
-    let lead = if at_line_start { "" } else { "\n\n" };
-    format!("{lead}{mark} {text}\n\n")
+/// A notice for the user, outside the answer text: an agent thought chunk `[hook] …`,
+/// `[hook warning] …` or `[elph] …`.
+pub fn notice(session_id: &SessionId, mark: &str, text: &str) -> SessionNotification {
+    let chunk = ContentChunk::new(ContentBlock::from(format!("{mark} {text}\n")));
+    SessionNotification::new(session_id.clone(), SessionUpdate::AgentThoughtChunk(chunk))
 }
 
 /// The stored conversation as the updates that show it again (`session/load`).
@@ -184,7 +187,7 @@ pub fn history(session_id: &SessionId, entries: &[Entry], project_dir: &Path) ->
                 entries_compacted, ..
             } => {
                 let text = format!("{entries_compacted} earlier message(s) were compacted into a summary");
-                updates.push(agent_text(session_id, notice_text(ELPH_MARK, &text, true)));
+                updates.push(notice(session_id, ELPH_MARK, &text));
             }
         }
     }
@@ -210,8 +213,6 @@ pub struct Forwarder {
     cx: ConnectionTo<Client>,
     session_id: SessionId,
     project_dir: PathBuf,
-    /// Whether the agent's message so far ends a line (or is empty), so a notice starts cleanly.
-    at_line_start: bool,
 }
 
 impl Forwarder {
@@ -227,7 +228,6 @@ impl Forwarder {
             cx,
             session_id,
             project_dir,
-            at_line_start: true,
         };
         tokio::spawn(async move {
             loop {
@@ -260,20 +260,20 @@ impl Forwarder {
         if text.is_empty() {
             return;
         }
-        self.at_line_start = text.ends_with('\n');
         self.send(SessionUpdate::AgentMessageChunk(ContentChunk::new(
             ContentBlock::from(text),
         )));
     }
 
     fn notice(&mut self, mark: &str, text: &str) {
-        let text = notice_text(mark, text, self.at_line_start);
-        self.text(text);
+        let notification = notice(&self.session_id, mark, text);
+        if let Err(err) = self.cx.send_notification(notification) {
+            tracing::debug!("session/update not sent: {err}");
+        }
     }
 
     pub fn forward(&mut self, event: AgentEvent) {
         match event {
-            AgentEvent::TurnStarted { .. } => self.at_line_start = true,
             AgentEvent::TextDelta { text } => self.text(text),
             AgentEvent::ToolCallStarted {
                 tool_call_id,
@@ -289,6 +289,12 @@ impl Forwarder {
                 self.send(SessionUpdate::ToolCallUpdate(rewritten_update(
                     &tool_call_id,
                     input,
+                )));
+            }
+            AgentEvent::ToolStarted { tool_call_id, .. } => {
+                self.send(SessionUpdate::ToolCallUpdate(status_update(
+                    &tool_call_id,
+                    ToolCallStatus::InProgress,
                 )));
             }
             AgentEvent::ApprovalNeeded { tool_call_id, .. } => {
@@ -323,9 +329,9 @@ impl Forwarder {
                 self.notice(ELPH_MARK, &text);
             }
             AgentEvent::SessionStarted { .. }
+            | AgentEvent::TurnStarted { .. }
             | AgentEvent::HooksStarted { .. }
             | AgentEvent::ModelRequestStarted
-            | AgentEvent::ToolStarted { .. }
             | AgentEvent::AssistantMessage { .. }
             | AgentEvent::Usage { .. }
             | AgentEvent::TurnEnded { .. }
@@ -367,9 +373,12 @@ mod tests {
     }
 
     #[test]
-    fn notices_are_their_own_paragraph() {
-        assert_eq!(notice_text(HOOK_MARK, "x", true), "[hook] x\n\n");
-        assert_eq!(notice_text(HOOK_MARK, "x", false), "\n\n[hook] x\n\n");
+    fn notices_are_thoughts_not_answer_text() {
+        let sent = notice(&SessionId::new("s"), HOOK_MARK, "x");
+        let SessionUpdate::AgentThoughtChunk(chunk) = sent.update else {
+            panic!("a thought chunk: {sent:?}");
+        };
+        assert_eq!(chunk.content, ContentBlock::from("[hook] x\n"));
     }
 
     #[test]

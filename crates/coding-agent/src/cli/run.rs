@@ -86,6 +86,7 @@ pub fn run(cwd: Option<&Path>, args: RunArgs) -> anyhow::Result<u8> {
         max_turns: args.max_turns,
         session,
         sandbox: args.sandbox.clone(),
+        editor_mcp_servers: Vec::new(),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -295,5 +295,6 @@ fn scope_label(scope: &crate::mcp::McpScope) -> &'static str {
     match scope {
         crate::mcp::McpScope::Home => "home",
         crate::mcp::McpScope::Project => "project",
+        crate::mcp::McpScope::Editor => "editor",
     }
 }

@@ -43,6 +43,8 @@ pub const MAX_CALL_TIMEOUT_MS: u64 = 600_000;
 pub enum McpScope {
     Home,
     Project,
+    /// Sent by the editor with `session/new` or `session/load` (ACP).
+    Editor,
 }
 
 /// The project's mcp.json.

@@ -143,7 +143,28 @@ impl McpManager {
     /// Blocks the calling thread until every server has started or failed (at most the startup
     /// timeout); safe to call from synchronous code and from inside any tokio runtime.
     pub fn start(paths: &Paths, project_trusted: bool) -> (McpManager, Vec<Arc<dyn Tool>>, Vec<Diagnostic>) {
-        let config = McpConfig::load(paths, project_trusted);
+        Self::start_with(paths, project_trusted, Vec::new())
+    }
+
+    /// [`McpManager::start`] with more servers after the files' (an editor's, over ACP). A name
+    /// already taken by an mcp.json server is skipped with a diagnostic.
+    pub fn start_with(
+        paths: &Paths,
+        project_trusted: bool,
+        extra: Vec<ServerDefinition>,
+    ) -> (McpManager, Vec<Arc<dyn Tool>>, Vec<Diagnostic>) {
+        let mut config = McpConfig::load(paths, project_trusted);
+        for server in extra {
+            if let Some(first) = config.servers.iter().find(|s| s.name == server.name) {
+                config.diagnostics.push(Diagnostic::new(format!(
+                    "the editor's MCP server '{}' is skipped: {} already defines a server of that name",
+                    server.name,
+                    first.source.display()
+                )));
+                continue;
+            }
+            config.servers.push(server);
+        }
         let mut diagnostics = config.diagnostics;
         let (enabled, disabled): (Vec<_>, Vec<_>) = config.servers.into_iter().partition(|s| s.enabled);
         let mut manager = McpManager {

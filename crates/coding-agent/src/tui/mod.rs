@@ -85,6 +85,7 @@ async fn main_loop(
         max_turns: None,
         session: SessionChoice::New,
         sandbox,
+        editor_mcp_servers: Vec::new(),
     };
     let project = paths.project_dir.display().to_string();
     // Errors here (no model set, an unreadable store) print before the screen changes.

@@ -221,6 +221,20 @@ pub fn agent_text(updates: &[SessionNotification]) -> String {
         .collect()
 }
 
+/// All notice text of `updates` (`[hook] …`, `[elph] …`): agent thought chunks, outside the answer.
+pub fn notice_text(updates: &[SessionNotification]) -> String {
+    updates
+        .iter()
+        .filter_map(|update| match &update.update {
+            SessionUpdate::AgentThoughtChunk(chunk) => match &chunk.content {
+                ContentBlock::Text(text) => Some(text.text.clone()),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect()
+}
+
 /// The command names of the last available-commands update in `updates`.
 pub fn last_commands(updates: &[SessionNotification]) -> Option<Vec<String>> {
     updates.iter().rev().find_map(|update| match &update.update {
@@ -434,14 +448,23 @@ async fn a_prompt_streams_messages_and_tool_calls_and_runs_the_lifecycle_hooks()
         unreachable!()
     };
     assert_eq!(call.kind, ToolKind::Read);
-    assert_eq!(call.status, ToolCallStatus::InProgress);
+    // Pending while hooks and approval decide, in progress once it runs.
+    assert_eq!(call.status, ToolCallStatus::Pending);
     assert_eq!(call.title, "Read README.md");
     assert_eq!(call.raw_input, Some(json!({"path": "README.md"})));
-    let done = updates
+    let running = updates
         .iter()
         .position(|update| matches!(&update.update, SessionUpdate::ToolCallUpdate(u) if u.tool_call_id == call.tool_call_id))
         .expect("a tool call update for the call");
-    assert!(done > start);
+    let SessionUpdate::ToolCallUpdate(running_update) = &updates[running].update else {
+        unreachable!()
+    };
+    assert_eq!(running_update.fields.status, Some(ToolCallStatus::InProgress));
+    let done = updates
+        .iter()
+        .position(|update| matches!(&update.update, SessionUpdate::ToolCallUpdate(u) if u.tool_call_id == call.tool_call_id && u.fields.content.is_some()))
+        .expect("the finished update for the call");
+    assert!(done > running && running > start);
     let SessionUpdate::ToolCallUpdate(finished) = &updates[done].update else {
         unreachable!()
     };
@@ -492,7 +515,13 @@ async fn hook_notices_and_blocked_calls_reach_the_client() {
     let response = client.prompt(&session, "run it").await.unwrap();
     assert_eq!(response.stop_reason, StopReason::EndTurn);
     let updates = client.drain();
-    let text = agent_text(&updates);
+    // Notices travel as thoughts, never inside the model's answer.
+    assert!(
+        !agent_text(&updates).contains("[hook"),
+        "{}",
+        agent_text(&updates)
+    );
+    let text = notice_text(&updates);
     assert!(
         text.contains("[hook] hook 'no-shell' blocked the tool call: no shell here"),
         "{text}"

@@ -10,7 +10,8 @@ use test_support::env::json_lines;
 use test_support::fake_model::FakeReply;
 
 use super::acp::{
-    Setup, agent_text, events_of, finish, hook, is_commands_update, last_commands, recorder, recording_hooks,
+    Setup, agent_text, events_of, finish, hook, is_commands_update, last_commands, notice_text, recorder,
+    recording_hooks,
 };
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -31,10 +32,10 @@ async fn an_untrusted_cwd_is_told_how_to_trust_it_and_the_commands_work() {
     let dir = env.project.display().to_string();
     let opening = client
         .wait_for("the untrusted message", |update| {
-            agent_text(std::slice::from_ref(update)).contains("not trusted")
+            notice_text(std::slice::from_ref(update)).contains("not trusted")
         })
         .await;
-    let text = agent_text(&opening);
+    let text = notice_text(&opening);
     assert!(
         text.contains(&format!(
             "Project hooks are off: {dir} is not trusted. Trust it with `elph trust {dir}` or the /trust command."
@@ -106,7 +107,7 @@ async fn an_untrusted_cwd_is_told_how_to_trust_it_and_the_commands_work() {
     // `/compact` summarizes through the model, with the user's instructions.
     let response = client.prompt(&session, "/compact keep the names").await.unwrap();
     assert_eq!(response.stop_reason, StopReason::EndTurn);
-    let text = agent_text(&client.drain());
+    let text = notice_text(&client.drain());
     assert!(
         text.contains("[elph] compacted 2 earlier message(s) into a summary"),
         "{text}"
@@ -220,16 +221,16 @@ async fn two_sessions_with_different_cwds_see_their_own_hooks_and_trust() {
     let b = client.new_session(&project_b).await;
     let opening_b = client
         .wait_for("B's untrusted message", |update| {
-            agent_text(std::slice::from_ref(update)).contains("not trusted")
+            notice_text(std::slice::from_ref(update)).contains("not trusted")
         })
         .await;
-    assert!(!agent_text(&opening_a).contains("not trusted"));
+    assert!(!notice_text(&opening_a).contains("not trusted"));
     assert_eq!(
         last_commands(&opening_a).unwrap(),
         ["reload", "untrust", "compact"]
     );
     assert_eq!(last_commands(&opening_b).unwrap(), ["reload", "trust", "compact"]);
-    assert!(agent_text(&opening_b).contains(&project_b.display().to_string()));
+    assert!(notice_text(&opening_b).contains(&project_b.display().to_string()));
 
     client.prompt(&a, "in a").await.unwrap();
     client.prompt(&b, "in b").await.unwrap();

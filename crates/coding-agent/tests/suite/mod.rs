@@ -1,5 +1,6 @@
 mod acp;
 mod acp_binary;
+mod acp_mcp;
 mod acp_projects;
 mod claude_code_hooks;
 mod common;
