@@ -56,6 +56,7 @@ impl Setup {
             source: project.join("hooks.json"),
             scope: HookScope::Home,
             protocol: Protocol::Elph,
+            sandbox: None,
         };
         let set = |n: usize| HookSet {
             hooks: (0..n).map(hook).collect(),

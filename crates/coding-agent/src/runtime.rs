@@ -101,7 +101,6 @@ impl Runtime {
 
         let loader = HookLoader::new(paths.clone());
         let (trust, set) = loader.load();
-        let host = Arc::new(HookHost::new(set, paths.project_dir.clone(), &paths.data_dir));
 
         let (store, session_id, transcript, source, repaired) =
             open_session(&paths, &options.session, &model)?;
@@ -114,6 +113,10 @@ impl Runtime {
         config.sandbox =
             crate::sandbox::resolve_policy(&paths, &settings, &options.sandbox, Some(temp_dir.path()))?;
         config.shell_env = crate::sandbox::shell_env_policy(&paths, &settings);
+        let host = Arc::new(
+            HookHost::new(set, paths.project_dir.clone(), &paths.data_dir)
+                .with_sandbox_base(config.sandbox.clone()),
+        );
         if let Some(max_turns) = options.max_turns {
             config.max_turns = max_turns;
         }

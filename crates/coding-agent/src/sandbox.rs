@@ -49,6 +49,15 @@ pub fn resolve_policy(
     // (a project at ~ or a root of ~/.config): trust.json and hooks.json decide what runs next.
     policy.add_read_only_path(paths.config_dir.clone());
     policy.add_read_only_path(paths.data_dir.clone());
+    // Said before the session starts rather than at the first command: a sandboxed mode on a
+    // kernel without Landlock is refused, never run unconfined.
+    if policy.is_confined() && !elph_agent::sandbox::landlock_support().available() {
+        return Err(elph_agent::sandbox::SandboxError::LandlockUnavailable {
+            mode: policy.mode,
+            reason: "has none (landlock_create_ruleset fails)",
+        }
+        .into());
+    }
     Ok(policy)
 }
 

@@ -33,6 +33,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, Command};
 use tokio::time::Instant;
 
+use crate::sandbox::{Confinement, SandboxPolicy};
+
 /// The usual grace: how long the pipes may stay open after the direct child exited.
 pub const EXIT_GRACE: Duration = Duration::from_millis(100);
 /// The size of one read from a pipe: a `KillPastCap` stream reads at most this much past its cap.
@@ -94,6 +96,9 @@ pub struct RunSpec<'a> {
     /// How long the pipes may stay open after the direct child exited before the group is killed.
     pub grace: Duration,
     pub leftovers: Leftovers,
+    /// The confinement of the child and everything it starts; `None` (or `full-access`) runs it
+    /// unconfined.
+    pub sandbox: Option<&'a SandboxPolicy>,
 }
 
 /// Which output stream.
@@ -435,13 +440,65 @@ fn keep(capture: &mut Capture, chunk: &[u8], mode: CaptureMode) -> bool {
 /// Starts the child in a session of its own: a new process group whose id is its pid (so the
 /// whole group can be killed), with no controlling terminal (so a hook or a command cannot read the
 /// user's keys or draw on the screen the TUI owns).
+fn new_session(command: &mut std::process::Command) {
+    in_child_before_exec(command, || {
+        nix::unistd::setsid().map(|_| ()).map_err(io::Error::from)
+    });
+}
+
+/// The one place that runs code in a forked child before exec.
 #[allow(unsafe_code)]
-fn new_session(command: &mut Command) {
-    // SAFETY: the closure runs in the forked child before exec and only calls setsid(2), which is
-    // async-signal-safe and touches no memory shared with the parent.
+fn in_child_before_exec<F>(command: &mut std::process::Command, setup: F)
+where
+    F: FnMut() -> io::Result<()> + Send + Sync + 'static,
+{
+    use std::os::unix::process::CommandExt;
+    // SAFETY: `setup` runs in the forked child of a multi-threaded process, where only
+    // async-signal-safe work is allowed. Every closure passed here only makes system calls on data
+    // prepared before the fork (setsid(2); `Confinement::apply_in_child`, which unshares, mounts,
+    // writes prepared bytes, calls landlock_restrict_self(2) and seccomp(2)); none allocates or
+    // takes a lock.
     unsafe {
-        command.pre_exec(|| nix::unistd::setsid().map(|_| ()).map_err(io::Error::from));
+        command.pre_exec(setup);
     }
+}
+
+/// Runs `program` confined by `policy`, with the terminal's stdin, stdout and stderr and in its
+/// process group (so Ctrl+C reaches it), and waits for it: `elph sandbox -- CMD`.
+pub fn run_in_foreground(
+    program: &Path,
+    args: &[OsString],
+    cwd: &Path,
+    env: &[(OsString, OsString)],
+    policy: &SandboxPolicy,
+) -> io::Result<std::process::ExitStatus> {
+    let mut command = std::process::Command::new(program);
+    command
+        .args(args)
+        .current_dir(cwd)
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)));
+    if let Some(mut confinement) = Confinement::prepare(policy).map_err(io::Error::other)? {
+        in_child_before_exec(&mut command, move || confinement.apply_in_child());
+    }
+    command.status()
+}
+
+/// Runs `/bin/sh -c :` with `setup` applied in the child before exec; true if it exits 0. For
+/// probing what the kernel lets a child do (a mount namespace) without trying it in this
+/// multi-threaded process.
+pub(crate) fn probe_in_child<F>(setup: F) -> bool
+where
+    F: FnMut() -> io::Result<()> + Send + Sync + 'static,
+{
+    let mut command = std::process::Command::new("/bin/sh");
+    command
+        .args(["-c", ":"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    in_child_before_exec(&mut command, setup);
+    command.status().is_ok_and(|status| status.success())
 }
 
 async fn spawn(spec: &RunSpec<'_>) -> io::Result<Child> {
@@ -456,8 +513,18 @@ async fn spawn(spec: &RunSpec<'_>) -> io::Result<Child> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
-    new_session(&mut command);
+    let confinement = match spec.sandbox.map(Confinement::prepare).transpose() {
+        Ok(confinement) => confinement.flatten(),
+        Err(error) => return Err(io::Error::other(error)),
+    };
+    let confined = confinement.is_some();
+    // In this order in the child: its own session, then registered with the orphan watcher, then
+    // confined (last, so nothing after it needs what the confinement takes away).
+    new_session(command.as_std_mut());
     crate::orphans::die_with_elph(&mut command);
+    if let Some(mut confinement) = confinement {
+        in_child_before_exec(command.as_std_mut(), move || confinement.apply_in_child());
+    }
     if let Env::Exactly(vars) = spec.env {
         command.env_clear().envs(vars.iter().map(|(k, v)| (k, v)));
     }
@@ -469,6 +536,12 @@ async fn spawn(spec: &RunSpec<'_>) -> io::Result<Child> {
             Err(error) if error.raw_os_error() == Some(Errno::ETXTBSY as i32) && attempt < SPAWN_ATTEMPTS => {
                 tokio::time::sleep(Duration::from_millis(5 << attempt)).await;
                 attempt += 1;
+            }
+            Err(error) if confined => {
+                return Err(io::Error::new(
+                    error.kind(),
+                    format!("{error} (while confining it in the sandbox)"),
+                ));
             }
             result => return result,
         }
@@ -585,6 +658,7 @@ mod tests {
             timeout: Duration::from_secs(10),
             grace: EXIT_GRACE,
             leftovers: Leftovers::Leave,
+            sandbox: None,
         }
     }
 

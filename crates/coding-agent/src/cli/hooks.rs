@@ -74,7 +74,7 @@ fn print_list(out: &mut impl Write, set: &HookSet) -> std::io::Result<()> {
     let disabled = set.hooks.len() - active;
     writeln!(out, "{active} active hook(s), {disabled} disabled")?;
     if !set.hooks.is_empty() {
-        let rows: Vec<[String; 7]> = set
+        let rows: Vec<[String; 8]> = set
             .hooks
             .iter()
             .map(|hook| {
@@ -96,13 +96,14 @@ fn print_list(out: &mut impl Write, set: &HookSet) -> std::io::Result<()> {
                     },
                     format!("{}ms", hook.timeout.as_millis()),
                     if hook.enabled { "yes".into() } else { "no".into() },
+                    hook.sandbox.map_or("-".into(), |mode| mode.to_string()),
                     escape(&hook.source.display().to_string()),
                     escape(&command),
                 ]
             })
             .collect();
         let header = [
-            "ID", "EVENT", "MATCHER", "TIMEOUT", "ENABLED", "SOURCE", "COMMAND",
+            "ID", "EVENT", "MATCHER", "TIMEOUT", "ENABLED", "SANDBOX", "SOURCE", "COMMAND",
         ];
         let mut widths = header.map(str::len);
         for row in &rows {

@@ -272,6 +272,9 @@ struct HookLine {
     ran: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     matcher: Option<String>,
+    /// The sandbox it ran in (absent: unconfined).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sandbox: Option<elph_agent::sandbox::SandboxMode>,
 }
 
 /// The document `--json` prints, and what the text output is made from.
@@ -308,6 +311,7 @@ impl Report {
                 matched: hook.applies_to(event, tool),
                 ran: dispatch.runs.iter().any(|run| run.hook_id == hook.id),
                 matcher: event.is_tool_event().then(|| hook.matcher.to_string()),
+                sandbox: hook.sandbox,
             })
             .collect();
         let stopped_by = match &dispatch.reduced {
@@ -374,7 +378,12 @@ fn print_report(out: &mut impl Write, report: &Report, paths: &Paths) -> std::io
     let width = report.hooks.iter().map(|hook| hook.id.len()).max().unwrap_or(0);
     for hook in &report.hooks {
         match report.runs.iter().find(|run| run.hook_id == hook.id) {
-            Some(run) => print_run(out, run, width)?,
+            Some(run) => {
+                print_run(out, run, width)?;
+                if let Some(mode) = hook.sandbox {
+                    writeln!(out, "    ran in the {mode} sandbox")?;
+                }
+            }
             None if !hook.enabled => writeln!(out, "- {:<width$}  disabled", hook.id)?,
             None if !hook.matched => writeln!(
                 out,

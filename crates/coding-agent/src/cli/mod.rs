@@ -5,6 +5,7 @@ mod hooks;
 mod hooks_import;
 mod hooks_test;
 mod run;
+mod sandbox;
 mod sessions;
 mod trust;
 mod workflows;
@@ -81,6 +82,8 @@ pub enum Command {
     /// Prompt templates: Markdown files run as /NAME commands.
     #[command(subcommand)]
     Prompts(workflows::PromptsCommand),
+    /// Run one command under the sandbox policy, to see what it allows: elph sandbox -- CMD [ARGS...]
+    Sandbox(sandbox::SandboxCommandArgs),
 }
 
 /// `--approval`, shared by `elph`, `elph run` and `elph acp`.
@@ -138,6 +141,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         Some(Command::Sessions(args)) => sessions::run(cli.cwd.as_deref(), args),
         Some(Command::Skills(command)) => workflows::run_skills(cli.cwd.as_deref(), command),
         Some(Command::Prompts(command)) => workflows::run_prompts(cli.cwd.as_deref(), command),
+        Some(Command::Sandbox(args)) => sandbox::run(cli.cwd.as_deref(), args),
         None => interactive(cli.cwd.as_deref(), cli.model, cli.approval.into(), cli.sandbox),
     }
 }

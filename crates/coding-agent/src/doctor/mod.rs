@@ -10,6 +10,7 @@ mod checks;
 mod render;
 mod runstats;
 mod safety;
+mod sandbox;
 
 use std::path::{Path, PathBuf};
 
@@ -20,6 +21,7 @@ use serde::Serialize;
 pub use checks::{CommandReport, Finding, Level};
 pub use render::render;
 pub use runstats::RunStats;
+pub use sandbox::SandboxReport;
 
 use crate::diagnostics::Diagnostic;
 use crate::diagnostics::shell_quote;
@@ -52,6 +54,8 @@ pub struct Report {
     pub safety: Vec<Finding>,
     /// Skills and prompt templates from CONFIG_DIR and (when trusted) PROJECT_DIR/.elph/.
     pub workflows: crate::workflows::Workflows,
+    /// The kernel's Landlock, what the configured sandbox allows, and the shell's variables.
+    pub sandbox: SandboxReport,
     pub diagnostics: Vec<Diagnostic>,
     /// Every warning and error above in one list, each with what to do next.
     pub problems: Vec<Problem>,
@@ -125,6 +129,9 @@ pub struct HookReport {
     pub source: PathBuf,
     pub scope: HookScope,
     pub enabled: bool,
+    /// The sandbox the hook runs in; absent: unconfined.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<elph_agent::sandbox::SandboxMode>,
     /// The worst of `findings`: `ok`, `info` (disabled), `warning` or `error`.
     pub status: Level,
     pub findings: Vec<Finding>,
@@ -250,6 +257,10 @@ pub fn gather(paths: &Paths, sources: &PathSources, path_var: &str) -> Report {
         }
     };
     add("trust".into(), &trust.finding);
+    let sandbox = sandbox::gather(paths);
+    for finding in &sandbox.findings {
+        add("sandbox".into(), finding);
+    }
     for file in &files {
         add(format!("file {}", file.path.display()), &file.finding);
     }
@@ -306,6 +317,7 @@ pub fn gather(paths: &Paths, sources: &PathSources, path_var: &str) -> Report {
         mcp,
         safety,
         workflows,
+        sandbox,
         diagnostics: set.diagnostics.clone(),
         problems,
         summary,
@@ -477,6 +489,7 @@ fn hook_report(hook: &HookDefinition, log: &LogRead, catalog: &ToolCatalog, path
         source: hook.source.clone(),
         scope: hook.scope,
         enabled: hook.enabled,
+        sandbox: hook.sandbox,
         status,
         findings,
         recent_runs,

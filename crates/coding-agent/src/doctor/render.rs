@@ -38,6 +38,8 @@ pub fn render(out: &mut impl Write, report: &Report) -> io::Result<()> {
     };
     writeln!(out, "    trust file: {}{state}", trust.trust_file.display())?;
 
+    render_sandbox(out, &report.sandbox)?;
+
     heading(out, "Hook files")?;
     for file in &report.files {
         let scope = scope_name(file.scope);
@@ -132,7 +134,11 @@ fn render_hook(out: &mut impl Write, hook: &HookReport) -> io::Result<()> {
         None if hook.event.is_tool_event() => "  tools: *".to_string(),
         None => String::new(),
     };
-    writeln!(out, "  {mark} {}  {}{tools}", hook.id, hook.event)?;
+    let sandbox = hook
+        .sandbox
+        .map(|mode| format!("  sandbox: {mode}"))
+        .unwrap_or_default();
+    writeln!(out, "  {mark} {}  {}{tools}{sandbox}", hook.id, hook.event)?;
     let command = &hook.command;
     let mut resolved = command.path.display().to_string();
     if command.written != resolved {
@@ -187,6 +193,30 @@ fn render_hook(out: &mut impl Write, hook: &HookReport) -> io::Result<()> {
     for item in &hook.findings {
         finding(out, 6, item)?;
     }
+    Ok(())
+}
+
+fn render_sandbox(out: &mut impl Write, sandbox: &super::SandboxReport) -> io::Result<()> {
+    heading(out, "Sandbox")?;
+    let support = elph_agent::sandbox::LandlockSupport {
+        abi: sandbox.landlock_abi,
+    };
+    let mark = if support.available() { "✓" } else { "✗" };
+    writeln!(out, "  {mark} {}", support.describe())?;
+    for line in &sandbox.allows {
+        writeln!(out, "    {line}")?;
+    }
+    for finding_ in &sandbox.findings {
+        finding(out, 2, finding_)?;
+    }
+    heading(
+        out,
+        &format!(
+            "Shell environment: {} variable(s) a command gets (names only)",
+            sandbox.shell_environment.len()
+        ),
+    )?;
+    writeln!(out, "  {}", sandbox.shell_environment.join(" "))?;
     Ok(())
 }
 

@@ -68,6 +68,11 @@ pub struct HookConfig {
     /// hook written for Claude Code runs unchanged. See docs/claude-code.md.
     #[serde(default, skip_serializing_if = "Protocol::is_elph")]
     pub protocol: Protocol,
+    /// Run the hook confined by the kernel: read-only (write nowhere) or workspace-write (write
+    /// only in the project, whose .elph/ and .git/hooks/ stay read-only). Absent: unconfined, or
+    /// projectHooks.sandbox of settings.json for a project hook. See docs/security.md.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<HookSandbox>,
 }
 
 /// The payload and answer format a hook speaks.
@@ -85,6 +90,23 @@ pub enum Protocol {
 impl Protocol {
     pub fn is_elph(&self) -> bool {
         *self == Protocol::Elph
+    }
+}
+
+/// The sandbox a hook may declare.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum HookSandbox {
+    ReadOnly,
+    WorkspaceWrite,
+}
+
+impl From<HookSandbox> for elph_agent::sandbox::SandboxMode {
+    fn from(sandbox: HookSandbox) -> Self {
+        match sandbox {
+            HookSandbox::ReadOnly => elph_agent::sandbox::SandboxMode::ReadOnly,
+            HookSandbox::WorkspaceWrite => elph_agent::sandbox::SandboxMode::WorkspaceWrite,
+        }
     }
 }
 

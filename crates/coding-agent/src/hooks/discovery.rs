@@ -45,6 +45,10 @@ pub struct HookDefinition {
     /// Elph's protocol, or Claude Code's.
     #[serde(skip_serializing_if = "Protocol::is_elph")]
     pub protocol: Protocol,
+    /// The sandbox it runs in: its own `sandbox`, else (a project hook) `projectHooks.sandbox`;
+    /// `None` runs it unconfined.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<elph_agent::sandbox::SandboxMode>,
 }
 
 fn as_millis<S: serde::Serializer>(duration: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
@@ -187,7 +191,21 @@ fn refuse_home_hooks_in_project(set: &mut HookSet, paths: &Paths) {
 fn assemble_files(paths: &Paths, home: FileLoad, project: Option<FileLoad>) -> HookSet {
     let project_path = paths.project_hooks_file();
     match project {
-        Some(project) => merge(vec![home, project], None),
+        Some(project) => {
+            let mut set = merge(vec![home, project], None);
+            // A malformed settings.json stops every session before a hook runs; here it only
+            // means no default.
+            let default = crate::settings::Settings::load(&paths.config_dir)
+                .ok()
+                .and_then(|settings| settings.project_hooks.sandbox)
+                .filter(|mode| *mode != elph_agent::sandbox::SandboxMode::FullAccess);
+            for hook in &mut set.hooks {
+                if hook.scope == HookScope::Project && hook.sandbox.is_none() {
+                    hook.sandbox = default;
+                }
+            }
+            set
+        }
         None => {
             let mut set = merge(vec![home, FileLoad::skipped(project_path.clone())], None);
             if let Some(file) = set.files.last_mut() {
@@ -281,6 +299,7 @@ fn definition(config: HookConfig, source: &Path, scope: HookScope, path_var: &st
         source: source.to_path_buf(),
         scope,
         protocol: config.protocol,
+        sandbox: config.sandbox.map(Into::into),
     }
 }
 

@@ -23,6 +23,8 @@ use elph_agent::hooks::{
     HookRunner, Reducer, RunStatus, parse_stdout,
 };
 
+use elph_agent::sandbox::SandboxPolicy;
+
 use super::claude_code;
 use super::config::Protocol;
 use super::discovery::{HookDefinition, HookSet};
@@ -57,18 +59,31 @@ pub struct HookHost {
     /// Context that Claude Code hooks added on sessionStart or userPromptSubmit (hook id, text),
     /// applied at the next beforeAgent as `additionalContext`: it reaches the next request.
     pending_context: Mutex<Vec<(String, String)>>,
+    /// The writable roots and read-only paths a sandboxed hook gets, in the hook's own mode.
+    sandbox_base: SandboxPolicy,
 }
 
 impl HookHost {
     /// A host for `set` whose hooks run in `project_dir` and log to `data_dir/logs/hooks.jsonl`.
     pub fn new(set: impl Into<Arc<HookSet>>, project_dir: impl Into<PathBuf>, data_dir: &Path) -> Self {
+        let project_dir = project_dir.into();
+        let mut sandbox_base = SandboxPolicy::workspace(&project_dir);
+        sandbox_base.add_read_only_path(data_dir);
         HookHost {
             set: RwLock::new(set.into()),
-            project_dir: project_dir.into(),
+            project_dir,
             log: Some(RunLog::new(data_dir)),
             parent_env: ParentEnv::Process,
             pending_context: Mutex::new(Vec::new()),
+            sandbox_base,
         }
+    }
+
+    /// Sandboxed hooks get the roots and read-only paths of `policy` (the session's), in their own
+    /// mode.
+    pub fn with_sandbox_base(mut self, policy: SandboxPolicy) -> Self {
+        self.sandbox_base = policy;
+        self
     }
 
     /// Does not write the run log (for `elph hooks test`, whose runs are synthetic).
@@ -201,6 +216,12 @@ impl HookHost {
                 self.project_dir.as_os_str().to_owned(),
             ));
         }
+        let sandbox = hook.sandbox.map(|mode| self.sandbox_base.with_mode(mode));
+        if let Some(dir) = sandbox.as_ref().and_then(|policy| policy.temp_dir.as_ref()) {
+            // The one temp dir a sandboxed hook may write.
+            env.retain(|(name, _)| name != "TMPDIR");
+            env.push(("TMPDIR".into(), dir.clone().into_os_string()));
+        }
         let spec = ProcessSpec {
             program: &hook.command.path,
             args: &hook.args,
@@ -212,6 +233,7 @@ impl HookHost {
             timeout: crate::shutdown::bound_hook_timeout(
                 hook.timeout.clamp(Duration::from_millis(1), MAX_TIMEOUT),
             ),
+            sandbox: sandbox.as_ref(),
         };
         process::run(&spec).await
     }

@@ -89,6 +89,8 @@ pub struct ProcessSpec<'a> {
     /// Written to stdin, then stdin is closed.
     pub stdin: &'a [u8],
     pub timeout: Duration,
+    /// The hook's confinement; `None` runs it unconfined.
+    pub sandbox: Option<&'a elph_agent::sandbox::SandboxPolicy>,
 }
 
 /// Which output stream.
@@ -245,6 +247,7 @@ pub async fn run(spec: &ProcessSpec<'_>) -> ProcessOutput {
         timeout: spec.timeout,
         grace: EXIT_GRACE,
         leftovers: Leftovers::Kill,
+        sandbox: spec.sandbox,
     })
     .await;
     ProcessOutput {

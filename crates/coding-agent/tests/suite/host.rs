@@ -75,6 +75,7 @@ impl Fixture {
             source: self.scripts.parent().unwrap().join("hooks.json"),
             scope: HookScope::Home,
             protocol: Protocol::Elph,
+            sandbox: None,
         }
     }
 

@@ -24,6 +24,7 @@ mod mcp;
 mod reload;
 mod run_e2e;
 mod sample;
+mod sandbox_e2e;
 mod schema;
 mod sessions_e2e;
 mod stop_reasons;

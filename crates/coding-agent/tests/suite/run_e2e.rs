@@ -292,7 +292,8 @@ async fn pre_tool_use_block_stops_the_tool_and_tells_the_model() {
 async fn pre_tool_use_rewrite_runs_the_new_input() {
     let env = TestEnv::new();
     env.trust_project();
-    let marker = env.evidence("rewritten-marker");
+    // Inside the project: the default sandbox (workspace-write) lets a command write only there.
+    let marker = env.project.join("rewritten-marker");
     let outcome = json!({"toolInput": {"command": format!("touch {}", marker.display())}}).to_string();
     let rewrite = recording_hook(&env, "rewrite.sh", &env.evidence("pre.jsonl"), &outcome);
     env.write_project_hooks(&json!({"hooks": [tool_hook("rewrite", "preToolUse", &["shell_*"], &rewrite)]}));
@@ -536,7 +537,8 @@ async fn ctrl_c_cancels_kills_the_tool_runs_stop_and_exits_130() {
     env.write_project_hooks(
         &json!({"hooks": [hook("stop", "stop", &stop), hook("end", "sessionEnd", &stop)]}),
     );
-    let pid_file = env.evidence("tool.pid");
+    // Inside the project: the default sandbox (workspace-write) lets a command write only there.
+    let pid_file = env.project.join("tool.pid");
     let server = FakeModelServer::start(Wire::OpenAi).await;
     server.enqueue(FakeReply::tool_call(
         "shell_exec",

@@ -9,9 +9,17 @@
 //! file system and TCP, seccomp for the socket families Landlock cannot see, and a private mount
 //! namespace for the read-only paths inside a writable root (see `confine`).
 
+mod confine;
+mod landlock_rules;
+mod seccomp;
+
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+
+pub use confine::{
+    Confinement, LandlockSupport, landlock_support, mount_namespaces_available, mounted_read_only_paths,
+};
 
 /// How much a sandboxed process may do.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]

@@ -28,6 +28,7 @@ pub use edit_file::EditFile;
 pub use find_path::FindPath;
 pub use grep::Grep;
 pub use list_dir::ListDir;
+pub use process::shell_environment;
 pub use read_file::ReadFile;
 pub use shell_exec::ShellExec;
 pub use write_file::WriteFile;

@@ -1,7 +1,8 @@
 //! Run one shell command as a bounded child process, for `shell_exec`.
 //!
 //! `/bin/sh -c COMMAND` runs in the project folder, in a process group of its own, with stdin
-//! closed and the agent's environment. stdout and stderr are read concurrently until they close;
+//! closed, confined by the session's sandbox policy, with the environment its shell environment
+//! policy leaves (and `TMPDIR` set to the session's temp dir). stdout and stderr are read concurrently until they close;
 //! of each, the first and last `HALF_CAP` bytes are kept and the middle is read and discarded, so
 //! memory stays bounded however much a command prints. The group is killed with
 //! `killpg(SIGKILL)`:
@@ -14,32 +15,58 @@
 //! Background processes that let go of the pipes (`server > log 2>&1 &`) are left running when
 //! the command finishes normally. The mechanics are `crate::process`, shared with the hook host.
 
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
 use std::io;
 use std::path::Path;
 use std::time::Duration;
 
 use crate::process::{self, CaptureMode, EXIT_GRACE, Env, Leftovers, RunOutput, RunSpec, Stdin};
+use crate::sandbox::SandboxPolicy;
+use crate::shell_env::ShellEnvPolicy;
 
 /// The bytes kept from the start, and from the end, of each stream.
 pub const HALF_CAP: usize = 32 * 1024;
 
+/// How one command is confined and what it inherits.
+pub struct ShellPolicy<'a> {
+    pub sandbox: &'a SandboxPolicy,
+    pub env: &'a ShellEnvPolicy,
+}
+
 /// Runs `/bin/sh -c command` in `cwd` within `timeout`. Never fails: see the fields of the result.
 /// Dropping the future kills the command's process group.
-pub async fn run(command: &str, cwd: &Path, timeout: Duration) -> RunOutput {
+pub async fn run(command: &str, cwd: &Path, timeout: Duration, policy: ShellPolicy<'_>) -> RunOutput {
+    let env = environment(&policy);
     process::run(&RunSpec {
         program: Path::new("/bin/sh"),
         args: &[OsStr::new("-c"), OsStr::new(command)],
         cwd,
-        env: Env::Inherit,
+        env: Env::Exactly(&env),
         stdin: Stdin::Null,
         stdout: CaptureMode::HeadTail(HALF_CAP, HALF_CAP),
         stderr: CaptureMode::HeadTail(HALF_CAP, HALF_CAP),
         timeout,
         grace: EXIT_GRACE,
         leftovers: Leftovers::Leave,
+        sandbox: Some(policy.sandbox),
     })
     .await
+}
+
+/// Elph's environment filtered by the policy, with `TMPDIR` pointing at the session's temp dir
+/// (the one temp dir a sandboxed command may write).
+pub fn environment(policy: &ShellPolicy<'_>) -> Vec<(OsString, OsString)> {
+    shell_environment(policy.sandbox, policy.env)
+}
+
+/// The environment of a shell command under these policies.
+pub fn shell_environment(sandbox: &SandboxPolicy, env_policy: &ShellEnvPolicy) -> Vec<(OsString, OsString)> {
+    let mut env = env_policy.apply_to_current();
+    if let Some(dir) = &sandbox.temp_dir {
+        env.retain(|(name, _)| name != "TMPDIR");
+        env.push(("TMPDIR".into(), dir.clone().into_os_string()));
+    }
+    env
 }
 
 /// Why `/bin/sh` could not be started in `cwd`.

@@ -78,7 +78,17 @@ impl Tool for ShellExec {
             .timeout_ms
             .unwrap_or(DEFAULT_TIMEOUT_MS)
             .clamp(1, MAX_TIMEOUT_MS);
-        let result = process::run(&args.command, &ctx.project_dir, Duration::from_millis(timeout_ms)).await;
+        let policy = process::ShellPolicy {
+            sandbox: &ctx.sandbox,
+            env: &ctx.shell_env,
+        };
+        let result = process::run(
+            &args.command,
+            &ctx.project_dir,
+            Duration::from_millis(timeout_ms),
+            policy,
+        )
+        .await;
         render(&result, &ctx.project_dir, timeout_ms)
     }
 }

@@ -1,0 +1,104 @@
+//! The sandbox and shell environment part of `elph doctor`: the kernel's Landlock ABI, what the
+//! configured mode allows, whether read-only paths inside the project can be held read-only, and
+//! the names (never the values) of the variables a shell command would get.
+
+use std::path::PathBuf;
+
+use elph_agent::sandbox::{
+    SandboxMode, landlock_support, mount_namespaces_available, mounted_read_only_paths,
+};
+use serde::Serialize;
+
+use super::checks::{Finding, Level};
+use crate::paths::Paths;
+use crate::sandbox::{SandboxArgs, resolve_policy, shell_env_policy};
+use crate::settings::Settings;
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SandboxReport {
+    /// The Landlock ABI of this kernel; `null` when it has none.
+    pub landlock_abi: Option<u8>,
+    /// The mode of settings.json (or the default); `--sandbox` overrides it per run.
+    pub mode: Option<SandboxMode>,
+    pub network: bool,
+    /// What the mode allows, one line each.
+    pub allows: Vec<String>,
+    /// Read-only paths inside writable roots, held read-only by a private mount namespace.
+    pub read_only_paths: Vec<PathBuf>,
+    /// Whether this system lets Elph make that mount namespace.
+    pub mount_namespace: bool,
+    /// The variables a shell command would get, by name.
+    pub shell_environment: Vec<String>,
+    pub findings: Vec<Finding>,
+}
+
+pub fn gather(paths: &Paths) -> SandboxReport {
+    let support = landlock_support();
+    let mut findings = Vec::new();
+    let settings = match Settings::load(&paths.config_dir) {
+        Ok(settings) => settings,
+        Err(error) => {
+            findings.push(
+                Finding::new(Level::Error, error.to_string())
+                    .fix("fix settings.json; every session refuses to start until then"),
+            );
+            Settings::default()
+        }
+    };
+    let mode = settings.sandbox.mode.unwrap_or_default();
+    let mut report = SandboxReport {
+        landlock_abi: support.abi,
+        mode: Some(mode),
+        network: settings.sandbox.network.unwrap_or(false),
+        allows: Vec::new(),
+        read_only_paths: Vec::new(),
+        mount_namespace: mount_namespaces_available(),
+        shell_environment: Vec::new(),
+        findings: Vec::new(),
+    };
+    let args = SandboxArgs::default();
+    match resolve_policy(paths, &settings, &args, None) {
+        Ok(policy) => {
+            report.allows = policy.describe();
+            if mode == SandboxMode::WorkspaceWrite {
+                report.read_only_paths = mounted_read_only_paths(&policy);
+                if !report.mount_namespace && !report.read_only_paths.is_empty() {
+                    findings.push(
+                        Finding::new(
+                            Level::Warning,
+                            "this system forbids the private mount namespace that keeps .elph/ and \
+                             .git/hooks/ read-only inside the project: commands can write them",
+                        )
+                        .fix(
+                            "allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, \
+                             or the AppArmor userns restriction), or use --sandbox read-only",
+                        ),
+                    );
+                }
+            }
+            report.shell_environment = shell_env_policy(paths, &settings)
+                .apply_to_current()
+                .into_iter()
+                .map(|(name, _)| name.to_string_lossy().into_owned())
+                .collect();
+            if policy.temp_dir.is_none() {
+                report.shell_environment.push("TMPDIR".into());
+            }
+            report.shell_environment.sort();
+            report.shell_environment.dedup();
+        }
+        Err(error) => findings.push(
+            Finding::new(Level::Error, format!("{error:#}"))
+                .fix("opt out with `--sandbox full-access` or \"sandbox\": {\"mode\": \"full-access\"}"),
+        ),
+    }
+    if support.abi.is_some() && !support.filters_tcp() && report.mode != Some(SandboxMode::FullAccess) {
+        findings.push(Finding::new(
+            Level::Info,
+            "Landlock below ABI 4 cannot filter TCP; the seccomp filter alone keeps the network off",
+        ));
+    }
+    report.findings = findings;
+    report
+}
