@@ -113,6 +113,8 @@ pub fn import(settings: &Value, taken: &[String]) -> Result<Imported, String> {
                     timeout_ms,
                     enabled: true,
                     protocol: Protocol::ClaudeCode,
+                    // Claude Code hooks run unconfined there; an import keeps that.
+                    sandbox: None,
                 });
             }
         }
