@@ -42,7 +42,8 @@ pub async fn busy_elph_with(
     mut hooks: Vec<serde_json::Value>,
 ) -> (Running, Vec<i32>) {
     env.trust_project();
-    let pid_file = env.evidence("busy.pids");
+    // Inside the project: the default sandbox (workspace-write) lets a command write only there.
+    let pid_file = env.project.join("busy.pids");
     match during {
         During::ShellExec => {
             server.enqueue(FakeReply::tool_call(
