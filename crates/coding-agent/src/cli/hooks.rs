@@ -85,6 +85,9 @@ fn print_list(out: &mut impl Write, set: &HookSet) -> std::io::Result<()> {
                 if !hook.command.executable {
                     command.push_str("  (not found or not executable)");
                 }
+                if hook.protocol == crate::hooks::config::Protocol::ClaudeCode {
+                    command.push_str("  (protocol: claude-code)");
+                }
                 let escape = |text: &str| crate::terminal_text::escape(text).into_owned();
                 [
                     escape(&hook.id),

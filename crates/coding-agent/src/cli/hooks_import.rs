@@ -81,8 +81,22 @@ pub fn run(cwd: Option<&Path>, args: ImportArgs) -> anyhow::Result<u8> {
     // Targets in the order first seen, each with the hooks it gets.
     let mut targets: Vec<(PathBuf, Vec<HookConfig>, HooksFile)> = Vec::new();
     for source in &sources {
-        let text = std::fs::read_to_string(&source.settings)
-            .with_context(|| format!("cannot read {}", source.settings.display()))?;
+        // Bounded, and never blocked by a FIFO or a device in place of the file.
+        let text = match elph_config::read_config(&source.settings) {
+            Ok(Some(bytes)) => String::from_utf8_lossy(&bytes).into_owned(),
+            Ok(None) => {
+                eprintln!("elph hooks import: {} does not exist", source.settings.display());
+                return Ok(exit::ERROR);
+            }
+            Err(err) => {
+                eprintln!(
+                    "elph hooks import: {} {}; nothing was imported",
+                    source.settings.display(),
+                    err.reason()
+                );
+                return Ok(exit::ERROR);
+            }
+        };
         let settings: Value = match serde_json::from_str(&text) {
             Ok(value) => value,
             Err(err) => {

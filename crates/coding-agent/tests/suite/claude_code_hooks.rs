@@ -375,3 +375,74 @@ fn claude_code_protocol_on_an_event_claude_code_lacks_is_refused_with_the_place(
         "{text}"
     );
 }
+
+#[test]
+fn import_refuses_bad_input_clearly_and_loses_nothing() {
+    let env = TestEnv::new();
+    env.trust_project();
+    // Nothing to import.
+    let none = elph_cli(&env, &["hooks", "import"]);
+    assert_eq!(none.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&none.stderr).contains("no Claude Code settings found"));
+
+    // A settings file that is not JSON, next to a hooks.json that must stay as it is.
+    let existing = json!({"hooks": [{"id": "mine", "event": "stop", "command": "/bin/true"}]});
+    env.write_project_hooks(&existing);
+    let before = std::fs::read(env.project.join(".elph/hooks.json")).unwrap();
+    let claude = env.project.join(".claude");
+    std::fs::create_dir_all(&claude).unwrap();
+    std::fs::write(claude.join("settings.json"), "{\"hooks\": {").unwrap();
+    let broken = elph_cli(&env, &["hooks", "import", "--write"]);
+    assert_eq!(broken.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&broken.stderr).contains("is not valid JSON"),
+        "{broken:?}"
+    );
+    assert_eq!(
+        std::fs::read(env.project.join(".elph/hooks.json")).unwrap(),
+        before
+    );
+
+    // A settings file whose hooks have the wrong shape.
+    std::fs::write(
+        claude.join("settings.json"),
+        json!({"hooks": {"PreToolUse": {}}}).to_string(),
+    )
+    .unwrap();
+    let shape = elph_cli(&env, &["hooks", "import", "--write"]);
+    assert_eq!(shape.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&shape.stderr).contains("hooks.PreToolUse is not an array"),
+        "{shape:?}"
+    );
+    assert_eq!(
+        std::fs::read(env.project.join(".elph/hooks.json")).unwrap(),
+        before
+    );
+
+    // A broken hooks.json is not overwritten.
+    std::fs::write(claude.join("settings.json"), settings_json().to_string()).unwrap();
+    std::fs::write(env.project.join(".elph/hooks.json"), "{broken").unwrap();
+    let target = elph_cli(&env, &["hooks", "import", "--write"]);
+    assert_eq!(target.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&target.stderr).contains("fix it first"),
+        "{target:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(env.project.join(".elph/hooks.json")).unwrap(),
+        "{broken"
+    );
+
+    // A good import keeps the hook that was there.
+    std::fs::write(env.project.join(".elph/hooks.json"), &before).unwrap();
+    let good = elph_cli(&env, &["hooks", "import", "--write"]);
+    assert!(good.status.success(), "{good:?}");
+    let hooks: Value =
+        serde_json::from_str(&std::fs::read_to_string(env.project.join(".elph/hooks.json")).unwrap())
+            .unwrap();
+    assert_eq!(hooks["hooks"][0]["id"], "mine");
+    assert_eq!(hooks["hooks"].as_array().unwrap().len(), 6);
+    let list = elph_cli(&env, &["hooks", "list"]);
+    assert!(String::from_utf8_lossy(&list.stdout).contains("(protocol: claude-code)"));
+}
