@@ -678,6 +678,7 @@ fn every_json_block_in_the_docs_is_valid_json() {
         "architecture.md",
         "claude-code.md",
         "mcp.md",
+        "security.md",
     ] {
         for block in json_blocks(&read_doc(doc)) {
             assert!(
@@ -881,6 +882,7 @@ fn links_between_the_docs_resolve() {
         "architecture.md",
         "claude-code.md",
         "mcp.md",
+        "security.md",
     ];
     for doc in docs {
         let text = read_doc(doc);

@@ -75,8 +75,8 @@ struct Attempt {
 }
 
 /// Has the model run, through `shell_exec` under `mode_args`, a script that writes outside the
-/// project, into `.elph/`, into CONFIG_DIR/trust.json, inside the project, and connects to a port
-/// on 127.0.0.1.
+/// project, into `.elph/`, into CONFIG_DIR/trust.json, inside the project, connects to a TCP port on
+/// 127.0.0.1 and sends a UDP datagram there.
 async fn attack(env: &TestEnv, mode_args: &[&str]) -> Attempt {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     listener.set_nonblocking(true).unwrap();
@@ -89,6 +89,7 @@ async fn attack(env: &TestEnv, mode_args: &[&str]) -> Attempt {
          mkdir -p .elph && echo '{{\"hooks\": []}}' > .elph/hooks.json; echo \"elph=$?\"\n\
          echo '{{\"directories\":{{\"/\":true}}}}' > '{trust}'; echo \"trust=$?\"\n\
          bash -c 'exec 3<>/dev/tcp/127.0.0.1/{port}'; echo \"connect=$?\"\n\
+         bash -c 'echo datagram > /dev/udp/127.0.0.1/{port}'; echo \"udp=$?\"\n\
          echo fine > inside.txt; echo \"inside=$?\"",
         outside = outside.display(),
         trust = trust.display(),
@@ -141,7 +142,7 @@ async fn workspace_write_keeps_a_shell_command_in_the_project_and_off_the_networ
         "the project itself is writable: {}",
         attempt.result
     );
-    for failed in ["outside=", "elph=", "trust=", "connect="] {
+    for failed in ["outside=", "elph=", "trust=", "connect=", "udp="] {
         assert!(
             !attempt.result.contains(&format!("{failed}0")),
             "{failed} failed: {}",
@@ -179,6 +180,7 @@ async fn full_access_lets_the_same_command_do_all_of_it() {
     );
     assert!(attempt.connected, "{}", attempt.result);
     assert!(attempt.inside.exists(), "{}", attempt.result);
+    assert!(attempt.result.contains("udp=0"), "{}", attempt.result);
 }
 
 #[tokio::test]
