@@ -59,22 +59,23 @@ impl Default for RuntimeOptions {
     }
 }
 
-/// Everything one session needs.
-pub struct Runtime {
-    pub paths: Paths,
-    pub trust: TrustDecision,
-    pub host: Arc<HookHost>,
-    pub loader: HookLoader,
-    pub store: Option<Arc<SessionStore>>,
-    pub harness: AgentHarness,
+/// Everything one session needs, assembled. Only [`crate::session::Session`] holds one: front ends
+/// drive a session, never the runtime's parts.
+pub(crate) struct Runtime {
+    paths: Paths,
+    trust: TrustDecision,
+    host: Arc<HookHost>,
+    loader: HookLoader,
+    store: Option<Arc<SessionStore>>,
+    harness: AgentHarness,
     /// Whether the session is new or resumed (for sessionStart).
-    pub source: SessionSource,
-    pub model: String,
-    /// The session's MCP servers. Dropping the runtime stops them (whole process groups);
-    /// [`Runtime::stop_mcp`] does it earlier.
-    pub mcp: McpManager,
+    source: SessionSource,
+    model: String,
+    /// The session's MCP servers. Dropping the runtime stops them (whole process groups).
+    mcp: McpManager,
     /// The session's temp dir (TMPDIR of sandboxed commands), removed with the runtime.
-    pub temp_dir: tempfile::TempDir,
+    #[expect(dead_code, reason = "held, not read: dropping it removes the folder")]
+    temp_dir: tempfile::TempDir,
     /// Skills and prompt templates, re-read on reload.
     workflows: Workflows,
     /// Where notices about reloaded workflows go.
@@ -82,7 +83,7 @@ pub struct Runtime {
 }
 
 impl Runtime {
-    pub fn build(
+    pub(crate) fn build(
         paths: Paths,
         options: &RuntimeOptions,
         approver: Arc<dyn Approver>,
@@ -177,13 +178,8 @@ impl Runtime {
         })
     }
 
-    /// The skills and prompt templates loaded now.
-    pub fn workflows(&self) -> &Workflows {
-        &self.workflows
-    }
-
     /// A prompt with a `/skill:NAME` or `/TEMPLATE` command carried out; other prompts unchanged.
-    pub fn expand_prompt(&self, prompt: &str) -> Result<ExpandedPrompt, String> {
+    pub(crate) fn expand_prompt(&self, prompt: &str) -> Result<ExpandedPrompt, String> {
         Ok(self.workflows.expand(prompt)?.unwrap_or_else(|| ExpandedPrompt {
             text: prompt.to_string(),
             template: None,
@@ -206,19 +202,48 @@ impl Runtime {
         self.workflows = next;
     }
 
-    /// Stops the session's MCP servers now (dropping the runtime does it too). Their tools then
-    /// answer with an error.
-    pub fn stop_mcp(&self) {
-        self.mcp.stop();
+    pub(crate) fn session_id(&self) -> &str {
+        self.harness.session_id()
     }
 
-    pub fn session_id(&self) -> &str {
-        self.harness.session_id()
+    pub(crate) fn paths(&self) -> &Paths {
+        &self.paths
+    }
+
+    pub(crate) fn trust(&self) -> &TrustDecision {
+        &self.trust
+    }
+
+    /// The hook set in use now.
+    pub(crate) fn hook_set(&self) -> Arc<HookSet> {
+        self.host.set()
+    }
+
+    pub(crate) fn store(&self) -> Option<&Arc<SessionStore>> {
+        self.store.as_ref()
+    }
+
+    pub(crate) fn harness(&self) -> &AgentHarness {
+        &self.harness
+    }
+
+    pub(crate) fn harness_mut(&mut self) -> &mut AgentHarness {
+        &mut self.harness
+    }
+
+    /// Whether the session is new or resumed (for sessionStart).
+    pub(crate) fn source(&self) -> SessionSource {
+        self.source
+    }
+
+    /// `provider/model`.
+    pub(crate) fn model(&self) -> &str {
+        &self.model
     }
 
     /// `/reload`: re-reads trust and both hook files and swaps the new set in one step. Returns the
     /// new set, whose diagnostics the front end shows.
-    pub fn reload(&mut self) -> Arc<HookSet> {
+    pub(crate) fn reload(&mut self) -> Arc<HookSet> {
         let (trust, set) = self.loader.reload(&self.host);
         self.trust = trust;
         self.reload_workflows();
@@ -226,7 +251,7 @@ impl Runtime {
     }
 
     /// `/trust` or `/untrust`: records the decision, then reloads the hook set at once.
-    pub fn set_trust(&mut self, trusted: bool) -> Result<Arc<HookSet>, crate::trust::TrustError> {
+    pub(crate) fn set_trust(&mut self, trusted: bool) -> Result<Arc<HookSet>, crate::trust::TrustError> {
         let store = TrustStore::new(&self.paths.config_dir);
         if trusted {
             store.trust(&self.paths.project_dir)?;

@@ -1,14 +1,16 @@
 //! `elph acp`: an Agent Client Protocol agent on stdio, so that editors such as Zed can drive Elph.
 //!
 //! One connection serves any number of sessions. Each session has its own project folder (the
-//! client's `cwd`), hence its own trust decision, hook set and hook working directory, and runs in a
-//! task of its own ([`session`]). The connection's handlers only route messages to those tasks, so
+//! client's `cwd`), hence its own trust decision, hook set and hook working directory: a
+//! [`crate::session::Session`] whose events one task turns into the client's messages ([`session`],
+//! [`forward`]). The connection's handlers only route messages to those tasks, so
 //! the dispatch loop stays free and `session/cancel` is handled while a prompt runs.
 //!
 //! stdout carries protocol frames only; problems go to stderr, hook runs to `DATA_DIR/logs/`.
 
 mod approval;
 mod commands;
+mod forward;
 mod framing;
 mod mcp;
 mod session;

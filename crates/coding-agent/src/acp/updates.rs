@@ -1,25 +1,17 @@
-//! The harness's events as `session/update` notifications: text as agent message chunks, tool calls
-//! with kind, status and content, and notices (hook effects `[hook]`, hook problems
-//! `[hook warning]`, Elph's own `[elph]`) as agent thought chunks, outside the answer text.
-//!
-//! One forwarder task per session turns events into notifications in the order the harness emitted
-//! them. Whoever must send something after them (the prompt response, a permission request) first
-//! asks the forwarder to catch up ([`Flusher::flush`]).
+//! The pieces of `session/update` notifications: tool calls with kind, title, status and content,
+//! text as agent message chunks, notices (hook effects `[hook]`, hook problems `[hook warning]`,
+//! Elph's own `[elph]`) as agent thought chunks outside the answer text, and a stored conversation
+//! replayed.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use agent_client_protocol::Client;
-use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     ContentBlock, ContentChunk, ImageContent, SessionId, SessionNotification, SessionUpdate, ToolCall,
     ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
 };
-use elph_agent::harness::{AgentEvent, Entry};
+use elph_agent::harness::Entry;
 use elph_agent::messages::{self, Message};
 use serde_json::Value;
-use tokio::sync::{mpsc, oneshot};
-
-use crate::notices::{self, NoticeKind};
 
 /// The marker of hook notices in the agent's messages.
 pub const HOOK_MARK: &str = "[hook]";
@@ -192,152 +184,6 @@ pub fn history(session_id: &SessionId, entries: &[Entry], project_dir: &Path) ->
         }
     }
     updates
-}
-
-/// Asks a session's forwarder to send every event emitted so far.
-#[derive(Clone, Debug)]
-pub struct Flusher(mpsc::UnboundedSender<oneshot::Sender<()>>);
-
-impl Flusher {
-    /// Returns once every event emitted before the call has been sent (or the forwarder is gone).
-    pub async fn flush(&self) {
-        let (done, wait) = oneshot::channel();
-        if self.0.send(done).is_ok() {
-            let _ = wait.await;
-        }
-    }
-}
-
-/// Turns one session's events into `session/update` notifications, in order.
-pub struct Forwarder {
-    cx: ConnectionTo<Client>,
-    session_id: SessionId,
-    project_dir: PathBuf,
-}
-
-impl Forwarder {
-    /// Starts forwarding `events` and returns the handle that flushes them.
-    pub fn spawn(
-        cx: ConnectionTo<Client>,
-        session_id: SessionId,
-        project_dir: PathBuf,
-        mut events: mpsc::UnboundedReceiver<AgentEvent>,
-    ) -> Flusher {
-        let (flush_tx, mut flushes) = mpsc::unbounded_channel::<oneshot::Sender<()>>();
-        let mut forwarder = Forwarder {
-            cx,
-            session_id,
-            project_dir,
-        };
-        tokio::spawn(async move {
-            loop {
-                tokio::select! {
-                    biased;
-                    event = events.recv() => match event {
-                        Some(event) => forwarder.forward(event),
-                        None => break,
-                    },
-                    Some(done) = flushes.recv() => {
-                        while let Ok(event) = events.try_recv() {
-                            forwarder.forward(event);
-                        }
-                        let _ = done.send(());
-                    }
-                }
-            }
-        });
-        Flusher(flush_tx)
-    }
-
-    fn send(&self, update: SessionUpdate) {
-        let notification = SessionNotification::new(self.session_id.clone(), update);
-        if let Err(err) = self.cx.send_notification(notification) {
-            tracing::debug!("session/update not sent: {err}");
-        }
-    }
-
-    fn text(&mut self, text: String) {
-        if text.is_empty() {
-            return;
-        }
-        self.send(SessionUpdate::AgentMessageChunk(ContentChunk::new(
-            ContentBlock::from(text),
-        )));
-    }
-
-    fn notice(&mut self, mark: &str, text: &str) {
-        let notification = notice(&self.session_id, mark, text);
-        if let Err(err) = self.cx.send_notification(notification) {
-            tracing::debug!("session/update not sent: {err}");
-        }
-    }
-
-    pub fn forward(&mut self, event: AgentEvent) {
-        match event {
-            AgentEvent::TextDelta { text } => self.text(text),
-            AgentEvent::ToolCallStarted {
-                tool_call_id,
-                tool_name,
-                input,
-            } => {
-                let call = tool_call(&tool_call_id, &tool_name, &input, &self.project_dir);
-                self.send(SessionUpdate::ToolCall(call));
-            }
-            AgentEvent::ToolInputRewritten {
-                tool_call_id, input, ..
-            } => {
-                self.send(SessionUpdate::ToolCallUpdate(rewritten_update(
-                    &tool_call_id,
-                    input,
-                )));
-            }
-            AgentEvent::ToolStarted { tool_call_id, .. } => {
-                self.send(SessionUpdate::ToolCallUpdate(status_update(
-                    &tool_call_id,
-                    ToolCallStatus::InProgress,
-                )));
-            }
-            AgentEvent::ApprovalNeeded { tool_call_id, .. } => {
-                self.send(SessionUpdate::ToolCallUpdate(status_update(
-                    &tool_call_id,
-                    ToolCallStatus::Pending,
-                )));
-            }
-            AgentEvent::ToolCallFinished {
-                tool_call_id,
-                content,
-                details,
-                is_error,
-                ran,
-                ..
-            } => {
-                let update = finished_update(&tool_call_id, &content, &details, is_error, ran);
-                self.send(SessionUpdate::ToolCallUpdate(update));
-            }
-            AgentEvent::Hooks { dispatch } => {
-                for notice in notices::describe(&dispatch) {
-                    let mark = match notice.kind {
-                        NoticeKind::Effect => HOOK_MARK,
-                        NoticeKind::Problem => HOOK_PROBLEM_MARK,
-                    };
-                    self.notice(mark, &notice.text);
-                }
-            }
-            AgentEvent::Notice { message } => self.notice(ELPH_MARK, &message),
-            AgentEvent::Compacted { entries_compacted } => {
-                let text = format!("compacted {entries_compacted} earlier message(s) into a summary");
-                self.notice(ELPH_MARK, &text);
-            }
-            AgentEvent::SessionStarted { .. }
-            | AgentEvent::TurnStarted { .. }
-            | AgentEvent::HooksStarted { .. }
-            | AgentEvent::ModelRequestStarted
-            | AgentEvent::AssistantMessage { .. }
-            | AgentEvent::Usage { .. }
-            | AgentEvent::TurnEnded { .. }
-            | AgentEvent::SessionEnded { .. } => {}
-        }
-    }
 }
 
 #[cfg(test)]

@@ -2,18 +2,17 @@
 
 use std::io::{IsTerminal, Read, Write};
 use std::path::Path;
-use std::sync::Arc;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use elph_agent::harness::{AgentEvent, NoApprover, TurnResult};
+use elph_agent::harness::{AgentEvent, TurnResult};
 use elph_agent::hooks::StopStatus;
 use serde_json::json;
 
 use super::exit;
 use crate::notices::{self, NoticeKind};
 use crate::paths::Paths;
-use crate::runtime::{Runtime, RuntimeOptions, SessionChoice};
+use crate::session::{Approvals, Op, Outcome, Session, SessionChoice, SessionEvent, SessionOptions};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum OutputFormat {
@@ -80,7 +79,7 @@ pub fn run(cwd: Option<&Path>, args: RunArgs) -> anyhow::Result<u8> {
     } else {
         SessionChoice::New
     };
-    let options = RuntimeOptions {
+    let options = SessionOptions {
         model: args.model.clone(),
         approval: args.approval.into(),
         max_turns: args.max_turns,
@@ -98,57 +97,79 @@ pub fn run(cwd: Option<&Path>, args: RunArgs) -> anyhow::Result<u8> {
 
 async fn run_async(
     paths: Paths,
-    options: RuntimeOptions,
+    options: SessionOptions,
     prompt: String,
     format: OutputFormat,
 ) -> anyhow::Result<u8> {
     let shutdown = crate::shutdown::Shutdown::install(false).context("cannot watch for signals")?;
-    let (events_tx, mut events_rx) = tokio::sync::mpsc::unbounded_channel();
-    let mut runtime = Runtime::build(paths, &options, Arc::new(NoApprover), events_tx)?;
+    let (session, mut events) = Session::open(paths, options, Approvals::Nobody)?;
     // `/skill:NAME` and `/TEMPLATE args` become the prompt they stand for, before anything starts.
-    let prompt = match runtime.expand_prompt(&prompt) {
+    let prompt = match session.expand_prompt(&prompt) {
         Ok(expanded) => expanded,
         Err(message) => {
             crate::terminal_text::eprint_line(&format!("elph run: {message}"));
             return Ok(exit::USAGE);
         }
     };
-    for diagnostic in &runtime.host.set().diagnostics {
-        emit_diagnostic(format, &diagnostic.to_string());
-    }
-
-    let printer = tokio::spawn(async move {
-        let mut collected = Vec::new();
-        while let Some(event) = events_rx.recv().await {
-            print_event(format, &event);
-            if format == OutputFormat::Json {
-                collected.push(event);
-            }
-        }
-        collected
-    });
-
+    let (session, session_task) = session.spawn();
     // SIGINT, SIGTERM, SIGHUP and SIGQUIT cancel the turn; stop and sessionEnd hooks still run,
     // under the shutdown's short deadline. A second signal does not wait for them.
     let cancel = shutdown.token().clone();
 
-    let source = runtime.source;
-    runtime.harness.start_session(source).await;
-    let result = runtime.harness.run_turn(&prompt.text, &cancel).await;
-    runtime
-        .harness
-        .end_session(if cancel.is_cancelled() {
-            "interrupted"
-        } else {
-            "exit"
-        })
-        .await;
-    let session_id = runtime.session_id().to_string();
-    let model = runtime.model.clone();
-    let storage_error = runtime.harness.storage_error().map(str::to_string);
-    drop(runtime);
-    let events = printer.await.unwrap_or_default();
-    print_result(format, &session_id, &model, &result, events)?;
+    session.submit(Op::Prompt {
+        text: prompt.text,
+        cancel: cancel.clone(),
+    });
+    let mut opened = None;
+    let mut result = None;
+    let mut collected = Vec::new();
+    let mut storage_error = None;
+    while let Some(event) = events.recv().await {
+        match event {
+            SessionEvent::Opened(session) => {
+                for diagnostic in &session.hooks.set.diagnostics {
+                    emit_diagnostic(format, &diagnostic.to_string());
+                }
+                opened = Some(session);
+            }
+            SessionEvent::Agent(event) => {
+                print_event(format, &event);
+                if format == OutputFormat::Json {
+                    collected.push(event);
+                }
+            }
+            SessionEvent::Finished {
+                outcome: Outcome::Turn(turn),
+                ..
+            } => {
+                result = Some(turn);
+                let reason = if cancel.is_cancelled() {
+                    "interrupted"
+                } else {
+                    "exit"
+                };
+                session.submit(Op::End {
+                    reason: reason.into(),
+                });
+            }
+            SessionEvent::Ended { storage_error: error } => {
+                storage_error = error;
+                break;
+            }
+            // Nobody approves here (the harness refuses such calls itself), and one prompt is
+            // the only operation.
+            SessionEvent::Ready
+            | SessionEvent::Approval(_)
+            | SessionEvent::Context { .. }
+            | SessionEvent::Finished { .. } => {}
+        }
+    }
+    // The session's MCP servers stop when its task ends.
+    let _ = session_task.await;
+    let (Some(opened), Some(result)) = (opened, result) else {
+        anyhow::bail!("the session ended before the turn did; see DATA_DIR/logs/elph.log");
+    };
+    print_result(format, &opened.session_id, &opened.model, &result, collected)?;
     if let Some(code) = shutdown.exit_code() {
         return Ok(code);
     }

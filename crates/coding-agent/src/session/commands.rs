@@ -2,6 +2,9 @@
 //! wording for the TUI's palette and `/help` and for ACP's `available_commands`), who handles each,
 //! which a project is offered in its trust state, and how a typed line is parsed.
 
+use tokio_util::sync::CancellationToken;
+
+use super::Op;
 use crate::trust::TrustSlashCommand;
 
 /// A slash command.
@@ -21,7 +24,7 @@ pub enum SlashCommand {
 /// Who carries a command out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Handler {
-    /// The session (an [`Op`](super::Op)): it waits while a turn runs.
+    /// The session (an [`Op`]): it waits while a turn runs.
     Session,
     /// The front end itself (a panel, quitting): it works while the agent does.
     FrontEnd,
@@ -167,6 +170,27 @@ impl SlashCommand {
     /// Whether the session carries it out (and so it waits while a turn runs).
     pub fn needs_session(self) -> bool {
         self.spec().handler == Handler::Session
+    }
+
+    /// The operation a session command stands for, with its argument (`cancel` for one that can be
+    /// cancelled); `None` for the front end's own commands. `/resume` without an id lists the
+    /// sessions to choose from.
+    pub fn op(self, argument: Option<String>, cancel: CancellationToken) -> Option<Op> {
+        match self {
+            SlashCommand::Trust => Some(Op::Trust),
+            SlashCommand::Untrust => Some(Op::Untrust),
+            SlashCommand::Reload => Some(Op::Reload),
+            SlashCommand::Compact => Some(Op::Compact {
+                instructions: argument,
+                cancel,
+            }),
+            SlashCommand::New => Some(Op::New),
+            SlashCommand::Resume => Some(match argument {
+                Some(id) => Op::Resume(id),
+                None => Op::ListSessions,
+            }),
+            SlashCommand::Help | SlashCommand::Hooks | SlashCommand::Quit => None,
+        }
     }
 
     fn from_name(name: &str) -> Option<SlashCommand> {

@@ -1,3 +1,247 @@
-//! One agent session for every front end.
+//! One agent session, driven the same way by every front end.
+//!
+//! A front end opens a [`Session`] for a project ([`Session::open`]: trust decision, hooks,
+//! provider, tools, MCP servers and stored transcript, assembled by `runtime.rs`), starts it
+//! ([`Session::spawn`]), then only submits [`Op`]s through the [`SessionHandle`] and reads the
+//! [`SessionEvent`]s it gets back: what the harness does (its phase events included), approval
+//! questions, and one `Finished` per operation, all in the order they happened. The slash commands
+//! are one table ([`commands`]); `/reload`, `/trust`, `/untrust`, `/compact`, `/new` and `/resume`
+//! are carried out here and nowhere else, and reported as typed [`Outcome`]s that each front end
+//! words for its medium.
+//!
+//! Cancelling is the front end's: each cancellable op carries a `CancellationToken`, and
+//! cancelling it drops the running hook or tool future, which kills its process group.
 
+mod approval;
 pub mod commands;
+mod events;
+mod ops;
+
+use std::future::Future;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use elph_agent::harness::{AgentEvent, Approver, NoApprover};
+use elph_agent::hooks::SessionSource;
+use tokio::sync::mpsc::{self, UnboundedReceiver, UnboundedSender};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+pub use approval::{Approvals, PendingApproval};
+pub use events::{HookState, OpId, Opened, Outcome, SessionEvent, TrustOutcome};
+
+use crate::paths::Paths;
+use crate::runtime::Runtime;
+pub use crate::runtime::{RuntimeOptions as SessionOptions, SessionChoice};
+
+/// What a front end asks its session to do. Operations run one at a time, in the order submitted.
+#[derive(Debug)]
+pub enum Op {
+    /// One user turn.
+    Prompt { text: String, cancel: CancellationToken },
+    /// `/compact [instructions]`.
+    Compact {
+        instructions: Option<String>,
+        cancel: CancellationToken,
+    },
+    /// `/reload`: trust and both hooks.json files again.
+    Reload,
+    /// `/trust`: record `true` for the project, then reload.
+    Trust,
+    /// `/untrust`: record an explicit `false`, stop the project's MCP servers, then reload.
+    Untrust,
+    /// `/new`: end this session and open a new stored one in its place.
+    New,
+    /// `/resume ID`: end this session and resume a stored one in its place.
+    Resume(String),
+    /// The project's stored sessions, for a `/resume` picker.
+    ListSessions,
+    /// Fire sessionEnd with `reason`, then stop (the last event is [`SessionEvent::Ended`]).
+    End { reason: String },
+}
+
+/// Where a session's events go, and where its harness's events and questions come from.
+struct Channels {
+    /// Kept to give a session opened by `New`/`Resume` the same harness event stream.
+    agent_tx: UnboundedSender<AgentEvent>,
+    agent: UnboundedReceiver<AgentEvent>,
+    questions: UnboundedReceiver<PendingApproval>,
+    out: UnboundedSender<SessionEvent>,
+}
+
+impl Channels {
+    fn emit(&self, event: SessionEvent) {
+        let _ = self.out.send(event);
+    }
+
+    /// Awaits `work` while forwarding the harness's events and approval questions, events first
+    /// (a question always follows the events emitted before it).
+    async fn pump<F: Future>(&mut self, work: F) -> F::Output {
+        tokio::pin!(work);
+        let output = loop {
+            tokio::select! {
+                biased;
+                Some(event) = self.agent.recv() => self.emit(SessionEvent::Agent(event)),
+                Some(question) = self.questions.recv() => self.emit(SessionEvent::Approval(question)),
+                output = &mut work => break output,
+            }
+        };
+        while let Ok(event) = self.agent.try_recv() {
+            self.emit(SessionEvent::Agent(event));
+        }
+        while let Ok(question) = self.questions.try_recv() {
+            self.emit(SessionEvent::Approval(question));
+        }
+        output
+    }
+}
+
+/// An opened session, not yet started.
+pub struct Session {
+    runtime: Runtime,
+    options: SessionOptions,
+    approver: Arc<dyn Approver>,
+    channels: Channels,
+}
+
+/// The stream of a session's events.
+pub type SessionEvents = UnboundedReceiver<SessionEvent>;
+
+impl Session {
+    /// Assembles the session for the project in `paths` (blocking: it reads files, opens the
+    /// store and starts MCP servers). Errors here (no model set, an unreadable store, an unknown
+    /// session id) come before anything has run.
+    pub fn open(
+        paths: Paths,
+        options: SessionOptions,
+        approvals: Approvals,
+    ) -> anyhow::Result<(Session, SessionEvents)> {
+        let (agent_tx, agent) = mpsc::unbounded_channel();
+        let (questions_tx, questions) = mpsc::unbounded_channel();
+        let (out, events) = mpsc::unbounded_channel();
+        let approver: Arc<dyn Approver> = match approvals {
+            Approvals::Asked => Arc::new(approval::QueueApprover {
+                questions: questions_tx,
+            }),
+            Approvals::Nobody => Arc::new(NoApprover),
+        };
+        let runtime = Runtime::build(paths, &options, approver.clone(), agent_tx.clone())?;
+        let channels = Channels {
+            agent_tx,
+            agent,
+            questions,
+            out,
+        };
+        let session = Session {
+            runtime,
+            options,
+            approver,
+            channels,
+        };
+        Ok((session, events))
+    }
+
+    pub fn session_id(&self) -> &str {
+        self.runtime.session_id()
+    }
+
+    pub fn project_dir(&self) -> &Path {
+        &self.runtime.paths().project_dir
+    }
+
+    pub fn trusted(&self) -> bool {
+        self.runtime.trust().trusted
+    }
+
+    /// `provider/model`.
+    pub fn model(&self) -> &str {
+        self.runtime.model()
+    }
+
+    /// A prompt with a `/skill:NAME` or `/TEMPLATE` command carried out; other prompts unchanged.
+    /// An unknown skill or a template's missing argument is an error in words for the user.
+    pub fn expand_prompt(&self, prompt: &str) -> Result<crate::workflows::ExpandedPrompt, String> {
+        self.runtime.expand_prompt(prompt)
+    }
+
+    /// Starts the session in a task of its own: it announces itself ([`SessionEvent::Opened`]),
+    /// runs sessionStart ([`SessionEvent::Ready`]), then the submitted operations until `End` or
+    /// until every handle is dropped (then sessionEnd runs with reason `exit`).
+    pub fn spawn(self) -> (SessionHandle, JoinHandle<()>) {
+        let (ops_tx, ops) = mpsc::unbounded_channel();
+        let handle = SessionHandle {
+            ops: ops_tx,
+            next: Arc::new(AtomicU64::new(1)),
+        };
+        (handle, tokio::spawn(self.run(ops)))
+    }
+
+    async fn run(mut self, mut ops: UnboundedReceiver<(OpId, Op)>) {
+        self.announce();
+        let source = self.runtime.source();
+        self.channels
+            .pump(self.runtime.harness_mut().start_session(source))
+            .await;
+        self.send_context();
+        self.channels.emit(SessionEvent::Ready);
+        while let Some((id, op)) = ops.recv().await {
+            tracing::debug!(?op, "session op");
+            let Some(outcome) = self.execute(op).await else {
+                return;
+            };
+            self.send_context();
+            self.channels.emit(SessionEvent::Finished { op: id, outcome });
+        }
+        // Every handle is gone without an `End` (the front end stopped): still end the session.
+        self.end("exit").await;
+    }
+
+    fn hook_state(&self) -> HookState {
+        HookState {
+            project_dir: self.runtime.paths().project_dir.clone(),
+            trust: self.runtime.trust().clone(),
+            set: self.runtime.hook_set(),
+        }
+    }
+
+    /// Tells the front end which session runs now, what it holds, and its hooks.
+    fn announce(&self) {
+        let harness = self.runtime.harness();
+        let opened = Opened {
+            session_id: harness.session_id().to_string(),
+            model: self.runtime.model().to_string(),
+            resumed: self.runtime.source() == SessionSource::Resume,
+            context_window: harness.provider().context_window(),
+            entries: harness.transcript().entries().to_vec(),
+            hooks: self.hook_state(),
+        };
+        self.channels.emit(SessionEvent::Opened(Box::new(opened)));
+    }
+
+    fn send_context(&self) {
+        let harness = self.runtime.harness();
+        self.channels.emit(SessionEvent::Context {
+            tokens: harness.context_tokens(),
+            window: harness.provider().context_window(),
+        });
+    }
+}
+
+/// Submits operations to a running session. Clones reach the same session; when the last one is
+/// dropped the session ends (sessionEnd with reason `exit`).
+#[derive(Clone, Debug)]
+pub struct SessionHandle {
+    ops: UnboundedSender<(OpId, Op)>,
+    next: Arc<AtomicU64>,
+}
+
+impl SessionHandle {
+    /// Queues `op` after those submitted before it. Its `Finished` event carries the returned id.
+    /// An op submitted after the session has ended is dropped (no event follows).
+    pub fn submit(&self, op: Op) -> OpId {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let _ = self.ops.send((id, op));
+        id
+    }
+}

@@ -16,8 +16,23 @@ use super::commands::{self, Parsed, SlashCommand, help_panel};
 use super::composer::Composer;
 use super::hookview::{self, HooksView, RunInfo};
 pub use super::items::{Item, Panel, PanelLine, Tone, ToolItem, ToolState};
-use super::worker::{Command, Level, UiMsg};
+use super::worker::{Level, Op, UiMsg};
 use crate::store::SessionInfo;
+
+/// What the spinner says while the session carries out `op`.
+fn busy_label(op: &Op) -> &'static str {
+    match op {
+        Op::Prompt { .. } => "working",
+        Op::Compact { .. } => "compacting",
+        Op::Reload => "reloading hooks",
+        Op::Trust => "trusting the project",
+        Op::Untrust => "untrusting the project",
+        Op::New => "starting a new session",
+        Op::Resume(_) => "resuming",
+        Op::ListSessions => "listing sessions",
+        Op::End { .. } => "ending the session",
+    }
+}
 
 /// Two Ctrl+C within this time exit.
 pub const DOUBLE_PRESS: Duration = Duration::from_millis(1000);
@@ -92,7 +107,7 @@ pub struct App {
     pub quitting: bool,
     pub exit: bool,
     last_ctrl_c: Option<Instant>,
-    outbox: Vec<Command>,
+    outbox: Vec<Op>,
 }
 
 impl App {
@@ -125,7 +140,7 @@ impl App {
     }
 
     /// What the agent should do next, in order.
-    pub fn take_commands(&mut self) -> Vec<Command> {
+    pub fn take_commands(&mut self) -> Vec<Op> {
         std::mem::take(&mut self.outbox)
     }
 
@@ -162,6 +177,13 @@ impl App {
         }
     }
 
+    /// Applies what the session said, in order.
+    pub fn update_all(&mut self, messages: Vec<UiMsg>) {
+        for message in messages {
+            self.update(Msg::Worker(message));
+        }
+    }
+
     fn set_hint(&mut self, text: impl Into<String>) {
         self.hint = Some((text.into(), self.now));
     }
@@ -173,7 +195,7 @@ impl App {
         });
     }
 
-    fn start(&mut self, label: &str, command: Command, cancel: Option<CancellationToken>) {
+    fn start(&mut self, label: &str, command: Op, cancel: Option<CancellationToken>) {
         self.outbox.push(command);
         self.busy = Some(Busy {
             label: label.into(),
@@ -313,7 +335,10 @@ impl App {
             cancel.cancel();
         }
         self.close_approval();
-        self.start("ending the session", Command::Shutdown, None);
+        let end = Op::End {
+            reason: "exit".into(),
+        };
+        self.start(busy_label(&end), end, None);
         self.set_hint("Ctrl+C to exit now");
     }
 
@@ -337,7 +362,7 @@ impl App {
                 self.composer.submit();
                 self.items.push(Item::User(text.clone()));
                 let cancel = CancellationToken::new();
-                let command = Command::Prompt {
+                let command = Op::Prompt {
                     text,
                     cancel: cancel.clone(),
                 };
@@ -375,22 +400,19 @@ impl App {
                 self.items.push(Item::Panel(panel));
             }
             SlashCommand::Quit => self.quit(),
-            SlashCommand::Trust => self.start("trusting the project", Command::SetTrust(true), None),
-            SlashCommand::Untrust => self.start("untrusting the project", Command::SetTrust(false), None),
-            SlashCommand::Reload => self.start("reloading hooks", Command::Reload, None),
-            SlashCommand::Compact => {
+            SlashCommand::Trust
+            | SlashCommand::Untrust
+            | SlashCommand::Reload
+            | SlashCommand::Compact
+            | SlashCommand::New
+            | SlashCommand::Resume => {
                 let cancel = CancellationToken::new();
-                let command = Command::Compact {
-                    instructions: args,
-                    cancel: cancel.clone(),
-                };
-                self.start("compacting", command, Some(cancel));
+                if let Some(op) = command.op(args, cancel.clone()) {
+                    // Only a compaction runs long enough to be worth cancelling.
+                    let cancel = matches!(op, Op::Compact { .. }).then_some(cancel);
+                    self.start(busy_label(&op), op, cancel);
+                }
             }
-            SlashCommand::New => self.start("starting a new session", Command::NewSession, None),
-            SlashCommand::Resume => match args {
-                Some(id) => self.start("resuming", Command::Resume(id), None),
-                None => self.start("listing sessions", Command::ListSessions, None),
-            },
         }
         self.scroll = 0;
     }
@@ -441,7 +463,7 @@ impl App {
             }
             Some(Modal::Sessions { sessions, .. }) => {
                 if let Some(session) = sessions.get(choice) {
-                    self.start("resuming", Command::Resume(session.id.clone()), None);
+                    self.start("resuming", Op::Resume(session.id.clone()), None);
                 }
             }
             None => {}

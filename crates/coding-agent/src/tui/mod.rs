@@ -3,7 +3,7 @@
 //! - `app`: the state and `update(msg)`; `view`: drawing; `transcript`, `markdown`, `wrap`: the
 //!   transcript's rows; `composer`: the multi-line input; `commands`: slash commands and the
 //!   palette; `hookview`: the hook set, recent runs and the `/hooks` panel.
-//! - `worker`: the agent task that owns the `Runtime` and talks to the app over channels.
+//! - `worker`: the app's side of its [`Session`]: session events as the app's messages.
 //!
 //! This module sets up the terminal (raw mode, alternate screen, bracketed paste), restores it on
 //! every way out (a panic too), and runs the event loop: terminal input, the agent's messages, and
@@ -38,7 +38,7 @@ use tokio::signal::unix::{SignalKind, signal};
 
 use crate::cli::exit;
 use crate::paths::Paths;
-use crate::runtime::{RuntimeOptions, SessionChoice};
+use crate::session::{Approvals, Session, SessionChoice, SessionOptions};
 use crate::trust::TrustDecision;
 use app::{App, Msg};
 
@@ -78,7 +78,7 @@ async fn main_loop(
     approval: ApprovalPolicy,
     sandbox: crate::sandbox::SandboxArgs,
 ) -> anyhow::Result<u8> {
-    let options = RuntimeOptions {
+    let options = SessionOptions {
         model,
         // `ask` by default: a person is there to answer.
         approval,
@@ -89,8 +89,8 @@ async fn main_loop(
     };
     let project = paths.project_dir.display().to_string();
     // Errors here (no model set, an unreadable store) print before the screen changes.
-    let (worker, commands, commands_rx, mut messages) = worker::build(paths, options)?;
-    let worker_task = tokio::spawn(worker.run(commands_rx));
+    let (session, mut events) = Session::open(paths, options, Approvals::Asked)?;
+    let (session, session_task) = session.spawn();
 
     let mut screen = Screen::enter().context("cannot set up the terminal")?;
     let mut app = App::new(Instant::now());
@@ -138,13 +138,13 @@ async fn main_loop(
                 }
                 dirty = true;
             }
-            message = messages.recv(), if !worker_gone => {
-                match message {
-                    Some(message) => {
-                        app.update(Msg::Worker(message));
+            event = events.recv(), if !worker_gone => {
+                match event {
+                    Some(event) => {
+                        app.update_all(worker::ui_messages(event));
                         // Take what else is waiting before drawing again (a fast stream).
-                        while let Ok(message) = messages.try_recv() {
-                            app.update(Msg::Worker(message));
+                        while let Ok(event) = events.try_recv() {
+                            app.update_all(worker::ui_messages(event));
                         }
                     }
                     None => {
@@ -166,18 +166,18 @@ async fn main_loop(
         if input_done && !app.quitting {
             app.quit();
         }
-        for command in app.take_commands() {
-            let _ = commands.send(command);
+        for op in app.take_commands() {
+            session.submit(op);
         }
         if app.exit {
             break;
         }
     }
     screen.restore();
-    drop(commands);
-    if !worker_task.is_finished() {
+    drop(session);
+    if !session_task.is_finished() {
         // Ended without waiting for sessionEnd (Ctrl+C while quitting): give it a moment.
-        let _ = tokio::time::timeout(Duration::from_millis(200), worker_task).await;
+        let _ = tokio::time::timeout(Duration::from_millis(200), session_task).await;
     }
     if worker_gone && !app.quitting {
         anyhow::bail!("the agent stopped unexpectedly; see {}", "DATA_DIR/logs/elph.log");

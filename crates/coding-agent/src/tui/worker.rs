@@ -1,46 +1,15 @@
-//! The agent side of the TUI: a task that owns the [`Runtime`], takes [`Command`]s from the UI one
-//! at a time, and sends back [`UiMsg`]s — the harness's events, approval questions, and what each
-//! command did — in the order they happened.
-//!
-//! The UI owns each turn's `CancellationToken`: Ctrl+C cancels it, the harness drops the running
-//! hook or tool future, and dropping it kills the process group.
+//! The TUI's side of its session: the app's requests go to the session as [`Op`]s, and each
+//! [`SessionEvent`] comes back as the [`UiMsg`]s the app understands — the harness's events,
+//! approval questions, and each operation's outcome as notices in the TUI's words.
 
-use std::future::Future;
-use std::sync::Arc;
-
-use elph_agent::harness::{AgentEvent, ApprovalDecision, ApprovalRequest, Approver, CompactOutcome, Entry};
-use elph_agent::hooks::CompactTrigger;
+use elph_agent::harness::{AgentEvent, CompactOutcome, Entry};
 use elph_agent::messages::Message;
 use serde_json::Value;
-use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
-use tokio::sync::oneshot;
-use tokio_util::sync::CancellationToken;
 
 use super::hookview::HooksView;
-use crate::runtime::{Runtime, RuntimeOptions, SessionChoice};
+use crate::session::{HookState, Outcome, SessionEvent, TrustOutcome};
+pub use crate::session::{Op, PendingApproval};
 use crate::store::SessionInfo;
-
-/// What the UI asks the agent to do.
-#[derive(Debug)]
-pub enum Command {
-    Prompt {
-        text: String,
-        cancel: CancellationToken,
-    },
-    Compact {
-        instructions: Option<String>,
-        cancel: CancellationToken,
-    },
-    Reload,
-    /// `/trust` (true) or `/untrust` (false).
-    SetTrust(bool),
-    NewSession,
-    /// The project's sessions, for the `/resume` picker.
-    ListSessions,
-    Resume(String),
-    /// Fire sessionEnd, then stop.
-    Shutdown,
-}
 
 /// How loud a notice is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,13 +20,6 @@ pub enum Level {
     /// A hook failed or a configuration problem; the operation went on.
     Problem,
     Error,
-}
-
-/// A tool call waiting for the user; answer through `reply` (dropping it denies).
-#[derive(Debug)]
-pub struct PendingApproval {
-    pub request: ApprovalRequest,
-    pub reply: oneshot::Sender<ApprovalDecision>,
 }
 
 /// One thing of a stored conversation, for showing a resumed session.
@@ -99,278 +61,124 @@ pub enum UiMsg {
     Sessions(Vec<SessionInfo>),
     /// The command finished; the agent waits for the next one.
     Idle,
-    /// The session ended after `Shutdown`.
+    /// The session ended after `Op::End`.
     Exited,
 }
 
-/// Asks the UI and waits for its answer.
-pub struct TuiApprover {
-    tx: UnboundedSender<PendingApproval>,
-}
-
-impl TuiApprover {
-    pub fn new(tx: UnboundedSender<PendingApproval>) -> Self {
-        TuiApprover { tx }
-    }
-}
-
-#[async_trait::async_trait]
-impl Approver for TuiApprover {
-    async fn approve(&self, request: &ApprovalRequest) -> Option<ApprovalDecision> {
-        let (reply, answer) = oneshot::channel();
-        let pending = PendingApproval {
-            request: request.clone(),
-            reply,
-        };
-        if self.tx.send(pending).is_err() {
-            return None;
+/// What the app is told about `event`, in order.
+pub fn ui_messages(event: SessionEvent) -> Vec<UiMsg> {
+    match event {
+        SessionEvent::Opened(opened) => {
+            let mut messages = vec![UiMsg::Session(SessionView {
+                model: opened.model,
+                session_id: opened.session_id,
+                resumed: opened.resumed,
+                context_window: opened.context_window,
+                history: history(&opened.entries),
+            })];
+            hooks_and_problems(&mut messages, &opened.hooks, true);
+            messages
         }
-        Some(answer.await.unwrap_or(ApprovalDecision::Deny))
-    }
-}
-
-/// The receiving ends the worker forwards to the UI.
-pub struct Channels {
-    pub events_tx: UnboundedSender<AgentEvent>,
-    pub events: UnboundedReceiver<AgentEvent>,
-    pub approvals: UnboundedReceiver<PendingApproval>,
-    pub ui: UnboundedSender<UiMsg>,
-}
-
-impl Channels {
-    fn send(&self, msg: UiMsg) {
-        let _ = self.ui.send(msg);
-    }
-
-    fn notice(&self, level: Level, text: impl Into<String>) {
-        self.send(UiMsg::Notice(level, text.into()));
-    }
-
-    fn drain(&mut self) {
-        while let Ok(event) = self.events.try_recv() {
-            let _ = self.ui.send(UiMsg::Agent(event));
+        SessionEvent::Ready => vec![UiMsg::Idle],
+        SessionEvent::Agent(event) => vec![UiMsg::Agent(event)],
+        SessionEvent::Approval(question) => vec![UiMsg::Approval(question)],
+        SessionEvent::Context { tokens, window } => vec![UiMsg::Context { tokens, window }],
+        SessionEvent::Finished { outcome, .. } => {
+            let mut messages = outcome_messages(outcome);
+            messages.push(UiMsg::Idle);
+            messages
         }
-        while let Ok(approval) = self.approvals.try_recv() {
-            let _ = self.ui.send(UiMsg::Approval(approval));
+        SessionEvent::Ended { .. } => vec![UiMsg::Exited],
+    }
+}
+
+/// The hook set for the status line, `/hooks` and the palette, and (with `problems`) each of its
+/// diagnostics as a notice.
+fn hooks_and_problems(messages: &mut Vec<UiMsg>, hooks: &HookState, problems: bool) {
+    messages.push(UiMsg::Hooks(HooksView::from_set(&hooks.trust, &hooks.set)));
+    if problems {
+        for diagnostic in &hooks.set.diagnostics {
+            messages.push(UiMsg::Notice(Level::Problem, diagnostic.to_string()));
         }
     }
 }
 
-/// Awaits `work` while forwarding the harness's events and approval questions, events first (an
-/// approval question always follows the events emitted before it).
-async fn pump<F: Future>(channels: &mut Channels, work: F) -> F::Output {
-    tokio::pin!(work);
-    let output = loop {
-        tokio::select! {
-            biased;
-            Some(event) = channels.events.recv() => channels.send(UiMsg::Agent(event)),
-            Some(approval) = channels.approvals.recv() => channels.send(UiMsg::Approval(approval)),
-            output = &mut work => break output,
+/// An operation's outcome in the TUI's words. A turn and a compaction have told their story through
+/// the harness's events already, unless the compaction did not happen.
+fn outcome_messages(outcome: Outcome) -> Vec<UiMsg> {
+    let mut messages = Vec::new();
+    match outcome {
+        Outcome::Turn(_) | Outcome::Switched | Outcome::Compaction(CompactOutcome::Compacted { .. }) => {}
+        Outcome::Compaction(CompactOutcome::CancelledByHook { hook_id }) => messages.push(UiMsg::Notice(
+            Level::Effect,
+            format!("hook '{hook_id}' cancelled the compaction"),
+        )),
+        Outcome::Compaction(CompactOutcome::Interrupted) => {
+            messages.push(UiMsg::Notice(Level::Info, "compaction cancelled".into()))
+        }
+        Outcome::Compaction(CompactOutcome::NothingToCompact) => {
+            messages.push(UiMsg::Notice(Level::Info, "nothing to compact yet".into()))
+        }
+        Outcome::Compaction(CompactOutcome::Failed(error)) => {
+            messages.push(UiMsg::Notice(Level::Error, format!("compaction failed: {error}")))
+        }
+        Outcome::Reloaded(hooks) => {
+            hooks_and_problems(&mut messages, &hooks, true);
+            messages.push(UiMsg::Notice(
+                Level::Info,
+                format!(
+                    "reloaded: {} active hook(s), {} diagnostic(s); project {}",
+                    hooks.active(),
+                    hooks.set.diagnostics.len(),
+                    trust_word(hooks.trust.trusted)
+                ),
+            ));
+        }
+        Outcome::Trust { trust, outcome } => trust_messages(&mut messages, trust, outcome),
+        Outcome::AlreadyInSession(id) => {
+            messages.push(UiMsg::Notice(Level::Info, format!("already in session {id}")))
+        }
+        Outcome::SwitchFailed(error) => messages.push(UiMsg::Notice(Level::Error, error)),
+        Outcome::Sessions(Ok(sessions)) => messages.push(UiMsg::Sessions(sessions)),
+        Outcome::Sessions(Err(error)) => messages.push(UiMsg::Notice(Level::Error, error)),
+    }
+    messages
+}
+
+/// `/trust` or `/untrust` (`trust`), as it went.
+fn trust_messages(messages: &mut Vec<UiMsg>, trust: bool, outcome: TrustOutcome) {
+    let text = match outcome {
+        // After /untrust, the only news would be that the project's hooks are skipped.
+        TrustOutcome::Changed(hooks) => {
+            hooks_and_problems(messages, &hooks, hooks.trust.trusted);
+            let dir = hooks.project_dir.display();
+            if hooks.trust.trusted {
+                format!(
+                    "trusted {dir}: its .elph/hooks.json is loaded ({} active hook(s))",
+                    hooks.active()
+                )
+            } else {
+                format!(
+                    "no longer trusting {dir}: its hooks are off ({} active hook(s) left)",
+                    hooks.active()
+                )
+            }
+        }
+        TrustOutcome::Unchanged(hooks) if trust => format!(
+            "{} is already trusted ({})",
+            hooks.project_dir.display(),
+            hooks.trust.explanation()
+        ),
+        TrustOutcome::Unchanged(hooks) => format!(
+            "{} is not trusted, so there is nothing to untrust",
+            hooks.project_dir.display()
+        ),
+        TrustOutcome::Failed(error) => {
+            messages.push(UiMsg::Notice(Level::Error, error));
+            return;
         }
     };
-    channels.drain();
-    output
-}
-
-pub struct Worker {
-    runtime: Runtime,
-    options: RuntimeOptions,
-    approver: Arc<dyn Approver>,
-    channels: Channels,
-}
-
-impl Worker {
-    pub fn new(
-        runtime: Runtime,
-        options: RuntimeOptions,
-        approver: Arc<dyn Approver>,
-        channels: Channels,
-    ) -> Self {
-        Worker {
-            runtime,
-            options,
-            approver,
-            channels,
-        }
-    }
-
-    /// Starts the session, then runs commands until `Shutdown` or until the UI goes away.
-    pub async fn run(mut self, mut commands: UnboundedReceiver<Command>) {
-        self.announce();
-        self.start().await;
-        while let Some(command) = commands.recv().await {
-            tracing::debug!(?command, "tui command");
-            if matches!(command, Command::Shutdown) {
-                pump(&mut self.channels, self.runtime.harness.end_session("exit")).await;
-                self.channels.send(UiMsg::Exited);
-                return;
-            }
-            self.execute(command).await;
-            self.send_context();
-            self.channels.send(UiMsg::Idle);
-        }
-        // The UI is gone without a Shutdown (it panicked or was killed): still end the session.
-        pump(&mut self.channels, self.runtime.harness.end_session("exit")).await;
-    }
-
-    /// Tells the UI about the session and the hook set (with the set's diagnostics as notices).
-    fn announce(&self) {
-        let harness = &self.runtime.harness;
-        self.channels.send(UiMsg::Session(SessionView {
-            model: self.runtime.model.clone(),
-            session_id: harness.session_id().to_string(),
-            resumed: self.runtime.source == elph_agent::hooks::SessionSource::Resume,
-            context_window: harness.provider().context_window(),
-            history: history(harness.transcript().entries()),
-        }));
-        self.send_hooks();
-        for diagnostic in &self.runtime.host.set().diagnostics {
-            self.channels.notice(Level::Problem, diagnostic.to_string());
-        }
-    }
-
-    async fn start(&mut self) {
-        let source = self.runtime.source;
-        pump(&mut self.channels, self.runtime.harness.start_session(source)).await;
-        self.send_context();
-        self.channels.send(UiMsg::Idle);
-    }
-
-    fn send_hooks(&self) {
-        let view = HooksView::from_set(&self.runtime.trust, &self.runtime.host.set());
-        self.channels.send(UiMsg::Hooks(view));
-    }
-
-    fn send_context(&self) {
-        let harness = &self.runtime.harness;
-        self.channels.send(UiMsg::Context {
-            tokens: harness.context_tokens(),
-            window: harness.provider().context_window(),
-        });
-    }
-
-    async fn execute(&mut self, command: Command) {
-        match command {
-            Command::Prompt { text, cancel } => {
-                pump(&mut self.channels, self.runtime.harness.run_turn(&text, &cancel)).await;
-            }
-            Command::Compact { instructions, cancel } => {
-                let work = self
-                    .runtime
-                    .harness
-                    .compact(CompactTrigger::Manual, instructions, &cancel);
-                let outcome = pump(&mut self.channels, work).await;
-                self.report_compaction(outcome);
-            }
-            Command::Reload => {
-                let set = self.runtime.reload();
-                self.send_hooks();
-                for diagnostic in &set.diagnostics {
-                    self.channels.notice(Level::Problem, diagnostic.to_string());
-                }
-                let active = set.active().count();
-                self.channels.notice(
-                    Level::Info,
-                    format!(
-                        "reloaded: {active} active hook(s), {} diagnostic(s); project {}",
-                        set.diagnostics.len(),
-                        trust_word(self.runtime.trust.trusted)
-                    ),
-                );
-            }
-            Command::SetTrust(trusted) => match self.runtime.set_trust(trusted) {
-                Ok(set) => {
-                    self.send_hooks();
-                    // After /untrust, the only news would be that the project's hooks are skipped.
-                    if self.runtime.trust.trusted {
-                        for diagnostic in &set.diagnostics {
-                            self.channels.notice(Level::Problem, diagnostic.to_string());
-                        }
-                    }
-                    let text = if self.runtime.trust.trusted {
-                        format!(
-                            "trusted {}: its .elph/hooks.json is loaded ({} active hook(s))",
-                            self.runtime.paths.project_dir.display(),
-                            set.active().count()
-                        )
-                    } else {
-                        format!(
-                            "no longer trusting {}: its hooks are off ({} active hook(s) left)",
-                            self.runtime.paths.project_dir.display(),
-                            set.active().count()
-                        )
-                    };
-                    self.channels.notice(Level::Info, text);
-                }
-                Err(error) => self.channels.notice(Level::Error, error.to_string()),
-            },
-            Command::NewSession => self.switch(SessionChoice::New).await,
-            Command::Resume(id) => {
-                if id == self.runtime.session_id() {
-                    self.channels
-                        .notice(Level::Info, format!("already in session {id}"));
-                } else {
-                    self.switch(SessionChoice::Resume(id)).await;
-                }
-            }
-            Command::ListSessions => match &self.runtime.store {
-                None => self
-                    .channels
-                    .notice(Level::Error, "this session is not stored; nothing to resume"),
-                Some(store) => match store.list(&self.runtime.paths.project_dir) {
-                    Ok(sessions) => self.channels.send(UiMsg::Sessions(sessions)),
-                    Err(error) => self
-                        .channels
-                        .notice(Level::Error, format!("cannot list sessions: {error}")),
-                },
-            },
-            Command::Shutdown => {}
-        }
-    }
-
-    /// Ends the current session and starts (or resumes) another in its place.
-    async fn switch(&mut self, choice: SessionChoice) {
-        let mut options = self.options.clone();
-        options.session = choice;
-        let built = Runtime::build(
-            self.runtime.paths.clone(),
-            &options,
-            self.approver.clone(),
-            self.channels.events_tx.clone(),
-        );
-        let runtime = match built {
-            Ok(runtime) => runtime,
-            Err(error) => {
-                self.channels.notice(Level::Error, format!("{error:#}"));
-                return;
-            }
-        };
-        let reason = if options.session == SessionChoice::New {
-            "new_session"
-        } else {
-            "resume"
-        };
-        pump(&mut self.channels, self.runtime.harness.end_session(reason)).await;
-        self.runtime = runtime;
-        self.announce();
-        let source = self.runtime.source;
-        pump(&mut self.channels, self.runtime.harness.start_session(source)).await;
-    }
-
-    fn report_compaction(&self, outcome: CompactOutcome) {
-        let (level, text) = match outcome {
-            // The harness's Compacted event already says so.
-            CompactOutcome::Compacted { .. } => return,
-            CompactOutcome::CancelledByHook { hook_id } => (
-                Level::Effect,
-                format!("hook '{hook_id}' cancelled the compaction"),
-            ),
-            CompactOutcome::Interrupted => (Level::Info, "compaction cancelled".to_string()),
-            CompactOutcome::NothingToCompact => (Level::Info, "nothing to compact yet".to_string()),
-            CompactOutcome::Failed(error) => (Level::Error, format!("compaction failed: {error}")),
-        };
-        self.channels.notice(level, text);
-    }
+    messages.push(UiMsg::Notice(Level::Info, text));
 }
 
 pub fn trust_word(trusted: bool) -> &'static str {
@@ -419,37 +227,6 @@ pub fn history(entries: &[Entry]) -> Vec<HistoryEntry> {
         }
     }
     out
-}
-
-/// The worker, the sending and receiving ends of its commands, and the receiving end of its messages.
-pub type Built = (
-    Worker,
-    UnboundedSender<Command>,
-    UnboundedReceiver<Command>,
-    UnboundedReceiver<UiMsg>,
-);
-
-/// Sets up the channels and the approver and builds the runtime (errors here come before the
-/// terminal changes).
-pub fn build(paths: crate::paths::Paths, options: RuntimeOptions) -> anyhow::Result<Built> {
-    let (events_tx, events) = tokio::sync::mpsc::unbounded_channel();
-    let (approvals_tx, approvals) = tokio::sync::mpsc::unbounded_channel();
-    let (ui, ui_rx) = tokio::sync::mpsc::unbounded_channel();
-    let (commands_tx, commands_rx) = tokio::sync::mpsc::unbounded_channel();
-    let approver: Arc<dyn Approver> = Arc::new(TuiApprover::new(approvals_tx));
-    let runtime = Runtime::build(paths, &options, approver.clone(), events_tx.clone())?;
-    let channels = Channels {
-        events_tx,
-        events,
-        approvals,
-        ui,
-    };
-    Ok((
-        Worker::new(runtime, options, approver, channels),
-        commands_tx,
-        commands_rx,
-        ui_rx,
-    ))
 }
 
 #[cfg(test)]

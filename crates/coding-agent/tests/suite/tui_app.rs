@@ -5,7 +5,7 @@ use std::time::Duration;
 use coding_agent::store::SessionInfo;
 use coding_agent::tui::app::{App, Item, Modal, Msg, ToolState};
 use coding_agent::tui::view;
-use coding_agent::tui::worker::{Command, PendingApproval, UiMsg};
+use coding_agent::tui::worker::{Op, PendingApproval, UiMsg};
 use crossterm::event::{KeyCode, KeyModifiers};
 use elph_agent::harness::{AgentEvent, ApprovalDecision, ApprovalRequest};
 use elph_agent::hooks::{HookEvent, HookOutcome, PreToolUseOutcome, StopStatus};
@@ -22,7 +22,7 @@ fn send_prompt(app: &mut App, text: &str) -> tokio_util::sync::CancellationToken
     type_text(app, text);
     press(app, KeyCode::Enter);
     match app.take_commands().as_slice() {
-        [Command::Prompt { text: sent, cancel }] => {
+        [Op::Prompt { text: sent, cancel }] => {
             assert_eq!(sent, text);
             cancel.clone()
         }
@@ -60,7 +60,7 @@ fn ctrl_c_cancels_the_running_turn_and_twice_exits() {
     later(&mut app, Duration::from_millis(300));
     ctrl_c(&mut app);
     assert!(app.quitting);
-    assert!(matches!(app.take_commands().as_slice(), [Command::Shutdown]));
+    assert!(matches!(app.take_commands().as_slice(), [Op::End { .. }]));
     assert!(!app.exit, "waits for sessionEnd");
     worker(&mut app, UiMsg::Exited);
     assert!(app.exit);
@@ -82,7 +82,7 @@ fn quit_command_ends_the_session() {
     let mut app = started_app(true);
     type_text(&mut app, "/quit");
     press(&mut app, KeyCode::Enter);
-    assert!(matches!(app.take_commands().as_slice(), [Command::Shutdown]));
+    assert!(matches!(app.take_commands().as_slice(), [Op::End { .. }]));
     // Ctrl+C while sessionEnd hooks run: leave now.
     ctrl_c(&mut app);
     assert!(app.exit);
@@ -95,10 +95,7 @@ fn typed_trust_runs_trust_even_where_the_palette_offers_untrust() {
     let offered: Vec<&str> = app.palette().unwrap().iter().map(|c| c.name()).collect();
     assert_eq!(offered, vec!["untrust"]);
     press(&mut app, KeyCode::Enter);
-    assert!(matches!(
-        app.take_commands().as_slice(),
-        [Command::SetTrust(true)]
-    ));
+    assert!(matches!(app.take_commands().as_slice(), [Op::Trust]));
 }
 
 #[test]
@@ -106,10 +103,7 @@ fn the_palette_refreshes_after_untrust() {
     let mut app = started_app(true);
     type_text(&mut app, "/untr");
     press(&mut app, KeyCode::Enter);
-    assert!(matches!(
-        app.take_commands().as_slice(),
-        [Command::SetTrust(false)]
-    ));
+    assert!(matches!(app.take_commands().as_slice(), [Op::Untrust]));
     worker(&mut app, UiMsg::Hooks(hooks_view(false)));
     worker(&mut app, UiMsg::Idle);
     type_text(&mut app, "/");
@@ -130,7 +124,7 @@ fn palette_keys_select_complete_and_close() {
     type_text(&mut app, "keep the plan");
     press(&mut app, KeyCode::Enter);
     match app.take_commands().as_slice() {
-        [Command::Compact { instructions, .. }] => assert_eq!(instructions.as_deref(), Some("keep the plan")),
+        [Op::Compact { instructions, .. }] => assert_eq!(instructions.as_deref(), Some("keep the plan")),
         other => panic!("{other:?}"),
     }
     worker(&mut app, UiMsg::Idle);
@@ -180,7 +174,7 @@ fn multi_line_input_and_history() {
     assert_eq!(app.composer.text(), "line one\nline two\nthree\n");
     press(&mut app, KeyCode::Enter);
     match app.take_commands().as_slice() {
-        [Command::Prompt { text, .. }] => assert_eq!(text, "line one\nline two\nthree\n"),
+        [Op::Prompt { text, .. }] => assert_eq!(text, "line one\nline two\nthree\n"),
         other => panic!("{other:?}"),
     }
     worker(&mut app, UiMsg::Idle);
@@ -293,7 +287,7 @@ fn resume_lists_sessions_and_resumes_the_chosen_one() {
     let mut app = started_app(true);
     type_text(&mut app, "/resume");
     press(&mut app, KeyCode::Enter);
-    assert!(matches!(app.take_commands().as_slice(), [Command::ListSessions]));
+    assert!(matches!(app.take_commands().as_slice(), [Op::ListSessions]));
     worker(
         &mut app,
         UiMsg::Sessions(vec![
@@ -317,7 +311,7 @@ fn resume_lists_sessions_and_resumes_the_chosen_one() {
     press(&mut app, KeyCode::Down);
     press(&mut app, KeyCode::Enter);
     match app.take_commands().as_slice() {
-        [Command::Resume(id)] => assert_eq!(id, "0197aaaa-0000-7000-8000-000000000002"),
+        [Op::Resume(id)] => assert_eq!(id, "0197aaaa-0000-7000-8000-000000000002"),
         other => panic!("{other:?}"),
     }
 }

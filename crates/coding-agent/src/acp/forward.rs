@@ -1,0 +1,321 @@
+//! One session's events as the client sees them, in the order they happened: the harness's events
+//! as `session/update` notifications (text as agent message chunks, tool calls with kind, status
+//! and content, hook notices as paragraphs marked `[hook]`), approval questions as
+//! `session/request_permission`, and each operation's outcome as the answer to its prompt (with a
+//! message in Elph's words for a slash command).
+
+use std::path::PathBuf;
+
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::schema::{
+    AvailableCommandsUpdate, ContentBlock, ContentChunk, PromptResponse, SessionId, SessionNotification,
+    SessionUpdate, StopReason, ToolCallStatus,
+};
+use agent_client_protocol::{Client, Error, ErrorCode};
+use elph_agent::harness::{AgentEvent, CompactOutcome, TurnResult};
+use elph_agent::hooks::StopStatus;
+
+use super::approval;
+use super::commands;
+use super::session::{Opening, Waiting, lock};
+use super::updates::{
+    self, ELPH_MARK, HOOK_MARK, HOOK_PROBLEM_MARK, finished_update, rewritten_update, status_update,
+    tool_call,
+};
+use crate::notices::{self, NoticeKind};
+use crate::session::{HookState, Outcome, SessionEvent, SessionEvents, TrustOutcome};
+
+/// The start of the hook-set diagnostic that an untrusted project's message replaces.
+const SKIPPED_UNTRUSTED: &str = "project hooks skipped until";
+
+/// Turns one session's events into what the client receives.
+pub struct Forwarder {
+    cx: ConnectionTo<Client>,
+    session_id: SessionId,
+    project_dir: PathBuf,
+    /// The `session/new` or `session/load` to answer once sessionStart has run.
+    opening: Option<Opening>,
+    waiting: Waiting,
+    /// The harness's events before the client knows the session (sessionStart's hook notices).
+    early: Vec<AgentEvent>,
+}
+
+impl Forwarder {
+    pub fn new(
+        cx: ConnectionTo<Client>,
+        session_id: SessionId,
+        project_dir: PathBuf,
+        opening: Opening,
+        waiting: Waiting,
+    ) -> Self {
+        Forwarder {
+            cx,
+            session_id,
+            project_dir,
+            opening: Some(opening),
+            waiting,
+            early: Vec::new(),
+        }
+    }
+
+    /// Notices to give the client first, once it knows the session (about the editor's own MCP
+    /// servers, for example).
+    pub fn with_notices(mut self, notices: impl Iterator<Item = String>) -> Self {
+        self.early
+            .extend(notices.map(|message| AgentEvent::Notice { message }));
+        self
+    }
+
+    /// Forwards until the session has ended.
+    pub async fn run(mut self, mut events: SessionEvents) {
+        let mut hooks = None;
+        while let Some(event) = events.recv().await {
+            match event {
+                SessionEvent::Opened(opened) => {
+                    // `session/load` replays the conversation before it answers.
+                    if opened.resumed {
+                        let entries = &opened.entries;
+                        for update in updates::history(&self.session_id, entries, &self.project_dir) {
+                            let _ = self.cx.send_notification(update);
+                        }
+                    }
+                    hooks = Some(opened.hooks);
+                }
+                SessionEvent::Ready => {
+                    if let Some(opening) = self.opening.take() {
+                        opening.succeed(&self.session_id);
+                    }
+                    // Now that the client knows the session: its commands and what it should know
+                    // about the project's hooks; then the hook notices of sessionStart.
+                    if let Some(hooks) = &hooks {
+                        self.advertise_commands(hooks);
+                        for (mark, line) in hook_set_notices(hooks) {
+                            let _ = self
+                                .cx
+                                .send_notification(updates::notice(&self.session_id, mark, &line));
+                        }
+                    }
+                    for event in std::mem::take(&mut self.early) {
+                        self.forward(event);
+                    }
+                }
+                SessionEvent::Agent(event) if self.opening.is_some() => self.early.push(event),
+                SessionEvent::Agent(event) => self.forward(event),
+                SessionEvent::Approval(question) => {
+                    // Asked in a task of its own: a cancel must still reach the prompt's answer.
+                    tokio::spawn(approval::ask(self.cx.clone(), self.session_id.clone(), question));
+                }
+                SessionEvent::Context { .. } => {}
+                SessionEvent::Finished { op, outcome } => {
+                    let answer = self.answer(outcome);
+                    if let Some(responder) = lock(&self.waiting).remove(&op) {
+                        let _ = responder.respond_with_result(answer);
+                    }
+                }
+                SessionEvent::Ended { .. } => break,
+            }
+        }
+    }
+
+    fn notify(&self, update: SessionUpdate) {
+        let notification = SessionNotification::new(self.session_id.clone(), update);
+        if let Err(err) = self.cx.send_notification(notification) {
+            tracing::debug!("session/update not sent: {err}");
+        }
+    }
+
+    /// A message from Elph to the user, as part of the agent's message.
+    fn say(&self, text: impl Into<String>) {
+        let _ = self
+            .cx
+            .send_notification(updates::agent_text(&self.session_id, text));
+    }
+
+    fn text(&mut self, text: String) {
+        if text.is_empty() {
+            return;
+        }
+        self.notify(SessionUpdate::AgentMessageChunk(ContentChunk::new(
+            ContentBlock::from(text),
+        )));
+    }
+
+    /// A notice outside the answer text.
+    fn notice(&mut self, mark: &str, text: &str) {
+        let notification = updates::notice(&self.session_id, mark, text);
+        if let Err(err) = self.cx.send_notification(notification) {
+            tracing::debug!("session/update not sent: {err}");
+        }
+    }
+
+    /// The commands offered to editors, with exactly one of `/trust` and `/untrust`.
+    fn advertise_commands(&self, hooks: &HookState) {
+        let available = commands::available(&hooks.trust);
+        self.notify(SessionUpdate::AvailableCommandsUpdate(
+            AvailableCommandsUpdate::new(available),
+        ));
+    }
+
+    fn forward(&mut self, event: AgentEvent) {
+        match event {
+            AgentEvent::TextDelta { text } => self.text(text),
+            AgentEvent::ToolCallStarted {
+                tool_call_id,
+                tool_name,
+                input,
+            } => {
+                let call = tool_call(&tool_call_id, &tool_name, &input, &self.project_dir);
+                self.notify(SessionUpdate::ToolCall(call));
+            }
+            AgentEvent::ToolInputRewritten {
+                tool_call_id, input, ..
+            } => {
+                let update = rewritten_update(&tool_call_id, input);
+                self.notify(SessionUpdate::ToolCallUpdate(update));
+            }
+            AgentEvent::ToolStarted { tool_call_id, .. } => {
+                let update = status_update(&tool_call_id, ToolCallStatus::InProgress);
+                self.notify(SessionUpdate::ToolCallUpdate(update));
+            }
+            AgentEvent::ApprovalNeeded { tool_call_id, .. } => {
+                let update = status_update(&tool_call_id, ToolCallStatus::Pending);
+                self.notify(SessionUpdate::ToolCallUpdate(update));
+            }
+            AgentEvent::ToolCallFinished {
+                tool_call_id,
+                content,
+                details,
+                is_error,
+                ran,
+                ..
+            } => {
+                let update = finished_update(&tool_call_id, &content, &details, is_error, ran);
+                self.notify(SessionUpdate::ToolCallUpdate(update));
+            }
+            AgentEvent::Hooks { dispatch } => {
+                for notice in notices::describe(&dispatch) {
+                    let mark = match notice.kind {
+                        NoticeKind::Effect => HOOK_MARK,
+                        NoticeKind::Problem => HOOK_PROBLEM_MARK,
+                    };
+                    self.notice(mark, &notice.text);
+                }
+            }
+            AgentEvent::Notice { message } => self.notice(ELPH_MARK, &message),
+            AgentEvent::Compacted { entries_compacted } => {
+                let text = format!("compacted {entries_compacted} earlier message(s) into a summary");
+                self.notice(ELPH_MARK, &text);
+            }
+            AgentEvent::SessionStarted { .. }
+            | AgentEvent::TurnStarted { .. }
+            | AgentEvent::HooksStarted { .. }
+            | AgentEvent::ModelRequestStarted
+            | AgentEvent::AssistantMessage { .. }
+            | AgentEvent::Usage { .. }
+            | AgentEvent::TurnEnded { .. }
+            | AgentEvent::SessionEnded { .. } => {}
+        }
+    }
+
+    /// The answer to the prompt whose operation ended with `outcome`; a slash command's result is
+    /// said as a message first (the model is not involved).
+    fn answer(&mut self, outcome: Outcome) -> Result<PromptResponse, Error> {
+        let dir = self.project_dir.display().to_string();
+        let reply = match outcome {
+            Outcome::Turn(result) => return self.turn_answer(result),
+            // The harness's Compacted event already said so.
+            Outcome::Compaction(CompactOutcome::Compacted { .. }) => return Ok(end_turn()),
+            Outcome::Compaction(CompactOutcome::Interrupted) => {
+                return Ok(PromptResponse::new(StopReason::Cancelled));
+            }
+            Outcome::Compaction(CompactOutcome::CancelledByHook { hook_id }) => {
+                format!("Compaction was cancelled by hook '{hook_id}'.")
+            }
+            Outcome::Compaction(CompactOutcome::NothingToCompact) => "Nothing to compact yet.".into(),
+            Outcome::Compaction(CompactOutcome::Failed(error)) => format!("Compaction failed: {error}"),
+            Outcome::Reloaded(hooks) => {
+                self.advertise_commands(&hooks);
+                let mut lines = vec![format!("Reloaded hooks: {} active hook(s).", hooks.active())];
+                lines.extend(marked(hook_set_notices(&hooks)));
+                lines.join("\n\n")
+            }
+            Outcome::Trust { trust, outcome } => self.trust_reply(&dir, trust, outcome),
+            // Editors open and load sessions themselves: these come from no command of theirs.
+            Outcome::Switched => "Switched sessions.".into(),
+            Outcome::AlreadyInSession(id) => format!("Already in session {id}."),
+            Outcome::SwitchFailed(error) => error,
+            Outcome::Sessions(Ok(sessions)) => format!("{} stored session(s).", sessions.len()),
+            Outcome::Sessions(Err(error)) => error,
+        };
+        self.say(reply);
+        Ok(end_turn())
+    }
+
+    fn turn_answer(&self, result: TurnResult) -> Result<PromptResponse, Error> {
+        match result.status {
+            StopStatus::Completed => Ok(end_turn()),
+            StopStatus::Cancelled => Ok(PromptResponse::new(StopReason::Cancelled)),
+            StopStatus::Failed => {
+                tracing::warn!(session = %self.session_id.0, error = ?result.error, "the turn failed");
+                Err(Error::new(
+                    ErrorCode::INTERNAL_ERROR,
+                    result.error.unwrap_or_else(|| "the turn failed".into()),
+                ))
+            }
+        }
+    }
+
+    /// `/trust` (`trust`) or `/untrust`, as it went.
+    fn trust_reply(&self, dir: &str, trust: bool, outcome: TrustOutcome) -> String {
+        match (trust, outcome) {
+            (true, TrustOutcome::Changed(hooks)) => {
+                self.advertise_commands(&hooks);
+                let mut lines = vec![format!(
+                    "Trusted {dir}: its project hooks are on ({} active hook(s) in all).",
+                    hooks.active()
+                )];
+                lines.extend(marked(hook_set_notices(&hooks)));
+                lines.join("\n\n")
+            }
+            (true, TrustOutcome::Unchanged(hooks)) => {
+                format!("{dir} is already trusted ({}).", hooks.trust.explanation())
+            }
+            (true, TrustOutcome::Failed(error)) => format!("Could not trust {dir}: {error}"),
+            (false, TrustOutcome::Changed(hooks)) => {
+                self.advertise_commands(&hooks);
+                format!("{dir} is no longer trusted: its project hooks are off. Trust it again with /trust.")
+            }
+            (false, TrustOutcome::Unchanged(_)) => {
+                format!("{dir} is not trusted, so there is nothing to untrust.")
+            }
+            (false, TrustOutcome::Failed(error)) => format!("Could not untrust {dir}: {error}"),
+        }
+    }
+}
+
+fn end_turn() -> PromptResponse {
+    PromptResponse::new(StopReason::EndTurn)
+}
+
+/// Notices as lines of a message.
+fn marked(notices: Vec<(&'static str, String)>) -> impl Iterator<Item = String> {
+    notices.into_iter().map(|(mark, line)| format!("{mark} {line}"))
+}
+
+/// What the user should know about the hook set, one notice each with its mark: that an untrusted
+/// project's hooks are off and how to trust it, and every other diagnostic.
+fn hook_set_notices(hooks: &HookState) -> Vec<(&'static str, String)> {
+    let trusted = hooks.trust.trusted;
+    let mut lines = Vec::new();
+    if !trusted {
+        let message = commands::untrusted_message(&hooks.project_dir);
+        lines.push((ELPH_MARK, message));
+    }
+    for diagnostic in &hooks.set.diagnostics {
+        if !trusted && diagnostic.message.starts_with(SKIPPED_UNTRUSTED) {
+            continue;
+        }
+        lines.push((HOOK_PROBLEM_MARK, diagnostic.to_string()));
+    }
+    lines
+}

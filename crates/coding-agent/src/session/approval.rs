@@ -1,0 +1,49 @@
+//! Approval questions as session events: the harness asks the session's approver, which puts the
+//! question into the event stream and waits for the front end's answer.
+
+use elph_agent::harness::{ApprovalDecision, ApprovalRequest, Approver};
+use tokio::sync::{mpsc, oneshot};
+
+/// Whether anyone can answer approval questions in this front end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Approvals {
+    /// The front end shows each question ([`SessionEvent::Approval`](super::SessionEvent)) and
+    /// answers it.
+    Asked,
+    /// Nobody can answer (headless): a call that needs approval is refused as such.
+    Nobody,
+}
+
+/// A tool call waiting for the user; answer through `reply` (dropping it denies).
+#[derive(Debug)]
+pub struct PendingApproval {
+    pub request: ApprovalRequest,
+    pub reply: oneshot::Sender<ApprovalDecision>,
+}
+
+impl PendingApproval {
+    /// Answers the question (the turn may have ended meanwhile; then nobody listens).
+    pub fn answer(self, decision: ApprovalDecision) {
+        let _ = self.reply.send(decision);
+    }
+}
+
+/// Sends each question to the session task, which forwards it in order with the harness's events.
+pub(super) struct QueueApprover {
+    pub(super) questions: mpsc::UnboundedSender<PendingApproval>,
+}
+
+#[async_trait::async_trait]
+impl Approver for QueueApprover {
+    async fn approve(&self, request: &ApprovalRequest) -> Option<ApprovalDecision> {
+        let (reply, answer) = oneshot::channel();
+        let pending = PendingApproval {
+            request: request.clone(),
+            reply,
+        };
+        if self.questions.send(pending).is_err() {
+            return None;
+        }
+        Some(answer.await.unwrap_or(ApprovalDecision::Deny))
+    }
+}
