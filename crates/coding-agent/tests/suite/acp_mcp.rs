@@ -124,3 +124,51 @@ async fn an_image_prompt_is_refused_with_a_clear_error_and_nothing_reaches_the_m
     client.prompt(&session, "plain text").await.unwrap();
     finish(client, agent).await;
 }
+
+#[tokio::test]
+async fn session_load_starts_the_editors_http_server_with_its_headers() {
+    use agent_client_protocol::v1::schema::{HttpHeader, LoadSessionRequest, McpServerHttp};
+    let setup = Setup::new().await;
+    setup.server.enqueue(FakeReply::text("noted"));
+    let (client, agent) = setup.connect(ApprovalPolicy::Auto).await;
+    let session = client.new_session(&setup.env.project).await;
+    client.prompt(&session, "remember this").await.unwrap();
+    finish(client, agent).await;
+
+    let http = super::mcp::HttpMcpServer::start().await;
+    let server = McpServer::Http(
+        McpServerHttp::new("remote", http.url.clone())
+            .headers(vec![HttpHeader::new("Authorization", "Bearer editor-token")]),
+    );
+    setup.server.enqueue(FakeReply::tool_call(
+        "mcp_remote__shout",
+        json!({"text": "quiet"}),
+    ));
+    setup.server.enqueue(FakeReply::text("ok"));
+    let (client, agent) = setup.connect(ApprovalPolicy::Auto).await;
+    within(
+        "session/load",
+        client
+            .cx
+            .send_request(
+                LoadSessionRequest::new(session.clone(), &setup.env.project).mcp_servers(vec![server]),
+            )
+            .block_task(),
+    )
+    .await
+    .expect("session/load answered");
+    let result = client.prompt(&session, "shout").await.unwrap();
+    assert_eq!(result.stop_reason, StopReason::EndTurn);
+    let requests = setup.server.requests();
+    let last = requests.last().unwrap();
+    let tool_result = last["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "tool")
+        .unwrap();
+    assert_eq!(tool_result["content"], "QUIET");
+    assert_eq!(*http.authorizations.lock().unwrap(), ["Bearer editor-token"]);
+    finish(client, agent).await;
+}

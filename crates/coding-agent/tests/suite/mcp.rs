@@ -422,13 +422,13 @@ async fn interrupting_a_run_during_an_mcp_call_stops_the_server() {
 /// A minimal streamable-HTTP MCP server: JSON responses to POSTed JSON-RPC requests, 202 to
 /// notifications, 405 to the optional GET stream. It offers one tool, `shout {text}`, and records
 /// the `authorization` header of each tools/call.
-struct HttpMcpServer {
-    url: String,
-    authorizations: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+pub struct HttpMcpServer {
+    pub url: String,
+    pub authorizations: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl HttpMcpServer {
-    async fn start() -> Self {
+    pub async fn start() -> Self {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/mcp", listener.local_addr().unwrap());
