@@ -15,8 +15,20 @@ use seccompiler::{
 
 use super::SandboxError;
 
-/// The compiled filter that keeps a process off the network.
+/// The compiled filter that keeps a process off the network (compiled once; each child gets a
+/// copy of the few instructions).
 pub fn network_off() -> Result<BpfProgram, SandboxError> {
+    static FILTER: std::sync::OnceLock<Result<BpfProgram, String>> = std::sync::OnceLock::new();
+    FILTER
+        .get_or_init(|| compile().map_err(|error| error.to_string()))
+        .clone()
+        .map_err(|reason| SandboxError::Rules {
+            what: "seccomp",
+            reason,
+        })
+}
+
+fn compile() -> Result<BpfProgram, SandboxError> {
     let rules_error = |error: seccompiler::BackendError| SandboxError::Rules {
         what: "seccomp",
         reason: error.to_string(),
