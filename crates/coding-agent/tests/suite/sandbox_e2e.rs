@@ -540,3 +540,68 @@ fn every_json_example_of_the_security_page_is_accepted() {
         }
     }
 }
+
+/// As a user who is not root, the read-only paths inside the project are held read-only through a
+/// user namespace (root needs none). CI runs as root, so the test switches to `nobody` with
+/// `setpriv` to take that path for real.
+#[test]
+fn an_unprivileged_user_gets_the_same_sandbox_through_a_user_namespace() {
+    use std::os::unix::fs::PermissionsExt;
+    if !landlock("an_unprivileged_user_gets_the_same_sandbox_through_a_user_namespace") {
+        return;
+    }
+    let setpriv = Path::new("/usr/bin/setpriv");
+    if !nix::unistd::geteuid().is_root() || !setpriv.exists() {
+        eprintln!(
+            "an_unprivileged_user_gets_the_same_sandbox_through_a_user_namespace: skipped: switching \
+             to another user needs root and setpriv; as a non-root user every other test here takes \
+             this path already"
+        );
+        return;
+    }
+    let env = TestEnv::new();
+    let nobody = nix::unistd::Uid::from_raw(65534);
+    let nogroup = nix::unistd::Gid::from_raw(65534);
+    std::fs::set_permissions(env.root.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    for dir in [&env.home, &env.config_dir, &env.project] {
+        nix::unistd::chown(dir.as_path(), Some(nobody), Some(nogroup)).unwrap();
+    }
+    // A link to the binary where `nobody` can reach it (the build folder may not be).
+    let binary = env.root.path().join("elph");
+    std::fs::hard_link(elph(), &binary)
+        .or_else(|_| std::fs::copy(elph(), &binary).map(|_| ()))
+        .unwrap();
+    let outside = env.root.path().join("outside");
+    let mut command = env.command(setpriv);
+    command
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(&binary)
+        .args(["sandbox", "--", "sh", "-c"])
+        .arg(format!(
+            "id -u; echo a > inside; echo \"inside=$?\"; echo b > .elph/x; echo \"elph=$?\"; \
+             echo c > '{}'; echo \"outside=$?\"",
+            outside.display()
+        ));
+    let output = assert_cmd::Command::from_std(command)
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let out = stdout(&output);
+    assert!(
+        out.starts_with("65534\n"),
+        "ran as nobody: {out}{}",
+        stderr(&output)
+    );
+    assert!(out.contains("inside=0"), "{out}{}", stderr(&output));
+    assert!(
+        !out.contains("elph=0") && out.contains("elph="),
+        "{out}{}",
+        stderr(&output)
+    );
+    assert!(
+        stderr(&output).contains("Read-only file system"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!out.contains("outside=0") && !outside.exists(), "{out}");
+}
