@@ -72,7 +72,19 @@ pub fn run(cwd: Option<&Path>, args: TestArgs) -> anyhow::Result<u8> {
         .iter()
         .any(|file| matches!(file.state, FileState::Malformed { .. }));
 
-    let host = HookHost::new(set, paths.project_dir.clone(), &paths.data_dir).without_run_log();
+    // A sandboxed hook runs as in a session: the project, a temp dir of its own (TMPDIR), and
+    // CONFIG_DIR and DATA_DIR read-only.
+    let temp_dir = tempfile::Builder::new()
+        .prefix("elph-hooks-test-")
+        .tempdir()
+        .context("cannot create a temp dir for sandboxed hooks")?;
+    let mut sandbox_base = elph_agent::sandbox::SandboxPolicy::workspace(&paths.project_dir);
+    sandbox_base.set_temp_dir(temp_dir.path());
+    sandbox_base.add_read_only_path(paths.config_dir.clone());
+    sandbox_base.add_read_only_path(paths.data_dir.clone());
+    let host = HookHost::new(set, paths.project_dir.clone(), &paths.data_dir)
+        .without_run_log()
+        .with_sandbox_base(sandbox_base);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
