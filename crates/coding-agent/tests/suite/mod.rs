@@ -26,6 +26,7 @@ mod run_e2e;
 mod sample;
 mod sandbox_e2e;
 mod schema;
+mod session_api;
 mod sessions_e2e;
 mod stop_reasons;
 mod store;

@@ -149,43 +149,9 @@ impl App {
             // a tool's own run. What ends a phase leaves the label to the next one.
             AgentEvent::TurnStarted { .. } => {}
             AgentEvent::ModelRequestStarted => self.set_label("waiting for the model"),
-            AgentEvent::TextDelta { text } => {
-                match self.items.last_mut() {
-                    Some(Item::Assistant {
-                        text: current,
-                        streaming: true,
-                    }) => current.push_str(&text),
-                    _ => self.items.push(Item::Assistant {
-                        text,
-                        streaming: true,
-                    }),
-                }
-                self.set_label("responding");
-            }
+            AgentEvent::TextDelta { text } => self.text_delta(text),
             AgentEvent::AssistantMessage { text, tool_calls } => {
-                let streamed = matches!(self.items.last(), Some(Item::Assistant { streaming: true, .. }));
-                if streamed {
-                    if text.trim().is_empty() {
-                        self.items.pop();
-                    } else if let Some(Item::Assistant {
-                        text: current,
-                        streaming,
-                    }) = self.items.last_mut()
-                    {
-                        *current = text;
-                        *streaming = false;
-                    }
-                } else if !text.trim().is_empty() {
-                    self.items.push(Item::Assistant {
-                        text,
-                        streaming: false,
-                    });
-                }
-                self.set_label(if tool_calls.is_empty() {
-                    "finishing"
-                } else {
-                    "working"
-                });
+                self.assistant_message(text, tool_calls.is_empty());
             }
             AgentEvent::ToolCallStarted {
                 tool_call_id,
@@ -227,45 +193,8 @@ impl App {
                 is_error,
                 ran,
                 ..
-            } => {
-                let text = content
-                    .iter()
-                    .map(|block| match block {
-                        elph_agent::messages::ContentBlock::Text { text } => text.clone(),
-                        elph_agent::messages::ContentBlock::Image { mime_type, .. } => {
-                            format!("[image {mime_type}]")
-                        }
-                    })
-                    .collect::<Vec<_>>()
-                    .join("\n");
-                if let Some(tool) = self.tool_mut(&tool_call_id) {
-                    tool.result = text;
-                    tool.state = match (ran, is_error) {
-                        (false, _) => ToolState::NotRun,
-                        (true, true) => ToolState::Failed,
-                        (true, false) => ToolState::Ok,
-                    };
-                }
-                self.set_label("working");
-            }
-            AgentEvent::Hooks { dispatch } => {
-                for run in &dispatch.runs {
-                    self.recent_runs.push(RunInfo::from_run(run));
-                }
-                let excess = self.recent_runs.len().saturating_sub(RECENT_RUNS);
-                self.recent_runs.drain(..excess);
-                for notice in notices::describe(&dispatch) {
-                    let level = match notice.kind {
-                        NoticeKind::Effect => Level::Effect,
-                        NoticeKind::Problem => Level::Problem,
-                    };
-                    let attach = dispatch.event.is_tool_event();
-                    match self.active_tool().filter(|_| attach) {
-                        Some(tool) => tool.notes.push((level, notice.text)),
-                        None => self.push_notice(level, notice.text),
-                    }
-                }
-            }
+            } => self.tool_finished(&tool_call_id, &content, is_error, ran),
+            AgentEvent::Hooks { dispatch } => self.hook_runs(&dispatch),
             AgentEvent::Notice { message } => self.push_notice(Level::Info, message),
             AgentEvent::Usage { usage } => {
                 self.status.context_tokens = usage.input_tokens + usage.output_tokens;
@@ -274,24 +203,113 @@ impl App {
                 Level::Info,
                 format!("compacted {entries_compacted} earlier message(s) into a summary"),
             ),
-            AgentEvent::TurnEnded { status, error } => {
-                self.finish_streaming();
-                for item in &mut self.items {
-                    if let Item::Tool(tool) = item
-                        && matches!(tool.state, ToolState::Running | ToolState::Approval)
-                    {
-                        tool.state = ToolState::Cancelled;
-                    }
-                }
-                match status {
-                    StopStatus::Completed => {}
-                    StopStatus::Cancelled => self.push_notice(Level::Info, "turn cancelled"),
-                    StopStatus::Failed => {
-                        self.push_notice(Level::Error, error.unwrap_or_else(|| "the turn failed".into()))
-                    }
-                }
-            }
+            AgentEvent::TurnEnded { status, error } => self.turn_ended(status, error),
             AgentEvent::SessionEnded { .. } => {}
+        }
+    }
+
+    fn text_delta(&mut self, text: String) {
+        match self.items.last_mut() {
+            Some(Item::Assistant {
+                text: current,
+                streaming: true,
+            }) => current.push_str(&text),
+            _ => self.items.push(Item::Assistant {
+                text,
+                streaming: true,
+            }),
+        }
+        self.set_label("responding");
+    }
+
+    /// A complete answer replaces what streamed of it; `last` when it asks for no tool.
+    fn assistant_message(&mut self, text: String, last: bool) {
+        let streamed = matches!(self.items.last(), Some(Item::Assistant { streaming: true, .. }));
+        if streamed {
+            if text.trim().is_empty() {
+                self.items.pop();
+            } else if let Some(Item::Assistant {
+                text: current,
+                streaming,
+            }) = self.items.last_mut()
+            {
+                *current = text;
+                *streaming = false;
+            }
+        } else if !text.trim().is_empty() {
+            self.items.push(Item::Assistant {
+                text,
+                streaming: false,
+            });
+        }
+        self.set_label(if last { "finishing" } else { "working" });
+    }
+
+    fn tool_finished(
+        &mut self,
+        tool_call_id: &str,
+        content: &[elph_agent::messages::ContentBlock],
+        is_error: bool,
+        ran: bool,
+    ) {
+        let text = content
+            .iter()
+            .map(|block| match block {
+                elph_agent::messages::ContentBlock::Text { text } => text.clone(),
+                elph_agent::messages::ContentBlock::Image { mime_type, .. } => {
+                    format!("[image {mime_type}]")
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        if let Some(tool) = self.tool_mut(tool_call_id) {
+            tool.result = text;
+            tool.state = match (ran, is_error) {
+                (false, _) => ToolState::NotRun,
+                (true, true) => ToolState::Failed,
+                (true, false) => ToolState::Ok,
+            };
+        }
+        self.set_label("working");
+    }
+
+    /// One event's hook chain ran: its runs for `/hooks`, and a notice for each effect or
+    /// problem, on its tool call when it is about one.
+    fn hook_runs(&mut self, dispatch: &elph_agent::hooks::Dispatch) {
+        for run in &dispatch.runs {
+            self.recent_runs.push(RunInfo::from_run(run));
+        }
+        let excess = self.recent_runs.len().saturating_sub(RECENT_RUNS);
+        self.recent_runs.drain(..excess);
+        for notice in notices::describe(dispatch) {
+            let level = match notice.kind {
+                NoticeKind::Effect => Level::Effect,
+                NoticeKind::Problem => Level::Problem,
+            };
+            let attach = dispatch.event.is_tool_event();
+            match self.active_tool().filter(|_| attach) {
+                Some(tool) => tool.notes.push((level, notice.text)),
+                None => self.push_notice(level, notice.text),
+            }
+        }
+    }
+
+    /// Nothing streams or runs any longer; a cancelled or failed turn says so.
+    fn turn_ended(&mut self, status: StopStatus, error: Option<String>) {
+        self.finish_streaming();
+        for item in &mut self.items {
+            if let Item::Tool(tool) = item
+                && matches!(tool.state, ToolState::Running | ToolState::Approval)
+            {
+                tool.state = ToolState::Cancelled;
+            }
+        }
+        match status {
+            StopStatus::Completed => {}
+            StopStatus::Cancelled => self.push_notice(Level::Info, "turn cancelled"),
+            StopStatus::Failed => {
+                self.push_notice(Level::Error, error.unwrap_or_else(|| "the turn failed".into()))
+            }
         }
     }
 }
