@@ -163,11 +163,14 @@ impl HookHost {
                 );
                 (run, ChainFlow::Continue)
             } else {
-                let output = self.spawn_hook(hook, &session_id, &stdin).await;
+                let (output, env_file) = self.spawn_hook(hook, event, &session_id, &stdin).await;
                 let run = match hook.protocol {
                     Protocol::Elph => record(hook, event, &output),
                     Protocol::ClaudeCode => {
-                        let (run, context) = claude_code::record(hook, event, &output, reducer.payload());
+                        let (mut run, context) = claude_code::record(hook, event, &output, reducer.payload());
+                        if let Some(note) = env_file.as_ref().and_then(claude_code::env_file_note) {
+                            run.notes.push(note);
+                        }
                         if let Some(context) = context {
                             self.pending().push((hook.id.clone(), context));
                         }
@@ -203,7 +206,15 @@ impl HookHost {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    async fn spawn_hook(&self, hook: &HookDefinition, session_id: &str, stdin: &[u8]) -> ProcessOutput {
+    /// Runs one hook. A Claude Code hook on sessionStart also gets a `CLAUDE_ENV_FILE` to write
+    /// to, returned so its contents can be reported.
+    async fn spawn_hook(
+        &self,
+        hook: &HookDefinition,
+        event: HookEvent,
+        session_id: &str,
+        stdin: &[u8],
+    ) -> (ProcessOutput, Option<tempfile::NamedTempFile>) {
         let mut env = process::hook_environment(
             &|name| self.parent_env.get(name),
             &hook.id,
@@ -222,6 +233,22 @@ impl HookHost {
             env.retain(|(name, _)| name != "TMPDIR");
             env.push(("TMPDIR".into(), dir.clone().into_os_string()));
         }
+        let env_file = (hook.protocol == Protocol::ClaudeCode && event == HookEvent::SessionStart)
+            .then(|| {
+                // Where the hook may write, sandboxed or not.
+                match sandbox.as_ref().and_then(|policy| policy.temp_dir.as_ref()) {
+                    Some(dir) => tempfile::NamedTempFile::new_in(dir),
+                    None => tempfile::NamedTempFile::new(),
+                }
+                .ok()
+            })
+            .flatten();
+        if let Some(file) = &env_file {
+            env.push((
+                claude_code::ENV_FILE_VAR.into(),
+                file.path().as_os_str().to_owned(),
+            ));
+        }
         let spec = ProcessSpec {
             program: &hook.command.path,
             args: &hook.args,
@@ -235,7 +262,7 @@ impl HookHost {
             ),
             sandbox: sandbox.as_ref(),
         };
-        process::run(&spec).await
+        (process::run(&spec).await, env_file)
     }
 }
 

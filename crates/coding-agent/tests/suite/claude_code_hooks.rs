@@ -446,3 +446,34 @@ fn import_refuses_bad_input_clearly_and_loses_nothing() {
     let list = elph_cli(&env, &["hooks", "list"]);
     assert!(String::from_utf8_lossy(&list.stdout).contains("(protocol: claude-code)"));
 }
+
+/// A SessionStart hook in the style of Claude Code's load-context example: `set -u`, exports to
+/// `$CLAUDE_ENV_FILE`, and plain stdout as context. It runs; the exports are named in a diagnostic.
+#[tokio::test]
+async fn a_session_start_hook_that_writes_claude_env_file_runs_and_is_told_it_is_ignored() {
+    let env = TestEnv::new();
+    let script = env.config_dir.join("hooks").join("load_context.sh");
+    write_with_mode(
+        &script,
+        "#!/bin/bash\nset -euo pipefail\ncd \"$CLAUDE_PROJECT_DIR\"\necho \"export PROJECT_TYPE=rust\" >> \"$CLAUDE_ENV_FILE\"\necho 'This is a Rust project.'\n",
+        0o755,
+    );
+    env.write_home_hooks(&json!({"hooks": [{
+        "id": "load-context", "event": "sessionStart", "protocol": "claude-code",
+        "command": script.display().to_string()
+    }]}));
+    let server = FakeModelServer::start(Wire::OpenAi).await;
+    server.enqueue(FakeReply::text("ok"));
+    let output = run_elph(&env, &server, &["hi"]).await;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let system = server.requests()[0]["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(system.contains("This is a Rust project."), "{system}");
+    assert!(
+        stderr.contains("it wrote PROJECT_TYPE to CLAUDE_ENV_FILE"),
+        "{stderr}"
+    );
+}

@@ -25,6 +25,31 @@ pub use payload::stdin_bytes;
 
 /// The variable Claude Code's hook commands read to find the project (and their scripts in it).
 pub const PROJECT_DIR_VAR: &str = "CLAUDE_PROJECT_DIR";
+/// The file a SessionStart hook may append `export NAME=value` lines to, in Claude Code.
+pub const ENV_FILE_VAR: &str = "CLAUDE_ENV_FILE";
+
+/// A note when a hook wrote to its `CLAUDE_ENV_FILE`: the file exists so such hooks run (many use
+/// `set -u`), but Elph takes no environment from hooks.
+pub fn env_file_note(file: &tempfile::NamedTempFile) -> Option<String> {
+    let text = std::fs::read_to_string(file.path()).ok()?;
+    let names: Vec<&str> = text
+        .lines()
+        .filter_map(|line| {
+            let line = line.trim().strip_prefix("export ").unwrap_or(line.trim());
+            line.split_once('=').map(|(name, _)| name.trim())
+        })
+        .collect();
+    (!text.trim().is_empty()).then(|| {
+        format!(
+            "it wrote {} to CLAUDE_ENV_FILE; Elph takes no environment variables from hooks, so they were ignored",
+            if names.is_empty() {
+                "lines".to_string()
+            } else {
+                names.join(", ")
+            }
+        )
+    })
+}
 
 /// The record of one run of a Claude Code hook, and the context it adds to the next request.
 pub fn record(
