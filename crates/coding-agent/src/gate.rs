@@ -84,7 +84,9 @@ pub enum Answer {
 }
 
 /// The question, as [`startup_gate_with`] takes it: gets the project folder and its hooks file.
-pub type Ask<'a> = &'a mut dyn FnMut(&Path, &Path) -> std::io::Result<Answer>;
+/// Asks about the project folder, given its hooks file and, when it changed since it was trusted,
+/// one line per change.
+pub type Ask<'a> = &'a mut dyn FnMut(&Path, &Path, &[String]) -> std::io::Result<Answer>;
 
 /// Whether the gate may ask: stdin and stdout are both terminals.
 pub fn has_terminal() -> bool {
@@ -122,7 +124,18 @@ pub fn startup_gate_with(
             )),
         }));
     }
-    match decision.default {
+    // A project that changed since it was trusted is asked about again (on a terminal), whatever
+    // the default: the person trusted other content.
+    let changes: Vec<String> = decision
+        .changes()
+        .map(|changes| changes.lines())
+        .unwrap_or_default();
+    let default = if changes.is_empty() {
+        decision.default
+    } else {
+        DefaultTrust::Ask
+    };
+    match default {
         DefaultTrust::Always => Ok(GateOutcome::Proceed(decision)),
         DefaultTrust::Never => Ok(GateOutcome::Declined(Declined {
             message: not_trusted_message(project),
@@ -135,6 +148,18 @@ pub fn startup_gate_with(
         })),
         DefaultTrust::Ask => {
             let Some(ask) = ask else {
+                if !changes.is_empty() {
+                    return Ok(GateOutcome::Declined(Declined {
+                        message: declined_message(),
+                        hint: Some(format!(
+                            "elph: {} changed since you trusted it ({}) and there is no terminal to ask \
+                             on; review the change, then run `elph trust {}`",
+                            crate::terminal_text::escape_path(project),
+                            changes.join("; "),
+                            shell_quote(project)
+                        )),
+                    }));
+                }
                 return Ok(GateOutcome::Declined(Declined {
                     message: declined_message(),
                     hint: Some(format!(
@@ -145,10 +170,11 @@ pub fn startup_gate_with(
                     )),
                 }));
             };
-            let answer = ask(project, &paths.project_hooks_file()).map_err(|source| GateError::Prompt {
-                project: project.to_path_buf(),
-                source,
-            })?;
+            let answer =
+                ask(project, &paths.project_hooks_file(), &changes).map_err(|source| GateError::Prompt {
+                    project: project.to_path_buf(),
+                    source,
+                })?;
             match answer {
                 Answer::Yes => {
                     let decision = store.trust(project).map_err(|source| GateError::Record {
@@ -215,8 +241,8 @@ mod tests {
     fn answering(
         answer: Answer,
         asked: &mut Vec<PathBuf>,
-    ) -> impl FnMut(&Path, &Path) -> std::io::Result<Answer> + '_ {
-        move |project, _hooks| {
+    ) -> impl FnMut(&Path, &Path, &[String]) -> std::io::Result<Answer> + '_ {
+        move |project, _hooks, _changes| {
             asked.push(project.to_path_buf());
             Ok(answer)
         }
@@ -328,8 +354,9 @@ mod tests {
     #[test]
     fn a_failed_prompt_is_an_error() {
         let f = fixture(None);
-        let mut fail =
-            |_: &Path, _: &Path| -> std::io::Result<Answer> { Err(std::io::Error::other("no tty")) };
+        let mut fail = |_: &Path, _: &Path, _: &[String]| -> std::io::Result<Answer> {
+            Err(std::io::Error::other("no tty"))
+        };
         let err = startup_gate_with(&f.paths, &f.store, Some(&mut fail)).unwrap_err();
         assert!(err.to_string().contains("no tty"), "{err}");
     }

@@ -24,6 +24,9 @@ pub struct Settings {
     /// Bounds of the read tools (grep, find_path, list_dir, read_file).
     #[serde(default)]
     pub read_tools: ReadToolsSettings,
+    /// `false`: trust projects by path only, without pinning what they held when trusted
+    /// (docs/trust.md, "Pinned trust").
+    pub trust_pinning: Option<bool>,
     #[serde(rename = "$schema")]
     pub schema: Option<String>,
 }

@@ -9,6 +9,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 mod keys;
+pub mod pins;
 pub use keys::canonical_key;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -182,6 +183,40 @@ pub struct TrustDecision {
     pub trusted: bool,
     pub source: DecisionSource,
     pub default: DefaultTrust,
+    /// Whether the trusted content is pinned, and whether it changed since (then `trusted` is false).
+    #[serde(skip_serializing_if = "PinState::is_unpinned")]
+    pub pin: PinState,
+}
+
+/// Content pinning for one decision (see [`pins`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(tag = "state", rename_all = "camelCase", rename_all_fields = "camelCase")]
+pub enum PinState {
+    /// No pin applies: the project is not trusted by path, or was trusted before pinning existed, or
+    /// trust comes from a parent folder's entry.
+    #[default]
+    Unpinned,
+    /// `"trustPinning": false` in settings.json: trust is by path only.
+    Off,
+    /// What was trusted is what is there.
+    Matches,
+    /// Something changed since the project was trusted: its hooks and servers stay off.
+    Changed { changes: pins::PinChanges },
+}
+
+impl PinState {
+    pub fn is_unpinned(&self) -> bool {
+        matches!(self, PinState::Unpinned)
+    }
+
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            PinState::Unpinned => "unpinned",
+            PinState::Off => "off",
+            PinState::Matches => "matches",
+            PinState::Changed { .. } => "changed",
+        }
+    }
 }
 
 impl TrustDecision {
@@ -193,6 +228,25 @@ impl TrustDecision {
     /// Why the project is (not) trusted, for people: `decided by entry /a = true`,
     /// `decided by the default (ask)`, or the trust.json error.
     pub fn explanation(&self) -> String {
+        if let PinState::Changed { changes } = &self.pin {
+            return format!(
+                "{}, but it changed since it was trusted ({})",
+                self.path_explanation(),
+                changes.summary()
+            );
+        }
+        self.path_explanation()
+    }
+
+    /// What changed since the project was trusted, when it did.
+    pub fn changes(&self) -> Option<&pins::PinChanges> {
+        match &self.pin {
+            PinState::Changed { changes } => Some(changes),
+            _ => None,
+        }
+    }
+
+    fn path_explanation(&self) -> String {
         match &self.source {
             DecisionSource::Entry { path, trusted } => {
                 format!("decided by entry {} = {trusted}", path.display())
@@ -214,6 +268,15 @@ impl TrustDecision {
 
     /// The trust.json error as a diagnostic (file: trust.json), for the hook set, doctor and notices.
     pub fn diagnostic(&self, trust_file: &Path) -> Option<crate::diagnostics::Diagnostic> {
+        if let Some(changes) = self.changes() {
+            return Some(crate::diagnostics::Diagnostic::new(format!(
+                "project hooks and MCP servers skipped: {} changed since you trusted it ({}). Review \
+                 the change, then run `elph trust {}` (or /trust in the app) to trust the new content",
+                self.project_dir.display(),
+                changes.summary(),
+                crate::diagnostics::shell_quote(&self.project_dir)
+            )));
+        }
         self.error().map(|message| {
             // The message already names the file; keep it readable on its own too.
             crate::diagnostics::Diagnostic::new(format!(
@@ -384,7 +447,16 @@ impl TrustStore {
     /// Decides trust for `project` (absolute and canonical).
     pub fn decide(&self, project: &Path) -> TrustDecision {
         match self.load() {
-            Ok(file) => decide_with(&file, project),
+            Ok(file) => {
+                let mut decision = decide_with(&file, project);
+                if decision.trusted {
+                    decision.pin = self.check_pin(&file, project);
+                    if matches!(decision.pin, PinState::Changed { .. }) {
+                        decision.trusted = false;
+                    }
+                }
+                decision
+            }
             Err(err) => TrustDecision {
                 project_dir: project.to_path_buf(),
                 trusted: false,
@@ -392,7 +464,29 @@ impl TrustStore {
                     message: err.to_string(),
                 },
                 default: DefaultTrust::Ask,
+                pin: PinState::Unpinned,
             },
+        }
+    }
+
+    /// Whether pinning is on: everything but `"trustPinning": false` in settings.json (an unreadable
+    /// settings.json keeps it on).
+    pub fn pinning_enabled(&self) -> bool {
+        let config_dir = self.path.parent().unwrap_or(Path::new("/"));
+        crate::settings::Settings::load(config_dir)
+            .map_or(true, |settings| settings.trust_pinning != Some(false))
+    }
+
+    fn check_pin(&self, file: &TrustFile, project: &Path) -> PinState {
+        let Some(pinned) = pins::recorded(&file.raw, project) else {
+            return PinState::Unpinned;
+        };
+        if !self.pinning_enabled() {
+            return PinState::Off;
+        }
+        match pinned.changes_to(&pins::Fingerprint::of(project)) {
+            None => PinState::Matches,
+            Some(changes) => PinState::Changed { changes },
         }
     }
 }
@@ -483,6 +577,9 @@ impl TrustStore {
         if !found {
             directories.insert(key.to_string(), Value::Bool(trusted));
         }
+        // Trusting pins what is there now; an explicit false drops the pin.
+        let pin = trusted.then(|| pins::Fingerprint::of(&project));
+        pins::record(&mut raw, &project, pin.as_ref());
         let mut text = serde_json::to_string_pretty(&Value::Object(raw))
             .map_err(|err| self.write_error(err.to_string()))?;
         text.push('\n');
@@ -496,7 +593,15 @@ impl TrustStore {
             canonical_keys,
             raw: Map::new(),
         };
-        Ok(decide_with(&written, &project))
+        let mut decision = decide_with(&written, &project);
+        if decision.trusted && pin.is_some() {
+            decision.pin = if self.pinning_enabled() {
+                PinState::Matches
+            } else {
+                PinState::Off
+            };
+        }
+        Ok(decision)
     }
 
     /// Creates CONFIG_DIR if needed and takes the exclusive lock on the sidecar; dropping the file
@@ -658,6 +763,7 @@ pub fn decide_with(file: &TrustFile, project: &Path) -> TrustDecision {
         trusted,
         source,
         default: file.default,
+        pin: PinState::Unpinned,
     }
 }
 

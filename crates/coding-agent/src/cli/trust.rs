@@ -140,6 +140,18 @@ fn write_status(out: &mut impl Write, decision: &TrustDecision, store: &TrustSto
     };
     writeln!(out, "{}: {verdict}", decision.project_dir.display())?;
     writeln!(out, "{}", decision.explanation())?;
+    match &decision.pin {
+        crate::trust::PinState::Changed { changes } => {
+            writeln!(out, "changed since trusted (its hooks and MCP servers stay off):")?;
+            for line in changes.lines() {
+                writeln!(out, "  {line}")?;
+            }
+            writeln!(out, "run `elph trust` to trust the new content")?;
+        }
+        crate::trust::PinState::Matches => writeln!(out, "pinned: unchanged since trusted")?,
+        crate::trust::PinState::Off => writeln!(out, "pinning: off (\"trustPinning\": false)")?,
+        crate::trust::PinState::Unpinned => {}
+    }
     if decision.error().is_none() {
         writeln!(out, "default: {}", decision.default.as_str())?;
     }
@@ -169,6 +181,9 @@ fn status_json(decision: &TrustDecision, store: &TrustStore) -> serde_json::Valu
         "default": default,
         "trustFile": store.path(),
     });
+    if !decision.pin.is_unpinned() {
+        status["pin"] = json!(decision.pin);
+    }
     // Only when there is something to say, so the common document stays as it was.
     let warnings = key_warnings(store);
     if !warnings.is_empty() {

@@ -30,6 +30,8 @@ use super::Answer;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TrustSelect {
     project: String,
+    /// What changed since the project was trusted (escaped), when it is asked about again.
+    changes: Vec<String>,
     /// 0: yes, 1: no.
     selected: usize,
 }
@@ -39,8 +41,18 @@ impl TrustSelect {
         TrustSelect {
             // A folder name can hold escape sequences that erase the line naming the real path.
             project: crate::terminal_text::escape_path(project),
+            changes: Vec::new(),
             selected: 0,
         }
+    }
+
+    /// The question for a project that changed since it was trusted, listing what changed.
+    pub fn with_changes(mut self, changes: &[String]) -> Self {
+        self.changes = changes
+            .iter()
+            .map(|line| crate::terminal_text::escape(line).into_owned())
+            .collect();
+        self
     }
 
     pub fn options(&self) -> [String; 2] {
@@ -87,15 +99,22 @@ impl TrustSelect {
         } else {
             "Trusting it lets Elph run the commands of its .elph/hooks.json, if it gets one."
         };
-        vec![
+        let mut lines = vec![
             "Do you trust the files in this folder?".to_string(),
             String::new(),
             format!("  {}", self.project),
             String::new(),
-            hooks.to_string(),
-            "Trust only folders whose contents you know.".to_string(),
-            String::new(),
-        ]
+        ];
+        if !self.changes.is_empty() {
+            lines.push("It changed since you trusted it:".to_string());
+            lines.extend(self.changes.iter().map(|change| format!("  - {change}")));
+            lines.push("Its hooks and MCP servers stay off until you trust the new content.".to_string());
+        } else {
+            lines.push(hooks.to_string());
+        }
+        lines.push("Trust only folders whose contents you know.".to_string());
+        lines.push(String::new());
+        lines
     }
 
     /// The options and the key help, redrawn on every change. Each line fits in `width` columns.
@@ -150,9 +169,9 @@ impl Drop for RawMode {
 }
 
 /// Asks on the terminal (stdin and stdout) whether to trust `project`.
-pub fn ask_on_terminal(project: &Path, hooks_file: &Path) -> std::io::Result<Answer> {
+pub fn ask_on_terminal(project: &Path, hooks_file: &Path, changes: &[String]) -> std::io::Result<Answer> {
     let color = std::env::var_os("NO_COLOR").is_none_or(|value| value.is_empty());
-    let mut select = TrustSelect::new(project);
+    let mut select = TrustSelect::new(project).with_changes(changes);
     let _raw = RawMode::enable()?;
     let mut out = std::io::stdout().lock();
     for (index, line) in select.header(hooks_file).iter().enumerate() {

@@ -34,6 +34,7 @@ mod tool_policy;
 mod trust;
 mod trust_gate_pty;
 mod trust_keys_and_paths;
+mod trust_pinning;
 mod tui_app;
 mod tui_pty;
 mod tui_snapshots;

@@ -33,6 +33,11 @@ impl Session {
 
     /// [`Session::start`] with the project folder named `name`.
     fn start_named(name: &str) -> Self {
+        Self::start_after(name, |_, _| {})
+    }
+
+    /// [`Session::start_named`], after `setup(project, config)` has prepared the folders.
+    fn start_after(name: &str, setup: impl FnOnce(&Path, &Path)) -> Self {
         let root = tempfile::tempdir().unwrap();
         let base = std::fs::canonicalize(root.path()).unwrap();
         let home = base.join("home");
@@ -41,6 +46,7 @@ impl Session {
         let project = base.join(name);
         std::fs::create_dir_all(&home).unwrap();
         std::fs::create_dir_all(&project).unwrap();
+        setup(&project, &config);
 
         let pty = native_pty_system();
         let pair = pty
@@ -264,4 +270,57 @@ fn a_folder_name_with_escape_sequences_cannot_hide_the_real_path() {
     session.press(b"n");
     assert_eq!(session.exit_code_within(DEADLINE), Some(4));
     assert!(!session.config.join("trust.json").exists());
+}
+
+#[test]
+fn a_project_changed_since_it_was_trusted_is_asked_about_again_with_the_change() {
+    let mut session = Session::start_after("project", |project, config| {
+        let hooks = project.join(".elph/hooks");
+        std::fs::create_dir_all(&hooks).unwrap();
+        std::fs::write(hooks.join("audit.sh"), "#!/bin/sh\ncat >/dev/null\n").unwrap();
+        std::fs::write(
+            project.join(".elph/hooks.json"),
+            r#"{"hooks": [{"id": "audit", "event": "stop", "command": "hooks/audit.sh"}]}"#,
+        )
+        .unwrap();
+        // Trusted (and pinned) through the real binary, then the script changes.
+        let status = std::process::Command::new(ELPH)
+            .env_clear()
+            .env("HOME", project.parent().unwrap().join("home"))
+            .env("ELPH_HOME", config)
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .arg("trust")
+            .arg(project)
+            .output()
+            .unwrap();
+        assert!(status.status.success(), "{status:?}");
+        std::fs::write(hooks.join("audit.sh"), "#!/bin/sh\ncurl https://evil.example\n").unwrap();
+    });
+    session.wait_for("Up/Down to choose");
+    let screen = session.contents();
+    assert!(screen.contains("It changed since you trusted it:"), "{screen}");
+    assert!(
+        screen.contains("- file changed: .elph/hooks/audit.sh"),
+        "{screen}"
+    );
+    session.press(b"y");
+    // Yes pins the new content.
+    let expected = {
+        use sha2::Digest as _;
+        let digest =
+            sha2::Sha256::digest(std::fs::read(session.project.join(".elph/hooks/audit.sh")).unwrap());
+        format!(
+            "sha256:{}",
+            digest.iter().map(|b| format!("{b:02x}")).collect::<String>()
+        )
+    };
+    let deadline = Instant::now() + DEADLINE;
+    let mut pin = Value::Null;
+    while pin != Value::String(expected.clone()) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+        let file: Value =
+            serde_json::from_str(&std::fs::read_to_string(session.trust_file()).unwrap()).unwrap();
+        pin = file["pins"][session.project.to_str().unwrap()]["files"][".elph/hooks/audit.sh"].clone();
+    }
+    assert_eq!(pin, Value::String(expected), "the new content is pinned");
 }

@@ -1,0 +1,337 @@
+//! Content-pinned trust: what a project held when it was trusted, and what changed since.
+//!
+//! Trusting by path alone means a `git pull` that adds a hook, or edits a hook script, runs the new
+//! code with no question. So `elph trust` (and `/trust`, and Yes at the startup question) also records
+//! a fingerprint of what it trusts: `.elph/hooks.json`, `.elph/mcp.json`, the project's Claude Code
+//! settings, each hook (by id), and every file inside the project that a hook command or argument
+//! points to. When any of it changes, the project is "changed since trusted" and its hooks and
+//! servers stay off until it is trusted again. The fingerprint lives in trust.json under `pins`, keyed
+//! by the project folder.
+
+use std::collections::BTreeMap;
+use std::io::Read as _;
+use std::os::unix::fs::OpenOptionsExt as _;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+
+/// The config files a project brings, relative to the project folder. Each is pinned, present or not,
+/// so that adding one counts as a change.
+pub const PINNED_FILES: [&str; 4] = [
+    ".elph/hooks.json",
+    ".elph/mcp.json",
+    ".claude/settings.json",
+    ".claude/settings.local.json",
+];
+
+const ABSENT: &str = "absent";
+
+/// What a project holds: file digests (`sha256:…`, `absent`, or `not a regular file`) by path relative
+/// to the project, and each hook's digest by id.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Fingerprint {
+    pub files: BTreeMap<String, String>,
+    pub hooks: BTreeMap<String, String>,
+}
+
+impl Fingerprint {
+    /// Takes the fingerprint of `project` (canonical) now.
+    pub fn of(project: &Path) -> Self {
+        let mut files = BTreeMap::new();
+        for name in PINNED_FILES {
+            files.insert(name.to_string(), digest_file(&project.join(name)));
+        }
+        let mut hooks = BTreeMap::new();
+        let hooks_file = project.join(".elph/hooks.json");
+        if let Ok(Some(bytes)) = elph_config::read_config(&hooks_file)
+            && let Ok(value) = elph_config::parse_json(&bytes)
+        {
+            let folder = project.join(".elph");
+            for hook in value.get("hooks").and_then(Value::as_array).into_iter().flatten() {
+                let id = hook.get("id").and_then(Value::as_str).unwrap_or("(no id)");
+                hooks.insert(id.to_string(), digest_bytes(hook.to_string().as_bytes()));
+                for path in referenced_files(hook, project, &folder) {
+                    if let Ok(relative) = path.strip_prefix(project) {
+                        files.insert(relative.display().to_string(), digest_file(&path));
+                    }
+                }
+            }
+        }
+        Fingerprint { files, hooks }
+    }
+
+    pub fn to_json(&self) -> Value {
+        json!({ "files": self.files, "hooks": self.hooks })
+    }
+
+    /// Reads a pin as trust.json holds it; `None` when it is not one.
+    pub fn from_json(value: &Value) -> Option<Self> {
+        let map = |key: &str| -> Option<BTreeMap<String, String>> {
+            value
+                .get(key)?
+                .as_object()?
+                .iter()
+                .map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                .collect()
+        };
+        Some(Fingerprint {
+            files: map("files")?,
+            hooks: map("hooks")?,
+        })
+    }
+
+    /// What changed from `self` (as trusted) to `now`; `None` when nothing did.
+    pub fn changes_to(&self, now: &Fingerprint) -> Option<PinChanges> {
+        let mut changes = PinChanges::default();
+        for (id, digest) in &now.hooks {
+            match self.hooks.get(id) {
+                None => changes.hooks_added.push(id.clone()),
+                Some(old) if old != digest => changes.hooks_changed.push(id.clone()),
+                Some(_) => {}
+            }
+        }
+        changes.hooks_removed = self
+            .hooks
+            .keys()
+            .filter(|id| !now.hooks.contains_key(*id))
+            .cloned()
+            .collect();
+        let paths: std::collections::BTreeSet<&String> = self.files.keys().chain(now.files.keys()).collect();
+        for path in paths {
+            let before = self.files.get(path).map_or(ABSENT, String::as_str);
+            let after = now.files.get(path).map_or(ABSENT, String::as_str);
+            if before == after {
+                continue;
+            }
+            let how = match (before, after) {
+                (ABSENT, _) => "added",
+                (_, ABSENT) => "removed",
+                _ => "changed",
+            };
+            changes.files.push(FileChange {
+                path: path.clone(),
+                change: how,
+            });
+        }
+        (!changes.is_empty()).then_some(changes)
+    }
+}
+
+/// What changed in a project since it was trusted.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PinChanges {
+    pub hooks_added: Vec<String>,
+    pub hooks_removed: Vec<String>,
+    pub hooks_changed: Vec<String>,
+    pub files: Vec<FileChange>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FileChange {
+    /// Relative to the project folder.
+    pub path: String,
+    /// `added`, `removed` or `changed`.
+    pub change: &'static str,
+}
+
+impl PinChanges {
+    fn is_empty(&self) -> bool {
+        self.hooks_added.is_empty()
+            && self.hooks_removed.is_empty()
+            && self.hooks_changed.is_empty()
+            && self.files.is_empty()
+    }
+
+    /// One line per change, for people: `hook added: lint`, `file changed: .elph/hooks/audit.sh`.
+    pub fn lines(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        for (what, ids) in [
+            ("hook added", &self.hooks_added),
+            ("hook removed", &self.hooks_removed),
+            ("hook changed", &self.hooks_changed),
+        ] {
+            lines.extend(ids.iter().map(|id| format!("{what}: {id}")));
+        }
+        lines.extend(
+            self.files
+                .iter()
+                .map(|file| format!("file {}: {}", file.change, file.path)),
+        );
+        lines
+    }
+
+    /// The changes on one line: `file changed: .elph/hooks/audit.sh; hook added: lint`.
+    pub fn summary(&self) -> String {
+        self.lines().join("; ")
+    }
+}
+
+/// The files inside `project` a hook runs or reads: its command (relative to the `.elph` folder when
+/// it has a `/`), and each argument naming an existing file (relative to the project, the folder the
+/// hook runs in, or to `.elph`), e.g. `"command": "/bin/sh", "args": [".elph/hooks/check.sh"]`.
+fn referenced_files(hook: &Value, project: &Path, folder: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut consider = |text: &str, is_command: bool| {
+        let written = Path::new(text);
+        let candidates: Vec<PathBuf> = if written.is_absolute() {
+            vec![written.to_path_buf()]
+        } else if is_command && !text.contains('/') {
+            Vec::new()
+        } else if is_command {
+            vec![folder.join(written)]
+        } else {
+            vec![project.join(written), folder.join(written)]
+        };
+        for candidate in candidates {
+            let resolved = std::fs::canonicalize(&candidate).unwrap_or(candidate);
+            if resolved.starts_with(project) && resolved.is_file() && !found.contains(&resolved) {
+                found.push(resolved);
+            }
+        }
+    };
+    if let Some(command) = hook.get("command").and_then(Value::as_str) {
+        consider(command, true);
+    }
+    for arg in hook.get("args").and_then(Value::as_array).into_iter().flatten() {
+        if let Some(arg) = arg.as_str() {
+            consider(arg, false);
+        }
+    }
+    found
+}
+
+fn digest_bytes(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    let hex: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
+    format!("sha256:{hex}")
+}
+
+/// The digest of a file's contents, read in full (a hook binary may be large) but opened without
+/// blocking and only when it is a regular file.
+fn digest_file(path: &Path) -> String {
+    let file = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+    {
+        Ok(file) => file,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return ABSENT.into(),
+        Err(err) => return format!("unreadable: {}", err.kind()),
+    };
+    if !file.metadata().is_ok_and(|meta| meta.is_file()) {
+        return "not a regular file".into();
+    }
+    let mut hasher = Sha256::new();
+    let mut reader = std::io::BufReader::new(file);
+    let mut buf = [0u8; 64 * 1024];
+    loop {
+        match reader.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => hasher.update(&buf[..n]),
+            Err(err) => return format!("unreadable: {}", err.kind()),
+        }
+    }
+    let hex: String = hasher
+        .finalize()
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+    format!("sha256:{hex}")
+}
+
+/// The pins recorded in trust.json: `{"pins": {"/project": {"files": {…}, "hooks": {…}}}}`.
+pub fn recorded(raw: &Map<String, Value>, project: &Path) -> Option<Fingerprint> {
+    raw.get("pins")?
+        .get(project.to_str()?)
+        .and_then(Fingerprint::from_json)
+}
+
+/// Records (or, with `None`, removes) the pin for `project` in trust.json's raw object.
+pub fn record(raw: &mut Map<String, Value>, project: &Path, pin: Option<&Fingerprint>) {
+    let Some(key) = project.to_str() else { return };
+    if pin.is_none() && !raw.contains_key("pins") {
+        return;
+    }
+    let pins = raw.entry("pins").or_insert_with(|| Value::Object(Map::new()));
+    if !pins.is_object() {
+        *pins = Value::Object(Map::new());
+    }
+    let Value::Object(pins) = pins else {
+        unreachable!("pins was just made an object")
+    };
+    match pin {
+        Some(pin) => {
+            pins.insert(key.to_string(), pin.to_json());
+        }
+        None => {
+            pins.remove(key);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn project() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let project = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(project.join(".elph/hooks")).unwrap();
+        (dir, project)
+    }
+
+    #[test]
+    fn a_changed_script_an_added_hook_and_a_new_file_are_all_seen() {
+        let (_dir, project) = project();
+        std::fs::write(project.join(".elph/hooks/audit.sh"), "#!/bin/sh\n").unwrap();
+        std::fs::write(project.join("check.py"), "print(1)\n").unwrap();
+        std::fs::write(
+            project.join(".elph/hooks.json"),
+            r#"{"hooks": [{"id": "audit", "event": "stop", "command": "hooks/audit.sh"},
+                          {"id": "py", "event": "stop", "command": "/usr/bin/python3", "args": ["check.py"]}]}"#,
+        )
+        .unwrap();
+        let trusted = Fingerprint::of(&project);
+        assert!(trusted.files.contains_key(".elph/hooks/audit.sh"), "{trusted:?}");
+        assert!(trusted.files.contains_key("check.py"), "{trusted:?}");
+        assert_eq!(trusted.changes_to(&Fingerprint::of(&project)), None);
+
+        std::fs::write(project.join(".elph/hooks/audit.sh"), "#!/bin/sh\ncurl evil\n").unwrap();
+        let changes = trusted.changes_to(&Fingerprint::of(&project)).unwrap();
+        assert_eq!(changes.summary(), "file changed: .elph/hooks/audit.sh");
+
+        std::fs::write(project.join(".elph/mcp.json"), "{}").unwrap();
+        std::fs::write(
+            project.join(".elph/hooks.json"),
+            r#"{"hooks": [{"id": "audit", "event": "stop", "command": "hooks/audit.sh"},
+                          {"id": "new", "event": "stop", "command": "/bin/true"}]}"#,
+        )
+        .unwrap();
+        let changes = trusted.changes_to(&Fingerprint::of(&project)).unwrap();
+        assert_eq!(changes.hooks_added, ["new"]);
+        assert_eq!(changes.hooks_removed, ["py"]);
+        let lines = changes.lines();
+        assert!(
+            lines.contains(&"file added: .elph/mcp.json".to_string()),
+            "{lines:?}"
+        );
+        assert!(
+            lines.contains(&"file changed: .elph/hooks.json".to_string()),
+            "{lines:?}"
+        );
+    }
+
+    #[test]
+    fn pins_round_trip_through_trust_json() {
+        let (_dir, project) = project();
+        let pin = Fingerprint::of(&project);
+        let mut raw = Map::new();
+        record(&mut raw, &project, Some(&pin));
+        assert_eq!(recorded(&raw, &project), Some(pin));
+        record(&mut raw, &project, None);
+        assert_eq!(recorded(&raw, &project), None);
+    }
+}

@@ -1,0 +1,175 @@
+//! Content-pinned trust through the real binary: trust a project, change what it runs, and every
+//! command skips its hooks loudly until `elph trust` pins the new content.
+
+use std::path::Path;
+use std::process::Output;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use test_support::env::TestEnv;
+
+const ELPH: &str = env!("CARGO_BIN_EXE_elph");
+const DEADLINE: Duration = Duration::from_secs(60);
+
+fn elph(env: &TestEnv, args: &[&str]) -> Output {
+    let mut command = assert_cmd::Command::from_std(env.command(Path::new(ELPH)));
+    command.args(args).timeout(DEADLINE);
+    let output = command.output().unwrap();
+    assert!(
+        output.status.code().is_some(),
+        "elph {args:?} did not finish: {output:?}"
+    );
+    output
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// A project whose sessionStart hook appends a line to `runs` each time it runs.
+struct Pinned {
+    env: TestEnv,
+    runs: std::path::PathBuf,
+    model: String,
+}
+
+impl Pinned {
+    fn new() -> Self {
+        let env = TestEnv::new();
+        let runs = env.evidence("runs.log");
+        env.project_script(
+            "audit.sh",
+            &format!("cat >/dev/null\necho ran >> '{}'\n", runs.display()),
+        );
+        env.write_project_hooks(&json!({"hooks": [
+            {"id": "audit", "event": "sessionStart", "command": "hooks/audit.sh"}
+        ]}));
+        let script = env.root.path().join("script.json");
+        std::fs::write(&script, r#"{"turns": [{"text": "hello"}]}"#).unwrap();
+        let model = format!("scripted/{}", script.display());
+        Pinned { env, runs, model }
+    }
+
+    fn run(&self) -> Output {
+        let output = elph(&self.env, &["run", "--model", &self.model, "--no-session", "hi"]);
+        assert_eq!(output.status.code(), Some(0), "{output:?}");
+        output
+    }
+
+    fn times_ran(&self) -> usize {
+        std::fs::read_to_string(&self.runs)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    }
+
+    fn status(&self) -> Value {
+        serde_json::from_slice(&elph(&self.env, &["trust", "--status", "--json"]).stdout).unwrap()
+    }
+}
+
+#[test]
+fn a_changed_hook_script_is_skipped_until_trusted_again() {
+    let p = Pinned::new();
+    assert_eq!(elph(&p.env, &["trust"]).status.code(), Some(0));
+    assert_eq!(p.status()["pin"], json!({"state": "matches"}));
+    p.run();
+    assert_eq!(p.times_ran(), 1, "trusted and unchanged: the hook runs");
+
+    p.env.project_script(
+        "audit.sh",
+        &format!("cat >/dev/null\necho changed >> '{}'\n", p.runs.display()),
+    );
+    let output = p.run();
+    assert_eq!(p.times_ran(), 1, "changed since trusted: the hook does not run");
+    let err = stderr(&output);
+    assert!(err.contains("changed since you trusted it"), "{err}");
+    assert!(err.contains("file changed: .elph/hooks/audit.sh"), "{err}");
+    assert!(err.contains("run `elph trust"), "{err}");
+
+    let status = p.status();
+    assert_eq!(status["trusted"], false, "{status}");
+    assert_eq!(status["pin"]["state"], "changed");
+    assert_eq!(
+        status["pin"]["changes"]["files"],
+        json!([{"path": ".elph/hooks/audit.sh", "change": "changed"}])
+    );
+    let human = stdout(&elph(&p.env, &["trust", "--status"]));
+    assert!(human.contains("changed since trusted"), "{human}");
+    assert!(human.contains("file changed: .elph/hooks/audit.sh"), "{human}");
+
+    for args in [&["hooks", "list"][..], &["doctor"]] {
+        let output = elph(&p.env, args);
+        let all = format!("{}{}", stdout(&output), stderr(&output));
+        assert!(
+            all.contains("changed since you trusted it"),
+            "elph {args:?}: {all}"
+        );
+    }
+
+    assert_eq!(elph(&p.env, &["trust"]).status.code(), Some(0));
+    assert_eq!(p.status()["pin"], json!({"state": "matches"}));
+    p.run();
+    assert_eq!(
+        std::fs::read_to_string(&p.runs).unwrap(),
+        "ran\nchanged\n",
+        "trusted again: the new script runs"
+    );
+}
+
+#[test]
+fn an_added_hook_and_an_added_mcp_json_are_changes() {
+    let p = Pinned::new();
+    elph(&p.env, &["trust"]);
+    p.env.write_project_hooks(&json!({"hooks": [
+        {"id": "audit", "event": "sessionStart", "command": "hooks/audit.sh"},
+        {"id": "sneaky", "event": "stop", "command": "/bin/true"}
+    ]}));
+    std::fs::write(p.env.project.join(".elph/mcp.json"), r#"{"mcpServers": {}}"#).unwrap();
+    let status = p.status();
+    let changes = &status["pin"]["changes"];
+    assert_eq!(changes["hooksAdded"], json!(["sneaky"]), "{status}");
+    let files = changes["files"].to_string();
+    assert!(
+        files.contains(r#"{"change":"added","path":".elph/mcp.json"}"#)
+            || files.contains(r#"{"path":".elph/mcp.json","change":"added"}"#),
+        "{files}"
+    );
+    let list: Value = serde_json::from_slice(&elph(&p.env, &["hooks", "list", "--json"]).stdout).unwrap();
+    assert_eq!(list["hooks"], json!([]), "no project hook loads: {list}");
+}
+
+#[test]
+fn trust_pinning_false_is_trust_by_path_only() {
+    let p = Pinned::new();
+    std::fs::write(
+        p.env.config_dir.join("settings.json"),
+        r#"{"trustPinning": false}"#,
+    )
+    .unwrap();
+    elph(&p.env, &["trust"]);
+    p.env.project_script(
+        "audit.sh",
+        &format!("cat >/dev/null\necho changed >> '{}'\n", p.runs.display()),
+    );
+    let status = p.status();
+    assert_eq!(status["trusted"], true, "{status}");
+    assert_eq!(status["pin"], json!({"state": "off"}));
+    p.run();
+    assert_eq!(p.times_ran(), 1, "the changed script runs: pinning is off");
+}
+
+#[test]
+fn a_project_trusted_before_pinning_keeps_path_trust() {
+    let p = Pinned::new();
+    p.env.trust_project();
+    p.run();
+    assert_eq!(p.times_ran(), 1);
+    let status = p.status();
+    assert_eq!(status["trusted"], true);
+    assert!(status.get("pin").is_none(), "{status}");
+}
