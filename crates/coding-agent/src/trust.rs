@@ -867,9 +867,15 @@ mod tests {
         let store = TrustStore::with_home(&config.path().join("elph"), None);
         let decision = store.trust(&project).unwrap();
         assert!(decision.trusted);
+        let written = read_json(store.path());
         assert_eq!(
-            read_json(store.path()),
-            serde_json::json!({"directories": {project.to_str().unwrap(): true}})
+            written["directories"],
+            serde_json::json!({project.to_str().unwrap(): true})
+        );
+        assert_eq!(
+            written["pins"][project.to_str().unwrap()]["files"][".elph/hooks.json"],
+            "absent",
+            "trusting pins what is there"
         );
         #[cfg(unix)]
         {
@@ -903,7 +909,13 @@ mod tests {
         assert!(!decision.trusted);
         assert!(decision.explicitly_untrusted());
         store.trust(&other).unwrap();
-        let written = read_json(store.path());
+        let mut written = read_json(store.path());
+        let pins = written.as_object_mut().unwrap().remove("pins").unwrap();
+        assert_eq!(
+            pins.as_object().unwrap().len(),
+            1,
+            "only the trusted folder is pinned: {pins}"
+        );
         assert_eq!(
             written,
             serde_json::json!({

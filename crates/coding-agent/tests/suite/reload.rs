@@ -55,7 +55,16 @@ impl World {
         }
     }
 
+    /// Trusts the project by path only: these tests edit the project's hooks after trusting it to
+    /// see what a reload does, which pinning (suite::trust_pinning) would turn into "changed since
+    /// trusted".
     fn trust(&self) {
+        std::fs::create_dir_all(&self.paths.config_dir).unwrap();
+        std::fs::write(
+            self.paths.config_dir.join("settings.json"),
+            r#"{"trustPinning": false}"#,
+        )
+        .unwrap();
         TrustStore::with_home(&self.paths.config_dir, None)
             .trust(&self.paths.project_dir)
             .unwrap();
