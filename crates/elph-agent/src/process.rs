@@ -478,10 +478,26 @@ pub fn run_in_foreground(
         .current_dir(cwd)
         .env_clear()
         .envs(env.iter().map(|(k, v)| (k, v)));
-    if let Some(mut confinement) = Confinement::prepare(policy).map_err(io::Error::other)? {
+    if let Some(mut confinement) = Confinement::prepare(policy, cwd).map_err(io::Error::other)? {
         in_child_before_exec(&mut command, move || confinement.apply_in_child());
     }
     command.status()
+}
+
+/// Starts `/bin/sh -c 'read _'` (it waits on a pipe that stays open) with `setup` applied in the
+/// child before exec: the holder of a namespace the caller then opens through /proc.
+pub(crate) fn spawn_holder<F>(setup: F) -> io::Result<std::process::Child>
+where
+    F: FnMut() -> io::Result<()> + Send + Sync + 'static,
+{
+    let mut command = std::process::Command::new("/bin/sh");
+    command
+        .args(["-c", "read _"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    in_child_before_exec(&mut command, setup);
+    command.spawn()
 }
 
 /// Runs `/bin/sh -c :` with `setup` applied in the child before exec; true if it exits 0. For
@@ -513,7 +529,11 @@ async fn spawn(spec: &RunSpec<'_>) -> io::Result<Child> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
-    let confinement = match spec.sandbox.map(Confinement::prepare).transpose() {
+    let confinement = match spec
+        .sandbox
+        .map(|policy| Confinement::prepare(policy, spec.cwd))
+        .transpose()
+    {
         Ok(confinement) => confinement.flatten(),
         Err(error) => return Err(io::Error::other(error)),
     };

@@ -605,3 +605,35 @@ fn an_unprivileged_user_gets_the_same_sandbox_through_a_user_namespace() {
     );
     assert!(!out.contains("outside=0") && !outside.exists(), "{out}");
 }
+
+/// Every command of a session joins the same read-only mount namespace: the second and third
+/// commands are held exactly like the first, and still run in their own working directory.
+#[tokio::test]
+async fn every_command_of_a_session_is_held_the_same_way() {
+    if !landlock("every_command_of_a_session_is_held_the_same_way") {
+        return;
+    }
+    let env = TestEnv::new();
+    std::fs::create_dir_all(env.project.join("sub")).unwrap();
+    let server = FakeModelServer::start(Wire::OpenAi).await;
+    for n in 1..=3 {
+        server.enqueue(FakeReply::tool_call(
+            "shell_exec",
+            json!({"command": format!(
+                "echo x > .elph/try{n}; echo \"elph{n}=$?\"; echo y > sub/ok{n}; echo \"inside{n}=$?\""
+            )}),
+        ));
+    }
+    server.enqueue(FakeReply::text("done"));
+    let output = run_elph(&env, &server, &["three times"]).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let everything: String = server.requests().iter().map(Value::to_string).collect();
+    for n in 1..=3 {
+        assert!(!env.project.join(format!(".elph/try{n}")).exists());
+        assert!(env.project.join(format!("sub/ok{n}")).exists(), "{everything}");
+        assert!(everything.contains(&format!("inside{n}=0")), "{everything}");
+        assert!(!everything.contains(&format!("elph{n}=0")), "{everything}");
+    }
+    // `sub/ok{n}` is relative: its existence shows each command ran in the project, not at the
+    // namespace's root where `setns` leaves a process.
+}

@@ -16,7 +16,11 @@
 //! Three layers, in this order in the child:
 //! 1. read-only paths inside writable roots (the project's `.elph/`, `.git/hooks/`): Landlock can
 //!    only grant, never carve an exception out of a grant, so they are bind-mounted read-only over
-//!    themselves in a private mount namespace (inside a user namespace when Elph is not root);
+//!    themselves in a mount namespace of their own (inside a user namespace when Elph is not root).
+//!    That namespace is made once per set of paths, by a short-lived holder process whose
+//!    namespace file descriptors Elph keeps; each child joins it with `setns` and goes back to its
+//!    working directory. Making and tearing down a namespace per command would cost several
+//!    milliseconds on a busy machine (the teardown waits for an RCU grace period);
 //! 2. Landlock (`landlock_rules`): the file system and TCP; once restricted, no more mounts;
 //! 3. seccomp (`seccomp`): the other socket families, with the network off.
 
@@ -41,10 +45,28 @@ pub use super::landlock_rules::{LandlockSupport, landlock_support};
 
 /// Everything one child needs to confine itself, prepared before `fork`.
 pub struct Confinement {
-    mounts: Option<MountPlan>,
+    mounts: Option<JoinNamespace>,
     landlock: Option<RulesetCreated>,
     seccomp: Option<BpfProgram>,
 }
+
+/// A mount namespace (and, when Elph is not root, the user namespace that owns it) in which the
+/// read-only paths are mounted read-only; kept alive by these descriptors for the life of Elph.
+struct SharedNamespace {
+    user: Option<std::fs::File>,
+    mount: std::fs::File,
+}
+
+/// What a child does to enter the shared namespace.
+struct JoinNamespace {
+    namespace: std::sync::Arc<SharedNamespace>,
+    /// `setns` moves the working directory to the namespace's root: the child goes back here.
+    cwd: CString,
+}
+
+/// Which paths a namespace holds read-only, by path and inode: a folder removed and made again
+/// gets a new namespace.
+type NamespaceKey = Vec<(PathBuf, u64, u64)>;
 
 struct MountPlan {
     /// Set when Elph is not root: a user namespace is what lets it make a mount namespace.
@@ -67,7 +89,8 @@ struct ReadOnlyMount {
 impl Confinement {
     /// Prepares the confinement of `policy`; `None` for `full-access`. Fails (never silently runs
     /// unconfined) when the kernel lacks Landlock.
-    pub fn prepare(policy: &SandboxPolicy) -> Result<Option<Confinement>, SandboxError> {
+    /// `cwd` is where the child will run.
+    pub fn prepare(policy: &SandboxPolicy, cwd: &Path) -> Result<Option<Confinement>, SandboxError> {
         if policy.mode == SandboxMode::FullAccess {
             return Ok(None);
         }
@@ -78,7 +101,13 @@ impl Confinement {
             Some(seccomp::network_off()?)
         };
         let mounts = if policy.mode == SandboxMode::WorkspaceWrite && mount_namespaces_available() {
-            mount_plan(policy)?
+            match mount_plan(policy)? {
+                Some((plan, key)) => Some(JoinNamespace {
+                    namespace: shared_namespace(plan, key)?,
+                    cwd: c_path(cwd)?,
+                }),
+                None => None,
+            }
         } else {
             None
         };
@@ -92,8 +121,12 @@ impl Confinement {
     /// Confines the calling process. Runs in the child between `fork` and `exec`, so it must not
     /// allocate: it only makes system calls on the data `prepare` made.
     pub fn apply_in_child(&mut self) -> io::Result<()> {
-        if let Some(plan) = &self.mounts {
-            plan.apply()?;
+        if let Some(join) = &self.mounts {
+            if let Some(user) = &join.namespace.user {
+                nix::sched::setns(user, CloneFlags::CLONE_NEWUSER)?;
+            }
+            nix::sched::setns(&join.namespace.mount, CloneFlags::CLONE_NEWNS)?;
+            nix::unistd::chdir(join.cwd.as_c_str())?;
         }
         if let Some(ruleset) = self.landlock.take() {
             match ruleset.restrict_self() {
@@ -108,8 +141,8 @@ impl Confinement {
         Ok(())
     }
 
-    /// Whether the read-only paths inside writable roots are held read-only (a mount namespace
-    /// could be made); false in `read-only` mode too, where nothing needs it.
+    /// Whether the read-only paths inside writable roots are held read-only (the child joins a
+    /// mount namespace); false in `read-only` mode too, where nothing needs it.
     pub fn holds_read_only_paths(&self) -> bool {
         self.mounts.is_some()
     }
@@ -127,12 +160,13 @@ impl MountPlan {
             write_proc(c"/proc/self/uid_map", &maps.uid_map)?;
             write_proc(c"/proc/self/gid_map", &maps.gid_map)?;
         }
-        // Nothing done here may reach the parent's mount namespace.
+        // Nothing done here may reach the parent's mount namespace; what is mounted there later
+        // still reaches this one (slave, not private), so a long-lived namespace does not go stale.
         nix::mount::mount(
             None::<&CStr>,
             c"/",
             None::<&CStr>,
-            MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+            MsFlags::MS_REC | MsFlags::MS_SLAVE,
             None::<&CStr>,
         )?;
         for target in &self.read_only {
@@ -165,8 +199,10 @@ fn write_proc(path: &CStr, bytes: &[u8]) -> io::Result<()> {
 /// The read-only paths of `policy` that lie inside one of its writable roots. A missing one is
 /// created first (an empty `.elph/` changes nothing), since only an existing path can be
 /// mounted over, and a missing `.elph/` would otherwise be the model's to create.
-fn mount_plan(policy: &SandboxPolicy) -> Result<Option<MountPlan>, SandboxError> {
+fn mount_plan(policy: &SandboxPolicy) -> Result<Option<(MountPlan, NamespaceKey)>, SandboxError> {
+    use std::os::unix::fs::MetadataExt;
     let mut read_only = Vec::new();
+    let mut key = Vec::new();
     for path in &policy.read_only_paths {
         if !policy.writable_roots.iter().any(|root| path.starts_with(root)) {
             continue; // Landlock already keeps it read-only.
@@ -182,10 +218,15 @@ fn mount_plan(policy: &SandboxPolicy) -> Result<Option<MountPlan>, SandboxError>
             path: path.clone(),
             source,
         })?;
+        let metadata = std::fs::metadata(&canonical).map_err(|source| SandboxError::Path {
+            path: canonical.clone(),
+            source,
+        })?;
         read_only.push(ReadOnlyMount {
             kept_flags: mount_flags_of(&canonical),
             path: c_path(&canonical)?,
         });
+        key.push((canonical, metadata.dev(), metadata.ino()));
     }
     if read_only.is_empty() {
         return Ok(None);
@@ -198,7 +239,44 @@ fn mount_plan(policy: &SandboxPolicy) -> Result<Option<MountPlan>, SandboxError>
             gid_map: format!("{gid} {gid} 1").into_bytes(),
         }
     });
-    Ok(Some(MountPlan { id_maps, read_only }))
+    Ok(Some((MountPlan { id_maps, read_only }, key)))
+}
+
+/// The namespace for `key`, made on first use: a holder process applies `plan` in a child and
+/// waits; Elph opens its namespace files, then ends it (the descriptors keep the namespaces).
+fn shared_namespace(
+    plan: MountPlan,
+    key: NamespaceKey,
+) -> Result<std::sync::Arc<SharedNamespace>, SandboxError> {
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex};
+    static NAMESPACES: Mutex<Option<HashMap<NamespaceKey, Arc<SharedNamespace>>>> = Mutex::new(None);
+    let mut namespaces = NAMESPACES.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let namespaces = namespaces.get_or_insert_with(HashMap::new);
+    if let Some(namespace) = namespaces.get(&key) {
+        return Ok(namespace.clone());
+    }
+    let failed = |source: io::Error| SandboxError::Path {
+        path: key.first().map(|(path, _, _)| path.clone()).unwrap_or_default(),
+        source: io::Error::new(
+            source.kind(),
+            format!("cannot make the mount namespace that keeps it read-only: {source}"),
+        ),
+    };
+    let own_user = plan.id_maps.is_some();
+    let mut holder = crate::process::spawn_holder(move || plan.apply()).map_err(failed)?;
+    let open = |name: &str| std::fs::File::open(format!("/proc/{}/ns/{name}", holder.id()));
+    let opened = (|| -> io::Result<SharedNamespace> {
+        Ok(SharedNamespace {
+            user: if own_user { Some(open("user")?) } else { None },
+            mount: open("mnt")?,
+        })
+    })();
+    let _ = holder.kill();
+    let _ = holder.wait();
+    let namespace = Arc::new(opened.map_err(failed)?);
+    namespaces.insert(key, namespace.clone());
+    Ok(namespace)
 }
 
 fn c_path(path: &Path) -> Result<CString, SandboxError> {
