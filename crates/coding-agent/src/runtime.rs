@@ -44,6 +44,8 @@ pub struct RuntimeOptions {
     pub sandbox: crate::sandbox::SandboxArgs,
     /// MCP servers an editor sent for this session (ACP), started after mcp.json's.
     pub editor_mcp_servers: Vec<crate::mcp::ServerDefinition>,
+    /// `--mode`: build or plan.
+    pub mode: elph_agent::harness::AgentMode,
 }
 
 impl Default for RuntimeOptions {
@@ -55,6 +57,7 @@ impl Default for RuntimeOptions {
             session: SessionChoice::New,
             sandbox: crate::sandbox::SandboxArgs::default(),
             editor_mcp_servers: Vec::new(),
+            mode: elph_agent::harness::AgentMode::Build,
         }
     }
 }
@@ -124,6 +127,7 @@ impl Runtime {
         let workflows = Workflows::for_project(&paths, trust.trusted);
         config.policy = Arc::new(file_policy(&paths, &config.sandbox, &workflows));
         config.read_deadline = settings.read_tools.deadline();
+        config.mode = options.mode;
         config.compaction = CompactionSettings {
             threshold: settings
                 .compaction_threshold

@@ -47,6 +47,10 @@ pub struct AcpArgs {
     pub approval: crate::cli::ApprovalArg,
     #[command(flatten)]
     pub sandbox: crate::sandbox::SandboxArgs,
+    /// The agent mode new sessions start in: build (the default) or plan (read-only). Editors
+    /// switch it per session with `session/set_mode`.
+    #[arg(long = "mode", value_name = "MODE", default_value = "build")]
+    pub agent_mode: elph_agent::harness::AgentMode,
 }
 
 /// What every session of one connection shares.
@@ -59,6 +63,8 @@ pub struct AcpConfig {
     pub approval: ApprovalPolicy,
     /// `--sandbox` and `--sandbox-network` for every session of the connection.
     pub sandbox: crate::sandbox::SandboxArgs,
+    /// `--mode`: the mode new sessions start in.
+    pub mode: elph_agent::harness::AgentMode,
     /// The process's signals: the first ends every session as a closed connection would
     /// (reason `interrupted`). `None` in tests that serve in-process.
     pub shutdown: Option<crate::shutdown::Shutdown>,
@@ -71,6 +77,7 @@ impl AcpConfig {
             model: None,
             approval: ApprovalPolicy::Ask,
             sandbox: crate::sandbox::SandboxArgs::default(),
+            mode: elph_agent::harness::AgentMode::Build,
             shutdown: None,
         }
     }
@@ -93,6 +100,7 @@ pub fn run(cwd: Option<&Path>, args: AcpArgs) -> anyhow::Result<u8> {
         model: args.model,
         approval: args.approval.into(),
         sandbox: args.sandbox,
+        mode: args.agent_mode,
         shutdown: Some(shutdown.clone()),
     };
     let result = runtime.block_on(serve_stdio(config));

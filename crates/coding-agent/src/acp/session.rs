@@ -203,6 +203,7 @@ impl Sessions {
             session: choice,
             sandbox: self.config.sandbox.clone(),
             editor_mcp_servers,
+            mode: self.config.mode,
         };
         let built = tokio::task::spawn_blocking(move || Session::open(paths, options, Approvals::Asked))
             .await

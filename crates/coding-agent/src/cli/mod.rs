@@ -55,6 +55,11 @@ pub struct Cli {
     #[command(flatten)]
     pub sandbox: crate::sandbox::SandboxArgs,
 
+    /// The agent mode of the terminal UI (Shift+Tab or /mode switch it): build (the default: read, change files, run commands) or plan (read-only:
+    /// only the read tools, shell commands in the read-only sandbox).
+    #[arg(long = "mode", value_name = "MODE", default_value = "build")]
+    pub agent_mode: elph_agent::harness::AgentMode,
+
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -142,7 +147,13 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         Some(Command::Skills(command)) => workflows::run_skills(cli.cwd.as_deref(), command),
         Some(Command::Prompts(command)) => workflows::run_prompts(cli.cwd.as_deref(), command),
         Some(Command::Sandbox(args)) => sandbox::run(cli.cwd.as_deref(), args),
-        None => interactive(cli.cwd.as_deref(), cli.model, cli.approval.into(), cli.sandbox),
+        None => interactive(
+            cli.cwd.as_deref(),
+            cli.model,
+            cli.approval.into(),
+            cli.sandbox,
+            cli.agent_mode,
+        ),
     }
 }
 
@@ -153,6 +164,7 @@ fn interactive(
     model: Option<String>,
     approval: elph_agent::harness::ApprovalPolicy,
     sandbox: crate::sandbox::SandboxArgs,
+    mode: elph_agent::harness::AgentMode,
 ) -> anyhow::Result<u8> {
     use crate::gate::{GateOutcome, has_terminal, startup_gate};
     let paths = crate::paths::Paths::from_env(cwd)?;
@@ -163,7 +175,7 @@ fn interactive(
             Ok(exit::TRUST_DECLINED)
         }
         GateOutcome::Interrupted => Ok(exit::INTERRUPTED),
-        GateOutcome::Proceed(decision) => crate::tui::run(paths, model, approval, sandbox, decision),
+        GateOutcome::Proceed(decision) => crate::tui::run(paths, model, approval, sandbox, mode, decision),
     }
 }
 

@@ -42,6 +42,10 @@ pub struct RunArgs {
     pub approval: super::ApprovalArg,
     #[command(flatten)]
     pub sandbox: crate::sandbox::SandboxArgs,
+    /// The agent mode: build (the default: read, change files, run commands) or plan (read-only:
+    /// only the read tools, shell commands in the read-only sandbox).
+    #[arg(long = "mode", value_name = "MODE", default_value = "build")]
+    pub agent_mode: elph_agent::harness::AgentMode,
     /// Continue the project's most recent session.
     #[arg(short = 'c', long = "continue", conflicts_with_all = ["session", "no_session"])]
     pub continue_session: bool,
@@ -86,6 +90,7 @@ pub fn run(cwd: Option<&Path>, args: RunArgs) -> anyhow::Result<u8> {
         session,
         sandbox: args.sandbox.clone(),
         editor_mcp_servers: Vec::new(),
+        mode: args.agent_mode,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

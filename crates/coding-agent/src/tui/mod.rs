@@ -49,6 +49,7 @@ pub fn run(
     model: Option<String>,
     approval: ApprovalPolicy,
     sandbox: crate::sandbox::SandboxArgs,
+    mode: elph_agent::harness::AgentMode,
     decision: TrustDecision,
 ) -> anyhow::Result<u8> {
     if !crate::gate::has_terminal() {
@@ -66,7 +67,7 @@ pub fn run(
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let result = runtime.block_on(main_loop(paths, model, approval, sandbox));
+    let result = runtime.block_on(main_loop(paths, model, approval, sandbox, mode));
     // Whatever still runs (an interrupted sessionEnd hook) is dropped, which kills its process group.
     runtime.shutdown_timeout(Duration::from_secs(2));
     result
@@ -77,6 +78,7 @@ async fn main_loop(
     model: Option<String>,
     approval: ApprovalPolicy,
     sandbox: crate::sandbox::SandboxArgs,
+    mode: elph_agent::harness::AgentMode,
 ) -> anyhow::Result<u8> {
     let options = SessionOptions {
         model,
@@ -86,6 +88,7 @@ async fn main_loop(
         session: SessionChoice::New,
         sandbox,
         editor_mcp_servers: Vec::new(),
+        mode,
     };
     let project = paths.project_dir.display().to_string();
     // Errors here (no model set, an unreadable store) print before the screen changes.

@@ -299,6 +299,7 @@ impl Setup {
             model: Some("fake/gpt-test".into()),
             approval,
             sandbox: Default::default(),
+            mode: Default::default(),
             shutdown: None,
         }
     }

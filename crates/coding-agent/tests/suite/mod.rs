@@ -1,6 +1,7 @@
 mod acp;
 mod acp_binary;
 mod acp_mcp;
+mod acp_policy;
 mod acp_projects;
 mod claude_code_hooks;
 mod common;

@@ -222,3 +222,56 @@ async fn grep_on_proc_and_root_ends_by_the_configured_deadline() {
         );
     }
 }
+
+/// The tool names offered in one recorded request (OpenAI wire).
+fn offered_tools(request: &Value) -> Vec<String> {
+    request["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .map(|tool| tool["function"]["name"].as_str().unwrap_or_default().to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn plan_mode_offers_no_write_tool_and_refuses_one_called_anyway() {
+    let env = TestEnv::new();
+    let server = FakeModelServer::start(Wire::OpenAi).await;
+    script(&server, &[write("plan.txt", "should not exist")]);
+    let output = run_elph(&env, &server, &["--mode", "plan", "--no-session", "go"]).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let requests = server.requests();
+    let offered = offered_tools(&requests[0]);
+    for read in ["read_file", "list_dir", "grep", "find_path"] {
+        assert!(offered.iter().any(|name| name == read), "{offered:?}");
+    }
+    for write in ["write_file", "edit_file"] {
+        assert!(!offered.iter().any(|name| name == write), "{offered:?}");
+    }
+    let system = requests[0]["messages"][0]["content"].as_str().unwrap();
+    assert!(system.contains("You are in plan mode"), "{system}");
+    let results = tool_results(&server);
+    assert!(
+        results[0].contains("not available in plan mode"),
+        "{}",
+        results[0]
+    );
+    assert!(!env.project.join("plan.txt").exists());
+
+    // The default is build: the write tools are offered and the prompt has no plan line.
+    let server = FakeModelServer::start(Wire::OpenAi).await;
+    server.enqueue(FakeReply::text("ok"));
+    let output = run_elph(&env, &server, &["--no-session", "go"]).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let request = &server.requests()[0];
+    assert!(offered_tools(request).iter().any(|name| name == "write_file"));
+    assert!(
+        !request["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("plan mode")
+    );
+}

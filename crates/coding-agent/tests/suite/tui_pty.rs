@@ -486,6 +486,41 @@ fn a_tool_call_under_ask_waits_for_approval() {
 }
 
 #[test]
+fn a_read_outside_the_project_asks_and_a_read_inside_does_not() {
+    let env = TestEnv::new();
+    env.trust_project();
+    std::fs::write(env.root.path().join("outside.txt"), "OUTSIDE-5521\n").unwrap();
+    std::fs::write(env.project.join("inside.txt"), "INSIDE-5521\n").unwrap();
+    let model = Model::start();
+    model
+        .server
+        .enqueue(FakeReply::tool_call("read_file", json!({"path": "inside.txt"})));
+    model.server.enqueue(FakeReply::tool_call(
+        "read_file",
+        json!({"path": "../outside.txt"}),
+    ));
+    model.server.enqueue(FakeReply::text("Read both."));
+    let mut tui = Tui::start(&env, &model, 30, 100);
+    tui.wait_idle();
+    tui.send("read them");
+    tui.wait_for("Approve tool call");
+    tui.wait_for("reads outside the project: ../outside.txt");
+    tui.press(b"3");
+    tui.wait_for("● Read both.");
+    tui.wait_idle();
+    let last = model.server.requests().last().unwrap().to_string();
+    assert!(
+        last.contains("INSIDE-5521"),
+        "the inside read ran without a question"
+    );
+    assert!(
+        !last.contains("OUTSIDE-5521"),
+        "the denied read never reached the model"
+    );
+    assert!(last.contains("denied by the user"), "{last}");
+}
+
+#[test]
 fn approval_auto_runs_tools_without_asking() {
     let env = TestEnv::new();
     env.trust_project();
