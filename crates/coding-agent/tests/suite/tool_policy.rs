@@ -245,7 +245,7 @@ async fn plan_mode_offers_no_write_tool_and_refuses_one_called_anyway() {
     assert!(output.status.success(), "{}", stderr(&output));
     let requests = server.requests();
     let offered = offered_tools(&requests[0]);
-    for read in ["read_file", "list_dir", "grep", "find_path"] {
+    for read in ["read_file", "list_dir", "grep", "find_path", "shell_exec"] {
         assert!(offered.iter().any(|name| name == read), "{offered:?}");
     }
     for write in ["write_file", "edit_file"] {
@@ -274,4 +274,30 @@ async fn plan_mode_offers_no_write_tool_and_refuses_one_called_anyway() {
             .unwrap()
             .contains("plan mode")
     );
+}
+
+#[tokio::test]
+async fn plan_mode_runs_the_shell_read_only() {
+    let env = TestEnv::new();
+    std::fs::write(env.project.join("readable.txt"), "PLAN-READ-3381\n").unwrap();
+    let command = "cat readable.txt; echo x > written-by-plan.txt; echo exit=$?";
+    for (mode, writes) in [("plan", false), ("build", true)] {
+        let server = FakeModelServer::start(Wire::OpenAi).await;
+        script(&server, &[("shell_exec", json!({"command": command}))]);
+        let output = run_elph(&env, &server, &["--mode", mode, "--no-session", "go"]).await;
+        assert!(output.status.success(), "{}", stderr(&output));
+        let result = &tool_results(&server)[0];
+        assert!(
+            result.contains("PLAN-READ-3381"),
+            "{mode}: the shell reads: {result}"
+        );
+        assert_eq!(
+            env.project.join("written-by-plan.txt").exists(),
+            writes,
+            "{mode}: {result}"
+        );
+        if !writes {
+            assert!(!result.contains("exit=0"), "{result}");
+        }
+    }
 }

@@ -377,7 +377,7 @@ async fn plan_mode_offers_only_read_tools_and_says_so() {
     for write in ["write_file", "edit_file"] {
         assert!(!offered.contains(&write), "{offered:?}");
     }
-    for read in ["read_file", "list_dir", "grep", "find_path"] {
+    for read in ["read_file", "list_dir", "grep", "find_path", "shell_exec"] {
         assert!(offered.contains(&read), "{offered:?}");
     }
     assert!(requests[0].system_prompt.contains(PLAN_MODE_PROMPT));

@@ -66,6 +66,11 @@ impl Tool for ShellExec {
         true
     }
 
+    /// In plan mode the harness runs the shell in the `read-only` sandbox, so it is offered there.
+    fn offered_in_plan_mode(&self) -> bool {
+        true
+    }
+
     async fn execute(&self, input: Value, ctx: &ToolContext) -> ToolOutput {
         let args: Args = match parse_args(self.name(), input) {
             Ok(args) => args,
