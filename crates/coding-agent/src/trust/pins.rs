@@ -26,6 +26,14 @@ pub const PINNED_FILES: [&str; 4] = [
     ".claude/settings.local.json",
 ];
 
+/// Folders whose every file is pinned: the project's skills and prompt templates, which reach the
+/// model only when the project is trusted.
+pub const PINNED_FOLDERS: [&str; 2] = [".elph/skills", ".elph/prompts"];
+
+/// At most this many files are taken from each pinned folder (a bound on the work, not a limit
+/// anyone should meet); past it, the folder's listing itself is one more "file" that changes.
+const MAX_FOLDER_FILES: usize = 2_000;
+
 const ABSENT: &str = "absent";
 
 /// What a project holds: file digests (`sha256:…`, `absent`, or `not a regular file`) by path relative
@@ -42,6 +50,24 @@ impl Fingerprint {
         let mut files = BTreeMap::new();
         for name in PINNED_FILES {
             files.insert(name.to_string(), digest_file(&project.join(name)));
+        }
+        for folder in PINNED_FOLDERS {
+            let mut found = Vec::new();
+            collect_files(&project.join(folder), &mut found);
+            found.sort();
+            if found.len() > MAX_FOLDER_FILES {
+                let listing: Vec<String> = found.iter().map(|path| path.display().to_string()).collect();
+                files.insert(
+                    format!("{folder}/ (listing)"),
+                    digest_bytes(listing.join("\n").as_bytes()),
+                );
+                found.truncate(MAX_FOLDER_FILES);
+            }
+            for path in found {
+                if let Ok(relative) = path.strip_prefix(project) {
+                    files.insert(relative.display().to_string(), digest_file(&path));
+                }
+            }
         }
         let mut hooks = BTreeMap::new();
         let hooks_file = project.join(".elph/hooks.json");
@@ -203,6 +229,25 @@ fn referenced_files(hook: &Value, project: &Path, folder: &Path) -> Vec<PathBuf>
     found
 }
 
+/// Every file under `dir`, without following symlinked folders (a link to `/` must not make trusting
+/// read the whole disk). A symlinked file is listed; its digest is of what it points to.
+fn collect_files(dir: &Path, found: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if found.len() > MAX_FOLDER_FILES {
+            return;
+        }
+        let path = entry.path();
+        match entry.file_type() {
+            Ok(kind) if kind.is_dir() => collect_files(&path, found),
+            Ok(_) => found.push(path),
+            Err(_) => {}
+        }
+    }
+}
+
 fn digest_bytes(bytes: &[u8]) -> String {
     let digest = Sha256::digest(bytes);
     let hex: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
@@ -321,6 +366,33 @@ mod tests {
         assert!(
             lines.contains(&"file changed: .elph/hooks.json".to_string()),
             "{lines:?}"
+        );
+    }
+
+    #[test]
+    fn skills_and_prompts_are_pinned_file_by_file() {
+        let (_dir, project) = project();
+        std::fs::create_dir_all(project.join(".elph/skills/review")).unwrap();
+        std::fs::write(
+            project.join(".elph/skills/review/SKILL.md"),
+            "---\nname: review\n---\n",
+        )
+        .unwrap();
+        let trusted = Fingerprint::of(&project);
+        std::fs::write(
+            project.join(".elph/skills/review/SKILL.md"),
+            "---\nname: review\n---\nrm -rf\n",
+        )
+        .unwrap();
+        std::fs::create_dir_all(project.join(".elph/prompts")).unwrap();
+        std::fs::write(project.join(".elph/prompts/fix.md"), "fix it").unwrap();
+        let lines = trusted.changes_to(&Fingerprint::of(&project)).unwrap().lines();
+        assert_eq!(
+            lines,
+            [
+                "file added: .elph/prompts/fix.md",
+                "file changed: .elph/skills/review/SKILL.md"
+            ]
         );
     }
 
