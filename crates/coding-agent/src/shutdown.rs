@@ -27,6 +27,22 @@ pub const GRACE: Duration = Duration::from_secs(1);
 /// When every hook must be done by, once a signal came.
 static HOOK_DEADLINE: Mutex<Option<Instant>> = Mutex::new(None);
 
+/// What to do before an exit that does not unwind (the terminal UI restores the terminal).
+static BEFORE_FORCED_EXIT: OnceLock<fn()> = OnceLock::new();
+
+/// Registers `restore` to run before an exit that does not unwind (a second signal, the deadline).
+pub fn before_forced_exit(restore: fn()) {
+    let _ = BEFORE_FORCED_EXIT.set(restore);
+}
+
+fn forced_exit(signal: i32) -> ! {
+    if let Some(restore) = BEFORE_FORCED_EXIT.get() {
+        restore();
+    }
+    elph_agent::process::kill_running_groups();
+    std::process::exit(i32::from(exit_code(signal)));
+}
+
 /// The timeout a hook starting now may have: `timeout`, or less once a signal set the deadline.
 pub fn bound_hook_timeout(timeout: Duration) -> Duration {
     let deadline = *HOOK_DEADLINE.lock().unwrap_or_else(|p| p.into_inner());
@@ -85,8 +101,7 @@ impl Shutdown {
             if !quiet {
                 eprintln!("elph: {} again; exiting without waiting for hooks", name(first));
             }
-            elph_agent::process::kill_running_groups();
-            std::process::exit(i32::from(exit_code(first)));
+            forced_exit(first);
         });
         Ok(shutdown)
     }

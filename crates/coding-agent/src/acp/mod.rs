@@ -104,8 +104,14 @@ pub fn run(cwd: Option<&Path>, args: AcpArgs) -> anyhow::Result<u8> {
         shutdown: Some(shutdown.clone()),
     };
     let result = runtime.block_on(serve_stdio(config));
-    // A blocked read of stdin must not hold the process once the connection is over.
-    runtime.shutdown_timeout(Duration::from_secs(1));
+    // A blocked read of stdin must not hold the process once the connection is over. After a
+    // signal every session has ended and every frame is written: nothing is left to wait for.
+    let linger = if shutdown.signal().is_some() {
+        Duration::from_millis(50)
+    } else {
+        Duration::from_secs(1)
+    };
+    runtime.shutdown_timeout(linger);
     if let Some(code) = shutdown.exit_code() {
         return Ok(code);
     }

@@ -34,7 +34,6 @@ use elph_agent::harness::ApprovalPolicy;
 use futures::StreamExt;
 use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
-use tokio::signal::unix::{SignalKind, signal};
 
 use crate::cli::exit;
 use crate::paths::Paths;
@@ -101,8 +100,12 @@ async fn main_loop(
     let mut input = EventStream::new();
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-    let mut hangup = signal(SignalKind::hangup()).context("cannot watch SIGHUP")?;
-    let mut terminate = signal(SignalKind::terminate()).context("cannot watch SIGTERM")?;
+    // SIGTERM, SIGHUP, SIGQUIT (and SIGINT sent with `kill`; Ctrl+C is a key here) end the session
+    // as /quit does, with the shutdown's 2 s hook deadline; a second one exits at once, with the
+    // terminal restored.
+    let shutdown = crate::shutdown::Shutdown::install(true).context("cannot watch for signals")?;
+    crate::shutdown::before_forced_exit(restore_terminal);
+    let mut signalled = false;
     let mut dirty = true;
     let no_color = view::no_color();
     let mut screen_ok = true;
@@ -161,9 +164,11 @@ async fn main_loop(
                 app.update(Msg::Tick(Instant::now()));
                 dirty |= app.busy.is_some() || app.hint.is_some();
             }
-            // Told to stop: end the session (sessionEnd hooks run), then exit; a second time, now.
-            _ = hangup.recv() => app.quit(),
-            _ = terminate.recv() => app.quit(),
+            // Told to stop: end the session (sessionEnd hooks run), then exit.
+            () = shutdown.requested(), if !signalled => {
+                signalled = true;
+                app.quit();
+            }
         }
         // No terminal to read: end the session, then exit.
         if input_done && !app.quitting {
@@ -181,6 +186,9 @@ async fn main_loop(
     if !session_task.is_finished() {
         // Ended without waiting for sessionEnd (Ctrl+C while quitting): give it a moment.
         let _ = tokio::time::timeout(Duration::from_millis(200), session_task).await;
+    }
+    if let Some(code) = shutdown.exit_code() {
+        return Ok(code);
     }
     if worker_gone && !app.quitting {
         anyhow::bail!("the agent stopped unexpectedly; see {}", "DATA_DIR/logs/elph.log");

@@ -590,9 +590,45 @@ fn sigterm_ends_the_session_and_restores_the_terminal() {
         nix::sys::signal::Signal::SIGTERM,
     )
     .unwrap();
-    assert_eq!(tui.exit_code(), 0, "screen:\n{}", tui.contents());
+    assert_eq!(tui.exit_code(), 143, "screen:\n{}", tui.contents());
     tui.assert_terminal_restored();
     assert_eq!(json_lines(&log)[0]["reason"], "exit");
+}
+
+#[test]
+fn sighup_during_a_tool_call_kills_it_runs_the_final_hooks_and_exits_129() {
+    let env = TestEnv::new();
+    env.trust_project();
+    let log = env.evidence("final.jsonl");
+    let command = logging_hook(&env, "final.sh", &log, "");
+    env.write_project_hooks(&json!({"hooks": [
+        {"id": "on-stop", "event": "stop", "command": command},
+        {"id": "on-end", "event": "sessionEnd", "command": command},
+    ]}));
+    let pids = env.evidence("tool.pids");
+    let model = Model::start();
+    model.server.enqueue(FakeReply::tool_call(
+        "shell_exec",
+        json!({"command": format!("sleep 40 & echo $! >> '{0}'; echo $$ >> '{0}'; wait", pids.display())}),
+    ));
+    let mut tui = Tui::start_with(&env, &model, 30, 100, &["--approval", "auto"]);
+    tui.wait_idle();
+    tui.send("run it");
+    tui.wait_until("the tool recorded its pids", |_| {
+        std::fs::read_to_string(&pids).is_ok_and(|text| text.lines().count() >= 2)
+    });
+    let pid = tui.child.lock().unwrap().process_id().unwrap() as i32;
+    let family = test_support::hook_scripts::descendants(pid);
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGHUP).unwrap();
+    assert_eq!(tui.exit_code(), 129, "screen:\n{}", tui.contents());
+    tui.assert_terminal_restored();
+    let left = test_support::hook_scripts::still_alive(&family, Duration::from_secs(1));
+    assert!(
+        left.is_empty(),
+        "still alive after SIGHUP: {left:?} of {family:?}"
+    );
+    let events: Vec<Value> = json_lines(&log).iter().map(|p| p["event"].clone()).collect();
+    assert_eq!(events, [json!("stop"), json!("sessionEnd")]);
 }
 
 #[test]
