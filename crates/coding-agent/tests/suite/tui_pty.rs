@@ -605,7 +605,8 @@ fn sighup_during_a_tool_call_kills_it_runs_the_final_hooks_and_exits_129() {
         {"id": "on-stop", "event": "stop", "command": command},
         {"id": "on-end", "event": "sessionEnd", "command": command},
     ]}));
-    let pids = env.evidence("tool.pids");
+    // Inside the project: the default sandbox (workspace-write) lets a command write only there.
+    let pids = env.project.join("tool.pids");
     let model = Model::start();
     model.server.enqueue(FakeReply::tool_call(
         "shell_exec",
