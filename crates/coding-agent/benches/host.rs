@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use coding_agent::hooks::config::Protocol;
 use coding_agent::hooks::discovery::resolve_command;
 use coding_agent::hooks::{HookDefinition, HookHost, HookScope, HookSet};
-use elph_agent::hooks::{HookEvent, HookPayload, HookRunner, Matcher, PayloadBase, PreToolUsePayload};
+use elph_agent::hooks::{HookEvent, HookPayload, Matcher, PayloadBase, PreToolUsePayload};
 use serde_json::json;
 
 const ROUND_TRIP_TARGET: f64 = 1.25;
@@ -89,7 +89,7 @@ impl Setup {
     }
 
     fn through(&self, host: &HookHost) {
-        let dispatch = self.runtime.block_on(host.dispatch(self.payload.clone()));
+        let dispatch = self.runtime.block_on(host.run_chain(self.payload.clone()));
         assert!(dispatch.diagnostics.is_empty(), "{:?}", dispatch.diagnostics);
     }
 }

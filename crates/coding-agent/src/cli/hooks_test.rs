@@ -11,10 +11,11 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
+use elph_agent::hooks::events::pre_tool_use::PreToolUse;
+use elph_agent::hooks::events::words::shorten;
 use elph_agent::hooks::{
-    Dispatch, HookEvent, HookOutcome, HookPayload, HookRun, PayloadBase, Reduced, RunStatus,
+    Dispatch, HookEvent, HookOutcome, HookPayload, HookRun, Listed, ProcessExit, Reduced, RunStatus, Sample,
 };
-use elph_agent::messages::{Content, ContentBlock, Message};
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -27,16 +28,9 @@ use crate::paths::Paths;
 const SESSION_ID: &str = "test-session";
 const DEFAULT_TOOL: &str = "shell_exec";
 const DEFAULT_PROMPT: &str = "Hello from elph hooks test";
-const DEFAULT_SYSTEM_PROMPT: &str = "You are Elph, a coding agent.";
 
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Examples:\n  \
-    elph hooks test preToolUse --tool shell_exec --input '{\"command\": \"rm -rf /\"}'\n  \
-    elph hooks test beforeAgent --prompt 'fix the tests'\n  \
-    elph hooks test postToolUse --payload payload.json --json\n  \
-    elph hooks test preToolUse --payload - < payload.json\n\n\
-    Events: sessionStart userPromptSubmit beforeAgent context preToolUse postToolUse postToolUseFailure \
-    preCompact postCompact stop sessionEnd")]
+#[command(after_help = events_help())]
 pub struct TestArgs {
     /// The event to fire, e.g. preToolUse.
     #[arg(value_name = "EVENT")]
@@ -126,27 +120,22 @@ fn parse_event(name: &str) -> anyhow::Result<HookEvent> {
     })
 }
 
-fn base(project_dir: &Path) -> PayloadBase {
-    PayloadBase::new(SESSION_ID, project_dir)
-}
-
 /// The payload for `event` from the flags, with sensible defaults.
 fn build_payload(event: HookEvent, args: &TestArgs, project_dir: &Path) -> anyhow::Result<HookPayload> {
-    use elph_agent::hooks::payload::*;
     if !event.is_tool_event() && (args.tool.is_some() || args.input.is_some()) {
         bail!(
-            "--tool and --input apply to tool events (preToolUse, postToolUse, postToolUseFailure), not {event}"
+            "--tool and --input apply to tool events ({}), not {event}",
+            events_where(HookEvent::is_tool_event).join(", ")
         );
     }
-    let takes_prompt = matches!(
-        event,
-        HookEvent::UserPromptSubmit | HookEvent::BeforeAgent | HookEvent::Context
-    );
-    if !takes_prompt && args.prompt.is_some() {
-        bail!("--prompt applies to userPromptSubmit, beforeAgent and context, not {event}");
+    if !event.takes_prompt() && args.prompt.is_some() {
+        bail!(
+            "--prompt applies to {}, not {event}",
+            and_list(&events_where(HookEvent::takes_prompt))
+        );
     }
-    let prompt = args.prompt.clone().unwrap_or_else(|| DEFAULT_PROMPT.into());
-    let tool_name = args.tool.clone().unwrap_or_else(|| DEFAULT_TOOL.into());
+    let prompt = args.prompt.as_deref().unwrap_or(DEFAULT_PROMPT);
+    let tool_name = args.tool.as_deref().unwrap_or(DEFAULT_TOOL);
     if tool_name.is_empty() {
         bail!("--tool needs a tool name, e.g. --tool shell_exec");
     }
@@ -161,65 +150,43 @@ fn build_payload(event: HookEvent, args: &TestArgs, project_dir: &Path) -> anyho
             value
         }
     };
-    let base = base(project_dir);
-    let tool_result = |is_error: bool| ToolResultPayload {
-        base: base.clone(),
-        tool_name: tool_name.clone(),
-        tool_call_id: "call_test".into(),
-        tool_input: tool_input.clone(),
-        content: vec![ContentBlock::text(if is_error {
-            "error: the tool failed (synthetic result from elph hooks test)"
-        } else {
-            "ok (synthetic result from elph hooks test)"
-        })],
-        details: json!({}),
-        is_error,
+    let sample = Sample {
+        session_id: SESSION_ID,
+        prompt,
+        tool_name,
+        tool_input: &tool_input,
     };
-    Ok(match event {
-        HookEvent::SessionStart => HookPayload::SessionStart(SessionStartPayload {
-            base,
-            source: SessionSource::New,
-        }),
-        HookEvent::UserPromptSubmit => {
-            HookPayload::UserPromptSubmit(UserPromptSubmitPayload { base, prompt })
-        }
-        HookEvent::BeforeAgent => HookPayload::BeforeAgent(BeforeAgentPayload {
-            base,
-            prompt,
-            system_prompt: DEFAULT_SYSTEM_PROMPT.into(),
-        }),
-        HookEvent::Context => HookPayload::Context(ContextPayload {
-            base,
-            messages: vec![Message::user(prompt)],
-        }),
-        HookEvent::PreToolUse => HookPayload::PreToolUse(PreToolUsePayload {
-            base,
-            tool_name,
-            tool_call_id: "call_test".into(),
-            tool_input,
-        }),
-        HookEvent::PostToolUse => HookPayload::PostToolUse(tool_result(false)),
-        HookEvent::PostToolUseFailure => HookPayload::PostToolUseFailure(tool_result(true)),
-        HookEvent::PreCompact => HookPayload::PreCompact(PreCompactPayload {
-            base,
-            trigger: CompactTrigger::Manual,
-            entry_count: 10,
-            custom_instructions: None,
-        }),
-        HookEvent::PostCompact => HookPayload::PostCompact(PostCompactPayload {
-            base,
-            trigger: CompactTrigger::Manual,
-            entries_compacted: 10,
-        }),
-        HookEvent::Stop => HookPayload::Stop(StopPayload {
-            base,
-            status: StopStatus::Completed,
-        }),
-        HookEvent::SessionEnd => HookPayload::SessionEnd(SessionEndPayload {
-            base,
-            reason: "exit".into(),
-        }),
-    })
+    Ok(event.sample(&sample, project_dir))
+}
+
+fn events_where(test: fn(HookEvent) -> bool) -> Vec<&'static str> {
+    HookEvent::ALL
+        .into_iter()
+        .filter(|event| test(*event))
+        .map(HookEvent::as_str)
+        .collect()
+}
+
+/// "a, b and c".
+fn and_list(items: &[&str]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => (*one).to_string(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
+/// The help text's list of events.
+fn events_help() -> String {
+    format!(
+        "Examples:\n  \
+        elph hooks test preToolUse --tool shell_exec --input '{{\"command\": \"rm -rf /\"}}'\n  \
+        elph hooks test beforeAgent --prompt 'fix the tests'\n  \
+        elph hooks test postToolUse --payload payload.json --json\n  \
+        elph hooks test preToolUse --payload - < payload.json\n\n\
+        Events: {}",
+        HookEvent::ALL.map(HookEvent::as_str).join(" ")
+    )
 }
 
 /// A whole payload from a file or stdin, checked against the event's payload type.
@@ -252,25 +219,28 @@ fn read_payload(event: HookEvent, source: &Path, project_dir: &Path) -> anyhow::
     serde_json::from_value(Value::Object(object)).map_err(|err| {
         anyhow::anyhow!(
             "the payload in {name} does not fit {event}: {err}\n(expected fields: {})",
-            expected_fields(event)
+            expected_fields(event, project_dir)
         )
     })
 }
 
-fn expected_fields(event: HookEvent) -> &'static str {
-    match event {
-        HookEvent::SessionStart => "source: \"new\" | \"resume\"",
-        HookEvent::UserPromptSubmit => "prompt",
-        HookEvent::BeforeAgent => "prompt, systemPrompt",
-        HookEvent::Context => "messages",
-        HookEvent::PreToolUse => "toolName, toolCallId, toolInput",
-        HookEvent::PostToolUse | HookEvent::PostToolUseFailure => {
-            "toolName, toolCallId, toolInput, content, details, isError"
-        }
-        HookEvent::PreCompact => "trigger: \"auto\" | \"manual\", entryCount, customInstructions",
-        HookEvent::PostCompact => "trigger, entriesCompacted",
-        HookEvent::Stop => "status: \"completed\" | \"failed\" | \"cancelled\"",
-        HookEvent::SessionEnd => "reason",
+/// The fields of `event`'s payload besides `event`, `sessionId` and `projectDir`, read from a
+/// sample payload so the list cannot drift from the type.
+fn expected_fields(event: HookEvent, project_dir: &Path) -> String {
+    let sample = Sample {
+        session_id: SESSION_ID,
+        prompt: DEFAULT_PROMPT,
+        tool_name: DEFAULT_TOOL,
+        tool_input: &json!({}),
+    };
+    match serde_json::to_value(event.sample(&sample, project_dir)) {
+        Ok(Value::Object(fields)) => fields
+            .keys()
+            .filter(|key| !matches!(key.as_str(), "event" | "sessionId" | "projectDir"))
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(", "),
+        _ => String::new(),
     }
 }
 
@@ -326,32 +296,19 @@ impl Report {
                 sandbox: hook.sandbox,
             })
             .collect();
-        let stopped_by = match &dispatch.reduced {
-            Reduced::PreToolUse {
-                blocked: Some(verdict),
-                ..
-            } => Some(verdict.hook_id.clone()),
-            _ => None,
-        };
+        let stopped_by = dispatch
+            .reduced
+            .stopped_by()
+            .map(|verdict| verdict.hook_id.clone());
         // A real session checks a rewritten input against the tool's schema again; so does this.
-        let rewritten_input_error = match (&dispatch.reduced, tool) {
-            (
-                Reduced::PreToolUse {
-                    tool_input,
-                    input_changed: true,
-                    blocked: None,
-                    ..
-                },
-                Some(tool),
-            ) => {
+        let rewritten_input_error = PreToolUse::reduced_of(&dispatch.reduced)
+            .filter(|reduced| reduced.input_changed && reduced.blocked.is_none())
+            .zip(tool)
+            .and_then(|(reduced, tool)| {
                 let catalog = elph_agent::tools::ToolCatalog::native();
-                match catalog.get(tool) {
-                    Some(_) => catalog.validate(tool, tool_input).err(),
-                    None => None,
-                }
-            }
-            _ => None,
-        };
+                catalog.get(tool)?;
+                catalog.validate(tool, &reduced.tool_input).err()
+            });
         Report {
             event,
             payload: payload.clone(),
@@ -415,24 +372,28 @@ fn print_report(out: &mut impl Write, report: &Report, paths: &Paths) -> std::io
     print_reduced(out, report)
 }
 
+fn how_it_failed(process: Option<&ProcessExit>) -> String {
+    let Some(process) = process else {
+        return "failed".to_string();
+    };
+    if process.spawn_error.is_some() {
+        "did not start".to_string()
+    } else if process.timed_out {
+        "timed out".to_string()
+    } else if let Some(signal) = process.signal {
+        format!("killed by {}", crate::hooks::process::signal_name(signal))
+    } else if let Some(code) = process.exit_code {
+        format!("exit {code}")
+    } else {
+        "failed".to_string()
+    }
+}
+
 fn print_run(out: &mut impl Write, run: &HookRun, width: usize) -> std::io::Result<()> {
     let (mark, how) = match run.status {
         RunStatus::Ok => ("✓", "exit 0".to_string()),
         RunStatus::Skipped => ("○", "skipped".to_string()),
-        RunStatus::Failed => (
-            "✗",
-            if run.spawn_error.is_some() {
-                "did not start".to_string()
-            } else if run.timed_out {
-                "timed out".to_string()
-            } else if let Some(signal) = run.signal {
-                format!("killed by {}", crate::hooks::process::signal_name(signal))
-            } else if let Some(code) = run.exit_code {
-                format!("exit {code}")
-            } else {
-                "failed".to_string()
-            },
-        ),
+        RunStatus::Failed => ("✗", how_it_failed(run.process.as_ref())),
     };
     writeln!(
         out,
@@ -441,7 +402,7 @@ fn print_run(out: &mut impl Write, run: &HookRun, width: usize) -> std::io::Resu
     )?;
     let indent = "    ";
     match (&run.status, &run.outcome, &run.cause) {
-        (RunStatus::Ok, Some(HookOutcome::Observation), _) => writeln!(
+        (RunStatus::Ok, Some(outcome), _) if outcome.event().is_observation() => writeln!(
             out,
             "{indent}outcome: nothing this event honours (observation only)"
         )?,
@@ -458,9 +419,9 @@ fn print_run(out: &mut impl Write, run: &HookRun, width: usize) -> std::io::Resu
     for note in &run.notes {
         writeln!(out, "{indent}note: {note}")?;
     }
-    if !run.stderr_tail.is_empty() {
+    if !run.stderr_tail().is_empty() {
         writeln!(out, "{indent}stderr:")?;
-        for line in run.stderr_tail.lines() {
+        for line in run.stderr_tail().lines() {
             writeln!(out, "{indent}  | {line}")?;
         }
     }
@@ -479,157 +440,16 @@ fn print_reduced(out: &mut impl Write, report: &Report) -> std::io::Result<()> {
         summary.push_str(&format!(", {failed} failed open or skipped"));
     }
     writeln!(out, "Result ({summary}):")?;
-    match &report.reduced {
-        Reduced::Observation => writeln!(
+    for line in report.reduced.explain() {
+        writeln!(out, "  {line}")?;
+    }
+    if let Some(error) = &report.rewritten_input_error {
+        writeln!(
             out,
-            "  {} is observation-only: the hooks were told, nothing is applied.",
-            report.event
-        )?,
-        Reduced::BeforeAgent {
-            system_prompt_additions,
-            messages,
-        } => {
-            if system_prompt_additions.is_empty() && messages.is_empty() {
-                writeln!(
-                    out,
-                    "  no change: the system prompt and the turn stay as they are."
-                )?;
-            }
-            for addition in system_prompt_additions {
-                writeln!(
-                    out,
-                    "  appended to the system prompt: {}",
-                    shorten(&json!(addition).to_string(), 300)
-                )?;
-            }
-            if !messages.is_empty() {
-                writeln!(
-                    out,
-                    "  {} message(s) added to this turn (never stored):",
-                    messages.len()
-                )?;
-                for message in messages {
-                    writeln!(out, "    {}", describe_message(message))?;
-                }
-            }
-        }
-        Reduced::Context { messages } => match messages {
-            None => writeln!(
-                out,
-                "  no change: the provider receives the messages as assembled."
-            )?,
-            Some(messages) => {
-                writeln!(
-                    out,
-                    "  the provider-bound messages are replaced for this request by {} message(s):",
-                    messages.len()
-                )?;
-                for message in messages {
-                    writeln!(out, "    {}", describe_message(message))?;
-                }
-            }
-        },
-        Reduced::PreToolUse {
-            tool_input,
-            input_changed,
-            blocked,
-            ask,
-        } => {
-            if let Some(verdict) = blocked {
-                writeln!(
-                    out,
-                    "  BLOCKED: {}. The tool does not run; the model receives that reason as an error result.",
-                    verdict.describe("blocked")
-                )?;
-            } else if let Some(verdict) = ask {
-                writeln!(
-                    out,
-                    "  needs the user's approval: {} (with no one to ask, it is denied).",
-                    verdict.describe("approval asked")
-                )?;
-            } else {
-                writeln!(out, "  not blocked: the call goes on to native approval.")?;
-            }
-            if *input_changed {
-                writeln!(
-                    out,
-                    "  toolInput rewritten to: {}",
-                    shorten(&tool_input.to_string(), 600)
-                )?;
-                if let Some(error) = &report.rewritten_input_error {
-                    writeln!(
-                        out,
-                        "  ✗ the rewritten input fails the tool's schema, so a real session fails the call: {error}"
-                    )?;
-                }
-            } else {
-                writeln!(
-                    out,
-                    "  toolInput unchanged: {}",
-                    shorten(&tool_input.to_string(), 600)
-                )?;
-            }
-        }
-        Reduced::ToolResult {
-            content,
-            details,
-            is_error,
-            terminate,
-            changed,
-        } => {
-            if *changed {
-                writeln!(out, "  the tool result was patched:")?;
-            } else {
-                writeln!(out, "  no change to the tool result:")?;
-            }
-            for block in content {
-                writeln!(out, "    content: {}", describe_block(block))?;
-            }
-            writeln!(out, "    isError: {is_error}")?;
-            writeln!(out, "    details: {}", shorten(&details.to_string(), 300))?;
-            if *terminate {
-                writeln!(
-                    out,
-                    "  terminate: the agent loop ends after this batch of tool calls (once every result in it asks to)."
-                )?;
-            }
-        }
-        Reduced::PreCompact {
-            cancelled,
-            custom_instructions,
-        } => {
-            match cancelled {
-                Some(verdict) => writeln!(out, "  {}.", verdict.describe("compaction cancelled"))?,
-                None => writeln!(out, "  the compaction goes ahead.")?,
-            }
-            match custom_instructions {
-                Some(text) => writeln!(
-                    out,
-                    "  custom instructions: {}",
-                    shorten(&json!(text).to_string(), 300)
-                )?,
-                None => writeln!(out, "  no custom instructions.")?,
-            }
-        }
+            "  ✗ the rewritten input fails the tool's schema, so a real session fails the call: {error}"
+        )?;
     }
     Ok(())
-}
-
-fn describe_message(message: &Message) -> String {
-    let text = match message.content() {
-        Content::Text(text) => text.clone(),
-        Content::Blocks(blocks) => blocks.iter().map(describe_block).collect::<Vec<_>>().join(" "),
-    };
-    format!("{}: {}", message.role(), shorten(&json!(text).to_string(), 200))
-}
-
-fn describe_block(block: &ContentBlock) -> String {
-    match block {
-        ContentBlock::Text { text } => shorten(&json!(text).to_string(), 300),
-        ContentBlock::Image { data, mime_type } => {
-            format!("[image {mime_type}, {} bytes base64]", data.len())
-        }
-    }
 }
 
 /// The outcome as the hook would have written it: fields it left out are not shown as null.
@@ -647,18 +467,6 @@ fn compact(value: &impl Serialize) -> String {
     serde_json::to_string(value).unwrap_or_default()
 }
 
-/// At most `max` bytes of `text`, cut on a character boundary, with an ellipsis when cut.
-fn shorten(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_string();
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}… ({} bytes)", &text[..end], text.len())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -673,9 +481,13 @@ mod tests {
     }
 
     #[test]
-    fn shorten_cuts_on_a_char_boundary() {
-        assert_eq!(shorten("abc", 5), "abc");
-        assert_eq!(shorten("ééé", 3), "é… (6 bytes)");
+    fn lists_read_as_words() {
+        assert_eq!(and_list(&["a"]), "a");
+        assert_eq!(and_list(&["a", "b", "c"]), "a, b and c");
+        assert_eq!(
+            expected_fields(HookEvent::PreToolUse, Path::new("/p")),
+            "toolName, toolCallId, toolInput"
+        );
     }
 
     #[test]

@@ -1,9 +1,9 @@
-//! The hook host (SPEC.md §5): runs the configured command hooks of one event, serially, in
-//! configuration order, each as a bounded child process, and folds their outcomes with the
-//! reduction of `elph-agent`.
+//! The hook host (docs/hooks.md, "The protocol" and "Limits"): runs the configured command hooks of
+//! one event, serially, in configuration order, each as a bounded child process, and hands each
+//! run to the chain's `Reducer`.
 //!
 //! The host decides nothing about what an outcome means: it parses stdout with
-//! `elph_agent::hooks::parse_stdout` and applies it with `Reducer::apply`. Every failure is fail-open
+//! `elph_agent::hooks::parse_stdout` and gives the run to `Reducer::record`, which applies it. Every failure is fail-open
 //! and leaves a diagnostic naming the hook and the cause; `dispatch` never fails. Every run is also
 //! appended to `DATA_DIR/logs/hooks.jsonl` (see `runlog`).
 //!
@@ -20,7 +20,7 @@ use std::time::Duration;
 use elph_agent::hooks::limits::{MAX_INPUT_BYTES, MAX_TIMEOUT};
 use elph_agent::hooks::{
     BeforeAgentOutcome, ChainFlow, Dispatch, HookDiagnostic, HookEvent, HookOutcome, HookPayload, HookRun,
-    HookRunner, Reducer, RunStatus, parse_stdout,
+    HookRunner, ProcessExit, Ran, Reducer, RunStatus, parse_stdout,
 };
 
 use elph_agent::sandbox::SandboxPolicy;
@@ -122,38 +122,51 @@ impl HookHost {
         self.log.as_ref()
     }
 
-    /// Runs the chain for `payload`. See `HookRunner::dispatch`.
+    /// Runs the chain for `payload` on its own, as `elph hooks test` does: no native handlers,
+    /// the one `Reducer`, the same runs as in a session.
     pub async fn run_chain(&self, payload: HookPayload) -> Dispatch {
-        let set = self.set();
         let event = payload.event();
-        let hooks = set.matching(event, payload.tool_name());
+        let mut chain = Reducer::new(payload);
+        let ran = self.run_hooks(&mut chain).await;
+        Dispatch {
+            event,
+            runs: ran.runs,
+            diagnostics: ran.diagnostics,
+            reduced: chain.finish(),
+        }
+    }
+
+    /// Runs the configured hooks of the chain's event in order, each on the payload as the hooks
+    /// before it left it, and hands every run to the chain, which applies its outcome.
+    async fn run_hooks(&self, chain: &mut Reducer) -> Ran {
+        let set = self.set();
+        let event = chain.payload().event();
+        let hooks = set.matching(event, chain.payload().tool_name());
         let pending = if event == HookEvent::BeforeAgent {
             std::mem::take(&mut *self.pending())
         } else {
             Vec::new()
         };
-        if hooks.is_empty() && pending.is_empty() {
-            return Dispatch::empty(payload);
-        }
-        let session_id = payload.base().session_id.clone();
-        let mut reducer = Reducer::new(payload);
         for (hook_id, context) in pending {
             let outcome = BeforeAgentOutcome {
                 additional_context: Some(context),
                 ..BeforeAgentOutcome::default()
             };
-            reducer.apply(&hook_id, &HookOutcome::BeforeAgent(outcome));
+            chain.apply(&hook_id, &HookOutcome::BeforeAgent(outcome));
         }
-        let mut runs = Vec::with_capacity(hooks.len());
-        let mut diagnostics = Vec::new();
+        let session_id = chain.payload().base().session_id.clone();
+        let mut ran = Ran {
+            runs: Vec::with_capacity(hooks.len()),
+            diagnostics: Vec::new(),
+        };
         for hook in hooks {
             // Tool and context hooks see the payload as the previous hook left it.
             let stdin = match hook.protocol {
-                Protocol::Elph => reducer.payload().to_stdin_bytes(),
-                Protocol::ClaudeCode => claude_code::stdin_bytes(reducer.payload()),
+                Protocol::Elph => chain.payload().to_stdin_bytes(),
+                Protocol::ClaudeCode => claude_code::stdin_bytes(chain.payload()),
             };
-            let (run, flow) = if stdin.len() - 1 > MAX_INPUT_BYTES {
-                let run = HookRun::skipped(
+            let mut run = if stdin.len() - 1 > MAX_INPUT_BYTES {
+                let mut run = HookRun::skipped(
                     &hook.id,
                     event,
                     format!(
@@ -161,13 +174,14 @@ impl HookHost {
                         stdin.len() - 1
                     ),
                 );
-                (run, ChainFlow::Continue)
+                run.process = Some(ProcessExit::default());
+                run
             } else {
                 let (output, env_file) = self.spawn_hook(hook, event, &session_id, &stdin).await;
-                let run = match hook.protocol {
+                match hook.protocol {
                     Protocol::Elph => record(hook, event, &output),
                     Protocol::ClaudeCode => {
-                        let (mut run, context) = claude_code::record(hook, event, &output, reducer.payload());
+                        let (mut run, context) = claude_code::record(hook, event, &output, chain.payload());
                         if let Some(note) = env_file.as_ref().and_then(claude_code::env_file_note) {
                             run.notes.push(note);
                         }
@@ -176,28 +190,19 @@ impl HookHost {
                         }
                         run
                     }
-                };
-                let flow = match &run.outcome {
-                    Some(outcome) => reducer.apply(&hook.id, outcome),
-                    None => ChainFlow::Continue,
-                };
-                (run, flow)
+                }
             };
-            diagnostics.extend(diagnostics_of(&run));
+            let flow = chain.record(&mut run);
+            ran.diagnostics.extend(diagnostics_of(&run));
             if let Some(log) = &self.log {
                 log.append(&run);
             }
-            runs.push(run);
+            ran.runs.push(run);
             if flow == ChainFlow::Stop {
                 break;
             }
         }
-        Dispatch {
-            event,
-            runs,
-            diagnostics,
-            reduced: reducer.finish(),
-        }
+        ran
     }
 
     fn pending(&self) -> std::sync::MutexGuard<'_, Vec<(String, String)>> {
@@ -268,8 +273,8 @@ impl HookHost {
 
 #[async_trait::async_trait]
 impl HookRunner for HookHost {
-    async fn dispatch(&self, payload: HookPayload) -> Dispatch {
-        self.run_chain(payload).await
+    async fn run(&self, chain: &mut Reducer) -> Ran {
+        self.run_hooks(chain).await
     }
 
     fn has_hooks(&self, event: HookEvent, tool_name: Option<&str>) -> bool {
@@ -307,17 +312,20 @@ pub(crate) fn base_record(hook: &HookDefinition, event: HookEvent, output: &Proc
         hook_id: hook.id.clone(),
         event,
         status: RunStatus::Failed,
-        exit_code: output.exit_code,
-        signal: output.signal,
-        timed_out: output.timed_out,
-        spawn_error: output.spawn_error.clone(),
-        stdout_bytes: output.stdout_bytes,
-        stderr_bytes: output.stderr_bytes,
-        duration_ms: output.duration.as_millis() as u64,
+        process: Some(ProcessExit {
+            exit_code: output.exit_code,
+            signal: output.signal,
+            timed_out: output.timed_out,
+            spawn_error: output.spawn_error.clone(),
+            stdout_bytes: output.stdout_bytes,
+            stderr_bytes: output.stderr_bytes,
+            stderr_tail: output.stderr_tail(),
+        }),
+        duration_ms: u64::try_from(output.duration.as_millis()).unwrap_or(u64::MAX),
         outcome: None,
         cause: None,
         notes: Vec::new(),
-        stderr_tail: output.stderr_tail(),
+        effects: Vec::new(),
     };
     if output.pipes_held_open {
         run.notes.push(format!(
@@ -359,8 +367,8 @@ pub fn diagnostics_of(run: &HookRun) -> Vec<HookDiagnostic> {
     };
     let mut diagnostics = Vec::new();
     if let Some(cause) = &run.cause {
-        let message = if run.status == RunStatus::Failed && !run.stderr_tail.is_empty() {
-            format!("{cause}; stderr: {}", run.stderr_tail)
+        let message = if run.status == RunStatus::Failed && !run.stderr_tail().is_empty() {
+            format!("{cause}; stderr: {}", run.stderr_tail())
         } else {
             cause.clone()
         };

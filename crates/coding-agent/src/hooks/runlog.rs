@@ -35,14 +35,15 @@ pub struct RunLogEntry {
 
 impl RunLogEntry {
     pub fn from_run(run: &HookRun, at: OffsetDateTime) -> Self {
+        let process = run.process.clone().unwrap_or_default();
         RunLogEntry {
             time: at.format(&Rfc3339).unwrap_or_default(),
             hook_id: run.hook_id.clone(),
             event: run.event,
             duration_ms: run.duration_ms,
-            exit: run.exit_code,
-            signal: run.signal,
-            timed_out: run.timed_out,
+            exit: process.exit_code,
+            signal: process.signal,
+            timed_out: process.timed_out,
             status: match run.status {
                 RunStatus::Ok => "ok",
                 RunStatus::Failed => "failed",
@@ -111,7 +112,10 @@ mod tests {
         log.append(&run);
         run.status = RunStatus::Ok;
         run.cause = None;
-        run.exit_code = Some(0);
+        run.process = Some(elph_agent::hooks::ProcessExit {
+            exit_code: Some(0),
+            ..Default::default()
+        });
         run.duration_ms = 12;
         log.append(&run);
         let entries = log.read();

@@ -188,7 +188,7 @@ async fn runs_directly_with_literal_args_in_the_project_and_a_new_group() {
     ];
     let host = fx.host(vec![hook]);
     let payload = fx.pre_tool(json!({"command": "ls"}));
-    let dispatch = within(host.dispatch(payload.clone())).await;
+    let dispatch = within(host.run_chain(payload.clone())).await;
     let run = only_run(&dispatch);
     assert_eq!(run.status, RunStatus::Ok, "{run:#?}");
 
@@ -228,7 +228,7 @@ async fn environment_is_cleared_and_rebuilt_from_the_allowlist() {
     let mut hook = fx.hook("env-dump", HookEvent::Stop, &program);
     hook.args = vec![env_file.to_str().unwrap().into()];
     let host = fx.host(vec![hook]);
-    let dispatch = within(host.dispatch(fx.stop())).await;
+    let dispatch = within(host.run_chain(fx.stop())).await;
     assert_eq!(only_run(&dispatch).status, RunStatus::Ok);
 
     let dumped = std::fs::read_to_string(&env_file).unwrap();
@@ -271,7 +271,7 @@ async fn a_payload_over_128_kib_is_not_sent() {
     let program = fx.script("marker.sh", &format!("touch '{}'", marker.display()));
     let host = fx.host(vec![fx.hook("big-input", HookEvent::PreToolUse, &program)]);
     let payload = fx.pre_tool(json!({"data": "x".repeat(MAX_INPUT_BYTES)}));
-    let dispatch = within(host.dispatch(payload)).await;
+    let dispatch = within(host.run_chain(payload)).await;
     let run = only_run(&dispatch);
     assert_eq!(run.status, RunStatus::Skipped);
     assert!(!marker.exists(), "the hook must not run");
@@ -290,15 +290,15 @@ async fn a_hook_that_ignores_a_large_payload_still_counts() {
     // Just under the input limit, and twice a pipe's buffer: the write must hit a closed pipe.
     let payload = fx.pre_tool(json!({"data": "x".repeat(MAX_INPUT_BYTES - 300)}));
     assert!(payload.to_stdin_bytes().len() > 128 * 1000);
-    let dispatch = within(host.dispatch(payload)).await;
+    let dispatch = within(host.run_chain(payload)).await;
     let run = only_run(&dispatch);
     assert_eq!(run.status, RunStatus::Ok, "{run:#?}");
     assert!(dispatch.diagnostics.is_empty(), "{:?}", dispatch.diagnostics);
-    let Reduced::PreToolUse {
+    let Reduced::PreToolUse(elph_agent::hooks::PreToolUseReduced {
         tool_input,
         input_changed,
         ..
-    } = &dispatch.reduced
+    }) = &dispatch.reduced
     else {
         panic!("{:?}", dispatch.reduced)
     };
@@ -334,13 +334,13 @@ async fn rss_probe_endless_output() {
     // Warm up: the runtime, the allocator and the first spawn cost what they cost once.
     let warm = fx.script("warm.sh", "echo '{}'");
     let host = fx.host(vec![fx.hook("warm", HookEvent::Stop, &warm)]);
-    within(host.dispatch(fx.stop())).await;
+    within(host.run_chain(fx.stop())).await;
 
     for (id, program, stream) in [("yes", &yes, "stdout"), ("flood", &stderr_flood, "stderr")] {
         let host = fx.host(vec![fx.hook(id, HookEvent::Stop, program)]);
         let before = test_support::hook_scripts::vm_rss_kib();
         let started = Instant::now();
-        let dispatch = within(host.dispatch(fx.stop())).await;
+        let dispatch = within(host.run_chain(fx.stop())).await;
         let elapsed = started.elapsed();
         let after = test_support::hook_scripts::vm_rss_kib();
         let run = only_run(&dispatch);
@@ -352,16 +352,20 @@ async fn rss_probe_endless_output() {
             "killed soon after the cap: {elapsed:?}"
         );
         let read = if stream == "stdout" {
-            run.stdout_bytes
+            run.process.as_ref().unwrap().stdout_bytes
         } else {
-            run.stderr_bytes
+            run.process.as_ref().unwrap().stderr_bytes
         };
         assert!(read <= 64 * 1024 + 8 * 1024, "read {read} bytes");
         let growth = after.saturating_sub(before);
         println!("{id}: rss before {before} KiB, after {after} KiB, growth {growth} KiB, {elapsed:?}");
         assert!(growth < 8 * 1024, "RSS grew by {growth} KiB");
         assert!(diagnostic_text(&dispatch).contains(&format!("hook '{id}'")));
-        assert_eq!(run.exit_code, None, "killed, not exited");
+        assert_eq!(
+            run.process.as_ref().unwrap().exit_code,
+            None,
+            "killed, not exited"
+        );
     }
 }
 
@@ -374,11 +378,11 @@ async fn assert_timeout_kills_group(body: &str) {
     hook.timeout = timeout;
     let host = fx.host(vec![hook]);
     let started = Instant::now();
-    let dispatch = within(host.dispatch(fx.stop())).await;
+    let dispatch = within(host.run_chain(fx.stop())).await;
     let elapsed = started.elapsed();
     println!("timeout {timeout:?}: ended after {elapsed:?}");
     let run = only_run(&dispatch);
-    assert!(run.timed_out, "{run:#?}");
+    assert!(run.process.as_ref().unwrap().timed_out, "{run:#?}");
     assert_eq!(run.status, RunStatus::Failed);
     assert!(
         elapsed <= timeout + Duration::from_millis(200),
@@ -426,7 +430,7 @@ async fn a_grandchild_holding_the_pipes_does_not_hold_the_agent() {
         ),
     );
     let host = fx.host(vec![fx.hook("leaves-a-child", HookEvent::PreToolUse, &program)]);
-    let dispatch = within(host.dispatch(fx.pre_tool(json!({})))).await;
+    let dispatch = within(host.run_chain(fx.pre_tool(json!({})))).await;
     let done = unix_nanos_now();
     let exited: u128 = std::fs::read_to_string(&stamp).unwrap().trim().parse().unwrap();
     let after_exit = Duration::from_nanos((done - exited) as u64);
@@ -437,8 +441,8 @@ async fn a_grandchild_holding_the_pipes_does_not_hold_the_agent() {
     );
     let run = only_run(&dispatch);
     assert_eq!(run.status, RunStatus::Ok, "{run:#?}");
-    assert_eq!(run.exit_code, Some(0));
-    let Reduced::PreToolUse { blocked, .. } = &dispatch.reduced else {
+    assert_eq!(run.process.as_ref().unwrap().exit_code, Some(0));
+    let Reduced::PreToolUse(elph_agent::hooks::PreToolUseReduced { blocked, .. }) = &dispatch.reduced else {
         panic!()
     };
     assert_eq!(
@@ -472,7 +476,7 @@ async fn nothing_a_hook_started_outlives_it() {
     );
     let host = fx.host(vec![fx.hook("detached", HookEvent::Stop, &program)]);
     let started = Instant::now();
-    let dispatch = within(host.dispatch(fx.stop())).await;
+    let dispatch = within(host.run_chain(fx.stop())).await;
     assert!(
         started.elapsed() < Duration::from_millis(500),
         "{:?}",
@@ -495,18 +499,18 @@ async fn assert_fails_open(fx: &Fixture, hook: HookDefinition, causes: &[&str]) 
     let id = hook.id.clone();
     let host = fx.host(vec![hook]);
     let input = json!({"command": "ls"});
-    let dispatch = within(host.dispatch(fx.pre_tool(input.clone()))).await;
+    let dispatch = within(host.run_chain(fx.pre_tool(input.clone()))).await;
     let run = only_run(&dispatch);
     assert_eq!(run.status, RunStatus::Failed, "{run:#?}");
     assert_eq!(run.outcome, None);
     assert_eq!(
         dispatch.reduced,
-        Reduced::PreToolUse {
+        Reduced::PreToolUse(elph_agent::hooks::PreToolUseReduced {
             tool_input: input,
             input_changed: false,
             blocked: None,
             ask: None
-        },
+        }),
         "fail open: no change"
     );
     let text = diagnostic_text(&dispatch);
@@ -527,7 +531,14 @@ async fn spawn_failures_fail_open_with_a_clear_cause() {
         &["command not found", "missing.sh does not exist", "hooks.json"],
     )
     .await;
-    assert!(only_run(&dispatch).spawn_error.is_some());
+    assert!(
+        only_run(&dispatch)
+            .process
+            .as_ref()
+            .unwrap()
+            .spawn_error
+            .is_some()
+    );
 
     let no_run_bit = fx.scripts.join("no-x.sh");
     write_with_mode(&no_run_bit, "#!/bin/sh\necho '{}'\n", 0o644);
@@ -577,9 +588,19 @@ async fn a_non_zero_exit_fails_open_and_says_how_to_block() {
     )
     .await;
     let run = only_run(&dispatch);
-    assert_eq!(run.exit_code, Some(2));
-    assert!(run.stderr_tail.len() <= 1024, "{}", run.stderr_tail.len());
-    assert!(run.stderr_tail.ends_with("denied: rm is not allowed"));
+    assert_eq!(run.process.as_ref().unwrap().exit_code, Some(2));
+    assert!(
+        run.process.as_ref().unwrap().stderr_tail.len() <= 1024,
+        "{}",
+        run.process.as_ref().unwrap().stderr_tail.len()
+    );
+    assert!(
+        run.process
+            .as_ref()
+            .unwrap()
+            .stderr_tail
+            .ends_with("denied: rm is not allowed")
+    );
     let message = &dispatch.diagnostics[0].message;
     assert!(
         message.len() < 1024 + 400,
@@ -598,7 +619,7 @@ async fn death_by_signal_fails_open() {
         &["killed by SIGTERM"],
     )
     .await;
-    assert_eq!(only_run(&dispatch).signal, Some(15));
+    assert_eq!(only_run(&dispatch).process.as_ref().unwrap().signal, Some(15));
 }
 
 #[tokio::test]
@@ -608,7 +629,7 @@ async fn a_timeout_fails_open() {
     let mut hook = fx.hook("sleepy", HookEvent::PreToolUse, &program);
     hook.timeout = Duration::from_millis(100);
     let dispatch = assert_fails_open(&fx, hook, &["timed out after 100 ms"]).await;
-    assert!(only_run(&dispatch).timed_out);
+    assert!(only_run(&dispatch).process.as_ref().unwrap().timed_out);
 }
 
 #[tokio::test]
@@ -632,7 +653,7 @@ async fn bad_stdout_fails_open() {
             &["outcome rejected", cause],
         )
         .await;
-        assert_eq!(only_run(&dispatch).exit_code, Some(0));
+        assert_eq!(only_run(&dispatch).process.as_ref().unwrap().exit_code, Some(0));
     }
 }
 
@@ -659,7 +680,7 @@ async fn a_field_the_event_does_not_honour_is_ignored_with_a_diagnostic() {
         r#"echo '{"toolInput": {"command": "ls -la"}, "systemPrompt": "sneaky"}'"#,
     );
     let host = fx.host(vec![fx.hook("mixed", HookEvent::PreToolUse, &program)]);
-    let dispatch = within(host.dispatch(fx.pre_tool(json!({"command": "ls"})))).await;
+    let dispatch = within(host.run_chain(fx.pre_tool(json!({"command": "ls"})))).await;
     let run = only_run(&dispatch);
     assert_eq!(run.status, RunStatus::Ok);
     let text = diagnostic_text(&dispatch);
@@ -667,7 +688,8 @@ async fn a_field_the_event_does_not_honour_is_ignored_with_a_diagnostic() {
         text.contains("hook 'mixed'") && text.contains("'systemPrompt' is not honoured by preToolUse"),
         "{text}"
     );
-    let Reduced::PreToolUse { tool_input, .. } = &dispatch.reduced else {
+    let Reduced::PreToolUse(elph_agent::hooks::PreToolUseReduced { tool_input, .. }) = &dispatch.reduced
+    else {
         panic!()
     };
     assert_eq!(
@@ -704,7 +726,7 @@ async fn the_chain_runs_in_order_each_hook_sees_the_previous_rewrite_and_a_block
     ]);
     assert!(host.has_hooks(HookEvent::PreToolUse, Some("shell_exec")));
     assert!(!host.has_hooks(HookEvent::PostToolUse, Some("shell_exec")));
-    let dispatch = within(host.dispatch(fx.pre_tool(json!({"command": "ls"})))).await;
+    let dispatch = within(host.run_chain(fx.pre_tool(json!({"command": "ls"})))).await;
     let ids: Vec<&str> = dispatch.runs.iter().map(|run| run.hook_id.as_str()).collect();
     assert_eq!(ids, ["rewrite", "observe", "guard"]);
     assert!(
@@ -713,9 +735,9 @@ async fn the_chain_runs_in_order_each_hook_sees_the_previous_rewrite_and_a_block
     );
     let observed: Value = serde_json::from_str(&std::fs::read_to_string(&seen).unwrap()).unwrap();
     assert_eq!(observed["toolInput"], json!({"command": "ls -la"}));
-    let Reduced::PreToolUse {
+    let Reduced::PreToolUse(elph_agent::hooks::PreToolUseReduced {
         blocked, tool_input, ..
-    } = &dispatch.reduced
+    }) = &dispatch.reduced
     else {
         panic!()
     };
@@ -742,7 +764,7 @@ async fn dropping_a_dispatch_kills_the_running_hooks() {
         ),
     );
     let host = fx.host(vec![fx.hook("endless", HookEvent::Stop, &program)]);
-    let mut dispatch = Box::pin(host.dispatch(fx.stop()));
+    let mut dispatch = Box::pin(host.run_chain(fx.stop()));
     // Drive the dispatch until the hook has started, then drop it (a cancelled turn).
     let pid_text = tokio::select! {
         _ = &mut dispatch => panic!("the endless hook finished"),
@@ -770,7 +792,7 @@ async fn aborting_the_task_of_a_dispatch_kills_the_running_hooks() {
     let task = tokio::spawn({
         let host = host.clone();
         let payload = fx.stop();
-        async move { host.dispatch(payload).await }
+        async move { host.run_chain(payload).await }
     });
     let pid_text = tokio::task::spawn_blocking({
         let pid_file = pid_file.clone();
@@ -794,7 +816,7 @@ async fn every_run_is_logged_without_the_payload() {
     ]);
     assert!(!fx.data.join("logs").exists());
     let payload = fx.pre_tool(json!({"command": "cat ~/.ssh/id_rsa # user-data-marker"}));
-    within(host.dispatch(payload)).await;
+    within(host.run_chain(payload)).await;
 
     let path = fx.data.join("logs").join("hooks.jsonl");
     let text = std::fs::read_to_string(&path).unwrap();
@@ -832,20 +854,22 @@ async fn replace_set_swaps_the_hooks_for_the_next_dispatch() {
     let second = fx.script("second.sh", r#"echo '{"toolInput": {"by": "second"}}'"#);
     let host = fx.host(vec![fx.hook("h", HookEvent::PreToolUse, &first)]);
     let by = |dispatch: &Dispatch| match &dispatch.reduced {
-        Reduced::PreToolUse { tool_input, .. } => tool_input["by"].clone(),
+        Reduced::PreToolUse(elph_agent::hooks::PreToolUseReduced { tool_input, .. }) => {
+            tool_input["by"].clone()
+        }
         other => panic!("{other:?}"),
     };
-    let d = within(host.dispatch(fx.pre_tool(json!({})))).await;
+    let d = within(host.run_chain(fx.pre_tool(json!({})))).await;
     assert_eq!(by(&d), "first");
     host.replace_set(HookSet {
         hooks: vec![fx.hook("h", HookEvent::PreToolUse, &second)],
         ..HookSet::default()
     });
     assert_eq!(host.set().hooks[0].command.path, second);
-    let d = within(host.dispatch(fx.pre_tool(json!({})))).await;
+    let d = within(host.run_chain(fx.pre_tool(json!({})))).await;
     assert_eq!(by(&d), "second");
     host.replace_set(HookSet::default());
     assert!(!host.has_hooks(HookEvent::PreToolUse, Some("x")));
-    let d = within(host.dispatch(fx.pre_tool(json!({})))).await;
+    let d = within(host.run_chain(fx.pre_tool(json!({})))).await;
     assert!(d.runs.is_empty());
 }

@@ -289,6 +289,40 @@ async fn pre_tool_use_block_stops_the_tool_and_tells_the_model() {
 }
 
 #[tokio::test]
+async fn a_deny_that_also_rewrites_the_input_is_reported_as_a_block_only() {
+    let env = TestEnv::new();
+    env.trust_project();
+    let rewritten = env.evidence("rewritten-marker");
+    let outcome = json!({
+        "decision": "deny",
+        "reason": "not today",
+        "toolInput": {"command": format!("touch {}", rewritten.display())}
+    })
+    .to_string();
+    let deny = recording_hook(&env, "deny.sh", &env.evidence("pre.jsonl"), &outcome);
+    env.write_project_hooks(&json!({"hooks": [tool_hook("guard", "preToolUse", &["shell_exec"], &deny)]}));
+    let original = env.evidence("original-marker");
+    let server = FakeModelServer::start(Wire::OpenAi).await;
+    server.enqueue(FakeReply::tool_call(
+        "shell_exec",
+        json!({"command": format!("touch {}", original.display())}),
+    ));
+    server.enqueue(FakeReply::text("understood"));
+    let output = run_elph(&env, &server, &["run it"]).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(!original.exists() && !rewritten.exists(), "nothing ran");
+    let stderr = stderr(&output);
+    assert!(
+        stderr.contains("hook 'guard' blocked the tool call: not today"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("rewrote the tool input"),
+        "the rewrite never applied, so it is not reported:\n{stderr}"
+    );
+}
+
+#[tokio::test]
 async fn pre_tool_use_rewrite_runs_the_new_input() {
     let env = TestEnv::new();
     env.trust_project();

@@ -225,7 +225,10 @@ fn hooks_panel() {
     let failed = {
         let mut run = HookRun::skipped("audit", HookEvent::SessionStart, "");
         run.status = RunStatus::Failed;
-        run.exit_code = Some(2);
+        run.process = Some(elph_agent::hooks::ProcessExit {
+            exit_code: Some(2),
+            ..Default::default()
+        });
         run.duration_ms = 8;
         run.cause = Some("exited with code 2. No exit code blocks in Elph".into());
         run

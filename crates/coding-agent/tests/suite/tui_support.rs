@@ -9,7 +9,8 @@ use coding_agent::tui::view;
 use coding_agent::tui::worker::{SessionView, UiMsg};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use elph_agent::hooks::{
-    Dispatch, HookEvent, HookOutcome, HookPayload, HookRun, PayloadBase, PreToolUsePayload, RunStatus,
+    Dispatch, HookEvent, HookOutcome, HookPayload, HookRun, PayloadBase, PreToolUsePayload, ProcessExit,
+    Reducer, RunStatus,
 };
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -157,16 +158,22 @@ pub fn screen_text(buffer: &ratatui::buffer::Buffer) -> String {
     out
 }
 
-/// A preToolUse dispatch (of a write_file call) with `run`.
-pub fn pre_tool_dispatch(run: HookRun) -> Dispatch {
-    let mut dispatch = Dispatch::empty(HookPayload::PreToolUse(PreToolUsePayload {
+/// A preToolUse dispatch (of a write_file call) with `run`, folded as the registry folds it.
+pub fn pre_tool_dispatch(mut run: HookRun) -> Dispatch {
+    let payload = HookPayload::PreToolUse(PreToolUsePayload {
         base: PayloadBase::new("s", "/p"),
         tool_name: "write_file".into(),
         tool_call_id: "call-1".into(),
         tool_input: json!({}),
-    }));
-    dispatch.runs = vec![run];
-    dispatch
+    });
+    let mut chain = Reducer::new(payload);
+    chain.record(&mut run);
+    Dispatch {
+        event: HookEvent::PreToolUse,
+        runs: vec![run],
+        diagnostics: Vec::new(),
+        reduced: chain.finish(),
+    }
 }
 
 /// A successful run of hook `id`.
@@ -174,7 +181,10 @@ pub fn ok_run(id: &str, event: HookEvent, outcome: Option<HookOutcome>) -> HookR
     let mut run = HookRun::skipped(id, event, "");
     run.status = RunStatus::Ok;
     run.cause = None;
-    run.exit_code = Some(0);
+    run.process = Some(ProcessExit {
+        exit_code: Some(0),
+        ..Default::default()
+    });
     run.duration_ms = 14;
     run.outcome = outcome;
     run

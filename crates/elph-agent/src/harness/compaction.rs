@@ -7,8 +7,9 @@ use tokio_util::sync::CancellationToken;
 use super::transcript::Entry;
 use super::{AgentEvent, AgentHarness, TurnScope, unless_cancelled};
 use crate::hooks::HookPayload;
-use crate::hooks::payload::{CompactTrigger, PostCompactPayload, PreCompactPayload};
-use crate::hooks::reduce::Reduced;
+use crate::hooks::Listed;
+use crate::hooks::events::post_compact::PostCompactPayload;
+use crate::hooks::events::pre_compact::{CompactTrigger, PreCompact, PreCompactPayload};
 use crate::messages::Message;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -150,17 +151,13 @@ impl AgentHarness {
             return CompactOutcome::Interrupted;
         };
         let mut instructions = instructions;
-        if let Reduced::PreCompact {
-            cancelled,
-            custom_instructions,
-        } = dispatch.reduced
-        {
-            if let Some(verdict) = cancelled {
+        if let Some(reduced) = PreCompact::reduced_of(&dispatch.reduced) {
+            if let Some(verdict) = &reduced.cancelled {
                 return CompactOutcome::CancelledByHook {
-                    hook_id: verdict.hook_id,
+                    hook_id: verdict.hook_id.clone(),
                 };
             }
-            instructions = custom_instructions;
+            instructions = reduced.custom_instructions.clone();
         }
 
         let mut prompt = String::from("Summarize this conversation:\n\n");

@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::hooks::HookEvent;
-use crate::hooks::payload::StopStatus;
+use crate::hooks::StopStatus;
 use crate::hooks::runner::Dispatch;
 use crate::messages::{ContentBlock, ToolCall};
 use elph_ai::provider::Usage;

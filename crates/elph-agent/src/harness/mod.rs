@@ -21,13 +21,15 @@ use elph_ai::provider::{Provider, Request, StopReason, StreamEvent, Usage};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
-use crate::hooks::payload::{
-    BeforeAgentPayload, ContextPayload, PayloadBase, SessionEndPayload, SessionSource, SessionStartPayload,
-    StopPayload, StopStatus, UserPromptSubmitPayload,
-};
-use crate::hooks::reduce::Reduced;
+use crate::hooks::events::before_agent::{BeforeAgent, BeforeAgentPayload};
+use crate::hooks::events::context::{Context, ContextPayload};
+use crate::hooks::events::session_end::SessionEndPayload;
+use crate::hooks::events::session_start::{SessionSource, SessionStartPayload};
+use crate::hooks::events::stop::{StopPayload, StopStatus};
+use crate::hooks::events::user_prompt_submit::UserPromptSubmitPayload;
+use crate::hooks::payload::PayloadBase;
 use crate::hooks::runner::Dispatch;
-use crate::hooks::{HookPayload, HookRegistry};
+use crate::hooks::{HookPayload, HookRegistry, Listed};
 use crate::messages::Message;
 use crate::policy::{FilePolicy, WriteScope};
 use crate::tools::{DEFAULT_READ_DEADLINE, ToolCatalog, ToolContext};
@@ -341,13 +343,9 @@ impl AgentHarness {
             system_prompt: mode_prompt.clone(),
             ..Default::default()
         };
-        if let Reduced::BeforeAgent {
-            system_prompt_additions,
-            messages,
-        } = before.reduced
-        {
-            scope.system_prompt = Reduced::apply_system_prompt(&mode_prompt, &system_prompt_additions);
-            scope.extra_messages = messages;
+        if let Some(before) = BeforeAgent::reduced_of(&before.reduced) {
+            scope.system_prompt = before.system_prompt(&mode_prompt);
+            scope.extra_messages = before.messages.clone();
         }
 
         self.store(Message::user(prompt));
@@ -365,11 +363,9 @@ impl AgentHarness {
                 let Some(context) = unless_cancelled(cancel, self.dispatch(payload)).await else {
                     return self.cancelled(last_text);
                 };
-                match context.reduced {
-                    Reduced::Context {
-                        messages: Some(replacement),
-                    } => replacement,
-                    _ => messages,
+                match Context::reduced_of(&context.reduced).and_then(|r| r.messages.clone()) {
+                    Some(replacement) => replacement,
+                    None => messages,
                 }
             } else {
                 messages

@@ -6,8 +6,11 @@ use super::access::AccessVerdict;
 use super::approval::{ApprovalDecision, ApprovalPolicy, ApprovalRequest};
 use super::{AgentEvent, AgentHarness, AgentMode};
 use crate::hooks::HookPayload;
-use crate::hooks::payload::{PreToolUsePayload, ToolResultPayload};
-use crate::hooks::reduce::{Reduced, Verdict};
+use crate::hooks::Listed;
+use crate::hooks::events::post_tool_use::{PostToolUse, ToolResultPayload};
+use crate::hooks::events::post_tool_use_failure::PostToolUseFailure;
+use crate::hooks::events::pre_tool_use::{PreToolUse, PreToolUsePayload};
+use crate::hooks::reduce::Verdict;
 use crate::messages::{ContentBlock, ToolCall};
 use crate::tools::{ToolContext, ToolOutput};
 
@@ -75,18 +78,13 @@ impl AgentHarness {
             .has_hooks(crate::hooks::HookEvent::PreToolUse, Some(&call.name))
         {
             let dispatch = self.dispatch(payload).await;
-            if let Reduced::PreToolUse {
-                tool_input,
-                input_changed,
-                blocked,
-                ask,
-            } = dispatch.reduced
-            {
-                if let Some(verdict) = blocked {
+            if let Some(reduced) = PreToolUse::reduced_of(&dispatch.reduced) {
+                if let Some(verdict) = &reduced.blocked {
                     let text = format!("Tool call {}.", verdict.describe("blocked"));
                     return self.finish_call(call, ToolOutput::error(text), false, false);
                 }
-                if input_changed {
+                if reduced.input_changed {
+                    let tool_input = reduced.tool_input.clone();
                     if let Err(error) = self.tools.validate(&call.name, &tool_input) {
                         let text = format!(
                             "a preToolUse hook rewrote the arguments, and the result is invalid: {error}"
@@ -100,7 +98,7 @@ impl AgentHarness {
                     });
                     input = tool_input;
                 }
-                hook_ask = ask;
+                hook_ask = reduced.ask.clone();
             }
         }
 
@@ -243,29 +241,25 @@ impl AgentHarness {
             is_error: output.is_error,
         };
         let payload = if output.is_error {
-            HookPayload::PostToolUseFailure(result)
+            PostToolUseFailure::payload(result)
         } else {
-            HookPayload::PostToolUse(result)
+            PostToolUse::payload(result)
         };
         let dispatch = self.dispatch(payload).await;
-        match dispatch.reduced {
-            Reduced::ToolResult {
-                content,
-                details,
-                is_error,
-                terminate,
-                ..
-            } => self.finish_call(
+        let reduced = PostToolUse::reduced_of(&dispatch.reduced)
+            .or_else(|| PostToolUseFailure::reduced_of(&dispatch.reduced));
+        match reduced {
+            Some(result) => self.finish_call(
                 call,
                 ToolOutput {
-                    content,
-                    details,
-                    is_error,
+                    content: result.content.clone(),
+                    details: result.details.clone(),
+                    is_error: result.is_error,
                 },
                 true,
-                terminate,
+                result.terminate,
             ),
-            _ => self.finish_call(call, output, true, false),
+            None => self.finish_call(call, output, true, false),
         }
     }
 }

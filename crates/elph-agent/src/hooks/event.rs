@@ -1,78 +1,14 @@
-//! The eleven lifecycle events.
+//! The name of an event: parsing it, showing it. The events themselves are in `events/`.
 
 use std::fmt;
 use std::str::FromStr;
 
-use serde::{Deserialize, Serialize};
-
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
-)]
-#[serde(rename_all = "camelCase")]
-pub enum HookEvent {
-    SessionStart,
-    UserPromptSubmit,
-    BeforeAgent,
-    Context,
-    PreToolUse,
-    PostToolUse,
-    PostToolUseFailure,
-    PreCompact,
-    PostCompact,
-    Stop,
-    SessionEnd,
-}
+pub use super::events::HookEvent;
 
 impl HookEvent {
-    pub const ALL: [HookEvent; 11] = [
-        HookEvent::SessionStart,
-        HookEvent::UserPromptSubmit,
-        HookEvent::BeforeAgent,
-        HookEvent::Context,
-        HookEvent::PreToolUse,
-        HookEvent::PostToolUse,
-        HookEvent::PostToolUseFailure,
-        HookEvent::PreCompact,
-        HookEvent::PostCompact,
-        HookEvent::Stop,
-        HookEvent::SessionEnd,
-    ];
-
-    /// The name used in hooks.json and in payloads.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            HookEvent::SessionStart => "sessionStart",
-            HookEvent::UserPromptSubmit => "userPromptSubmit",
-            HookEvent::BeforeAgent => "beforeAgent",
-            HookEvent::Context => "context",
-            HookEvent::PreToolUse => "preToolUse",
-            HookEvent::PostToolUse => "postToolUse",
-            HookEvent::PostToolUseFailure => "postToolUseFailure",
-            HookEvent::PreCompact => "preCompact",
-            HookEvent::PostCompact => "postCompact",
-            HookEvent::Stop => "stop",
-            HookEvent::SessionEnd => "sessionEnd",
-        }
-    }
-
-    /// Tool events are the only ones that take a matcher.
-    pub fn is_tool_event(self) -> bool {
-        matches!(
-            self,
-            HookEvent::PreToolUse | HookEvent::PostToolUse | HookEvent::PostToolUseFailure
-        )
-    }
-
     /// Observation-only events honour no outcome field.
     pub fn is_observation(self) -> bool {
-        matches!(
-            self,
-            HookEvent::SessionStart
-                | HookEvent::UserPromptSubmit
-                | HookEvent::PostCompact
-                | HookEvent::Stop
-                | HookEvent::SessionEnd
-        )
+        self.honoured_fields().is_empty()
     }
 }
 
@@ -110,6 +46,24 @@ mod tests {
         }
         assert!("PreToolUse".parse::<HookEvent>().is_err());
         assert!("".parse::<HookEvent>().is_err());
+    }
+
+    #[test]
+    fn observation_events_are_the_ones_without_honoured_fields() {
+        let observation: Vec<_> = HookEvent::ALL
+            .into_iter()
+            .filter(|e| e.is_observation())
+            .collect();
+        assert_eq!(
+            observation,
+            [
+                HookEvent::SessionStart,
+                HookEvent::UserPromptSubmit,
+                HookEvent::PostCompact,
+                HookEvent::Stop,
+                HookEvent::SessionEnd
+            ]
+        );
     }
 
     #[test]

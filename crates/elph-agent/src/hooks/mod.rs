@@ -1,7 +1,8 @@
-//! Typed lifecycle hook contracts: events, payloads, outcomes, matchers, limits and the reduction
-//! of ordered outcomes.
+//! Typed lifecycle hook contracts: events (one module each under `events/`), payloads, outcomes,
+//! matchers, limits and the one fold of ordered outcomes.
 
 pub mod event;
+pub mod events;
 pub mod limits;
 pub mod matcher;
 pub mod outcome;
@@ -11,17 +12,22 @@ pub mod registry;
 pub mod runner;
 
 pub use event::HookEvent;
+pub use events::before_agent::{BeforeAgentOutcome, BeforeAgentPayload, BeforeAgentReduced};
+pub use events::context::{ContextOutcome, ContextPayload, ContextReduced};
+pub use events::post_compact::PostCompactPayload;
+pub use events::post_tool_use::{PostToolUseOutcome, ToolResultPayload, ToolResultReduced};
+pub use events::pre_compact::{CompactTrigger, PreCompactOutcome, PreCompactPayload, PreCompactReduced};
+pub use events::pre_tool_use::{Decision, PreToolUseOutcome, PreToolUsePayload, PreToolUseReduced};
+pub use events::session_end::SessionEndPayload;
+pub use events::session_start::{SessionSource, SessionStartPayload};
+pub use events::stop::{StopPayload, StopStatus};
+pub use events::user_prompt_submit::UserPromptSubmitPayload;
+pub use events::{Event, Listed, Observation, Observed, Sample};
 pub use matcher::{Matcher, PatternError, ToolPattern};
 pub use outcome::{
-    BeforeAgentOutcome, ContextOutcome, Decision, HookOutcome, OutcomeError, ParsedOutcome,
-    PostToolUseOutcome, PreCompactOutcome, PreToolUseOutcome, honoured_fields, parse_outcome, parse_stdout,
-    validate_messages,
+    HookOutcome, OutcomeError, ParsedOutcome, honoured_fields, parse_outcome, parse_stdout, validate_messages,
 };
-pub use payload::{
-    BeforeAgentPayload, CompactTrigger, ContextPayload, HookPayload, PayloadBase, PostCompactPayload,
-    PreCompactPayload, PreToolUsePayload, SessionEndPayload, SessionSource, SessionStartPayload, StopPayload,
-    StopStatus, ToolResultPayload, UserPromptSubmitPayload,
-};
+pub use payload::{HookPayload, PayloadBase};
 pub use reduce::{ChainFlow, Reduced, Reducer, Verdict, reduce};
 pub use registry::{HookRegistry, NativeHook};
-pub use runner::{Dispatch, HookDiagnostic, HookRun, HookRunner, NoHooks, RunStatus};
+pub use runner::{Dispatch, HookDiagnostic, HookRun, HookRunner, NoHooks, ProcessExit, Ran, RunStatus};

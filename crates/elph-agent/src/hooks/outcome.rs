@@ -1,4 +1,5 @@
-//! One outcome type per event, and the validation of what a hook printed on stdout.
+//! The validation of what a hook printed on stdout. Each event's outcome type is in its module
+//! under `events/`.
 //!
 //! A hook's stdout is one JSON object. Fields the event honours are parsed into the event's outcome
 //! type; other fields are ignored with a note; a field of the wrong type, an invalid message list,
@@ -6,73 +7,19 @@
 
 use std::collections::HashSet;
 
-use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::HookEvent;
 use super::limits::MAX_RETURNED_CONTEXT_BYTES;
 use crate::messages::{Content, ContentBlock, Message};
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct BeforeAgentOutcome {
-    pub system_prompt: Option<String>,
-    pub additional_context: Option<String>,
-    pub messages: Option<Vec<Message>>,
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ContextOutcome {
-    pub messages: Option<Vec<Message>>,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum Decision {
-    Allow,
-    Deny,
-    Ask,
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct PreToolUseOutcome {
-    pub block: Option<bool>,
-    pub reason: Option<String>,
-    pub decision: Option<Decision>,
-    pub tool_input: Option<Value>,
-}
-
-/// The outcome of `postToolUse` and `postToolUseFailure`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct PostToolUseOutcome {
-    pub content: Option<Vec<ContentBlock>>,
-    pub details: Option<Value>,
-    pub is_error: Option<bool>,
-    pub terminate: Option<bool>,
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct PreCompactOutcome {
-    pub cancel: Option<bool>,
-    pub custom_instructions: Option<String>,
-}
-
-/// A validated outcome of one hook run.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-#[serde(untagged)]
-pub enum HookOutcome {
-    /// Observation-only events, or an outcome with no field the event honours.
-    Observation,
-    BeforeAgent(BeforeAgentOutcome),
-    Context(ContextOutcome),
-    PreToolUse(PreToolUseOutcome),
-    PostToolUse(PostToolUseOutcome),
-    PreCompact(PreCompactOutcome),
-}
+pub use super::events::HookOutcome;
+// Each event's outcome, where callers found them before the events had modules of their own.
+pub use super::events::before_agent::BeforeAgentOutcome;
+pub use super::events::context::ContextOutcome;
+pub use super::events::post_tool_use::PostToolUseOutcome;
+pub use super::events::pre_compact::PreCompactOutcome;
+pub use super::events::pre_tool_use::{Decision, PreToolUseOutcome};
 
 /// An accepted outcome and the notes about fields that were ignored.
 #[derive(Clone, Debug, PartialEq)]
@@ -99,22 +46,9 @@ pub enum OutcomeError {
     TooLarge { field: String, bytes: usize },
 }
 
-/// The fields an event honours, as written in JSON.
+/// The fields an event honours, as written in JSON: the fields of its outcome type.
 pub fn honoured_fields(event: HookEvent) -> &'static [&'static str] {
-    match event {
-        HookEvent::BeforeAgent => &["systemPrompt", "additionalContext", "messages"],
-        HookEvent::Context => &["messages"],
-        HookEvent::PreToolUse => &["block", "reason", "decision", "toolInput"],
-        HookEvent::PostToolUse | HookEvent::PostToolUseFailure => {
-            &["content", "details", "isError", "terminate"]
-        }
-        HookEvent::PreCompact => &["cancel", "customInstructions"],
-        HookEvent::SessionStart
-        | HookEvent::UserPromptSubmit
-        | HookEvent::PostCompact
-        | HookEvent::Stop
-        | HookEvent::SessionEnd => &[],
-    }
+    event.honoured_fields()
 }
 
 /// Parses and validates a hook's stdout for `event`. Empty (or all-whitespace) stdout is "no change"
@@ -153,60 +87,7 @@ pub fn parse_outcome(event: HookEvent, value: &Value) -> Result<ParsedOutcome, O
             ));
         }
     }
-    let kept = Value::Object(kept);
-    let invalid = |err: serde_json::Error| OutcomeError::InvalidField {
-        event,
-        reason: err.to_string(),
-    };
-    let outcome = match event {
-        HookEvent::BeforeAgent => {
-            let outcome: BeforeAgentOutcome = serde_json::from_value(kept).map_err(invalid)?;
-            check_len("systemPrompt", outcome.system_prompt.as_deref())?;
-            check_len("additionalContext", outcome.additional_context.as_deref())?;
-            if let Some(messages) = &outcome.messages {
-                validate_messages(messages).map_err(OutcomeError::InvalidMessages)?;
-                check_messages_len(messages)?;
-            }
-            HookOutcome::BeforeAgent(outcome)
-        }
-        HookEvent::Context => {
-            let outcome: ContextOutcome = serde_json::from_value(kept).map_err(invalid)?;
-            if let Some(messages) = &outcome.messages {
-                validate_messages(messages).map_err(OutcomeError::InvalidMessages)?;
-                check_messages_len(messages)?;
-            }
-            HookOutcome::Context(outcome)
-        }
-        HookEvent::PreToolUse => {
-            let outcome: PreToolUseOutcome = serde_json::from_value(kept).map_err(invalid)?;
-            check_len("reason", outcome.reason.as_deref())?;
-            HookOutcome::PreToolUse(outcome)
-        }
-        HookEvent::PostToolUse | HookEvent::PostToolUseFailure => {
-            let outcome: PostToolUseOutcome = serde_json::from_value(kept).map_err(|err| {
-                OutcomeError::InvalidField {
-                    event,
-                    reason: format!(
-                        "{err} (content must be an array of {{\"type\":\"text\",\"text\":…}} or {{\"type\":\"image\",\"data\":…,\"mime_type\":…}} blocks)"
-                    ),
-                }
-            })?;
-            if let Some(content) = &outcome.content {
-                check_blocks_len("content", content)?;
-            }
-            HookOutcome::PostToolUse(outcome)
-        }
-        HookEvent::PreCompact => {
-            let outcome: PreCompactOutcome = serde_json::from_value(kept).map_err(invalid)?;
-            check_len("customInstructions", outcome.custom_instructions.as_deref())?;
-            HookOutcome::PreCompact(outcome)
-        }
-        HookEvent::SessionStart
-        | HookEvent::UserPromptSubmit
-        | HookEvent::PostCompact
-        | HookEvent::Stop
-        | HookEvent::SessionEnd => HookOutcome::Observation,
-    };
+    let outcome = event.parse_outcome(kept)?;
     Ok(ParsedOutcome { outcome, ignored })
 }
 
@@ -239,7 +120,8 @@ pub fn validate_messages(messages: &[Message]) -> Result<(), String> {
     Ok(())
 }
 
-fn check_len(field: &str, text: Option<&str>) -> Result<(), OutcomeError> {
+/// A string an outcome puts into the model's context must fit the limit.
+pub(crate) fn check_len(field: &str, text: Option<&str>) -> Result<(), OutcomeError> {
     match text {
         Some(text) if text.len() > MAX_RETURNED_CONTEXT_BYTES => Err(OutcomeError::TooLarge {
             field: field.to_string(),
@@ -259,7 +141,8 @@ fn blocks_text_len(blocks: &[ContentBlock]) -> usize {
         .sum()
 }
 
-fn check_blocks_len(field: &str, blocks: &[ContentBlock]) -> Result<(), OutcomeError> {
+/// Content blocks an outcome puts into the model's context must fit the limit.
+pub(crate) fn check_blocks_len(field: &str, blocks: &[ContentBlock]) -> Result<(), OutcomeError> {
     let bytes = blocks_text_len(blocks);
     if bytes > MAX_RETURNED_CONTEXT_BYTES {
         return Err(OutcomeError::TooLarge {
@@ -268,6 +151,12 @@ fn check_blocks_len(field: &str, blocks: &[ContentBlock]) -> Result<(), OutcomeE
         });
     }
     Ok(())
+}
+
+/// A message list an outcome returns: well formed, and within the limit.
+pub(crate) fn check_messages(messages: &[Message]) -> Result<(), OutcomeError> {
+    validate_messages(messages).map_err(OutcomeError::InvalidMessages)?;
+    check_messages_len(messages)
 }
 
 fn check_messages_len(messages: &[Message]) -> Result<(), OutcomeError> {
@@ -301,7 +190,35 @@ fn json_kind(value: &Value) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hooks::events::Observation;
     use serde_json::json;
+
+    #[test]
+    fn honoured_fields_are_the_fields_of_each_outcome_type() {
+        let fields = |event| honoured_fields(event).to_vec();
+        assert_eq!(
+            fields(HookEvent::BeforeAgent),
+            ["systemPrompt", "additionalContext", "messages"]
+        );
+        assert_eq!(fields(HookEvent::Context), ["messages"]);
+        assert_eq!(
+            fields(HookEvent::PreToolUse),
+            ["block", "reason", "decision", "toolInput"]
+        );
+        for event in [HookEvent::PostToolUse, HookEvent::PostToolUseFailure] {
+            assert_eq!(fields(event), ["content", "details", "isError", "terminate"]);
+        }
+        assert_eq!(fields(HookEvent::PreCompact), ["cancel", "customInstructions"]);
+        for event in [
+            HookEvent::SessionStart,
+            HookEvent::UserPromptSubmit,
+            HookEvent::PostCompact,
+            HookEvent::Stop,
+            HookEvent::SessionEnd,
+        ] {
+            assert!(fields(event).is_empty(), "{event}");
+        }
+    }
 
     #[test]
     fn empty_stdout_is_no_change() {
@@ -348,7 +265,7 @@ mod tests {
     #[test]
     fn unhonoured_fields_are_ignored_with_a_note() {
         let parsed = parse_outcome(HookEvent::Stop, &json!({"block": true})).unwrap();
-        assert_eq!(parsed.outcome, HookOutcome::Observation);
+        assert_eq!(parsed.outcome, HookOutcome::Stop(Observation));
         assert_eq!(
             parsed.ignored,
             ["field 'block' is ignored: stop is observation-only"]

@@ -1,12 +1,22 @@
-//! One payload type per event. Every payload carries `event`, `sessionId` and `projectDir`.
+//! What every payload carries. Each event's own payload type is in its module under `events/`;
+//! `HookPayload` (generated there) is any of them, tagged with `event`.
 
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
-use super::HookEvent;
-use crate::messages::{ContentBlock, Message};
+pub use super::events::HookPayload;
+// Each event's payload, where callers found them before the events had modules of their own.
+pub use super::events::before_agent::BeforeAgentPayload;
+pub use super::events::context::ContextPayload;
+pub use super::events::post_compact::PostCompactPayload;
+pub use super::events::post_tool_use::ToolResultPayload;
+pub use super::events::pre_compact::{CompactTrigger, PreCompactPayload};
+pub use super::events::pre_tool_use::PreToolUsePayload;
+pub use super::events::session_end::SessionEndPayload;
+pub use super::events::session_start::{SessionSource, SessionStartPayload};
+pub use super::events::stop::{StopPayload, StopStatus};
+pub use super::events::user_prompt_submit::UserPromptSubmitPayload;
 
 /// The fields every payload carries besides `event`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -25,179 +35,7 @@ impl PayloadBase {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum SessionSource {
-    New,
-    Resume,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SessionStartPayload {
-    #[serde(flatten)]
-    pub base: PayloadBase,
-    pub source: SessionSource,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct UserPromptSubmitPayload {
-    #[serde(flatten)]
-    pub base: PayloadBase,
-    pub prompt: String,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct BeforeAgentPayload {
-    #[serde(flatten)]
-    pub base: PayloadBase,
-    pub prompt: String,
-    pub system_prompt: String,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ContextPayload {
-    #[serde(flatten)]
-    pub base: PayloadBase,
-    pub messages: Vec<Message>,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PreToolUsePayload {
-    #[serde(flatten)]
-    pub base: PayloadBase,
-    pub tool_name: String,
-    pub tool_call_id: String,
-    pub tool_input: Value,
-}
-
-/// The payload of `postToolUse` and `postToolUseFailure`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ToolResultPayload {
-    #[serde(flatten)]
-    pub base: PayloadBase,
-    pub tool_name: String,
-    pub tool_call_id: String,
-    pub tool_input: Value,
-    pub content: Vec<ContentBlock>,
-    #[serde(default)]
-    pub details: Value,
-    pub is_error: bool,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum CompactTrigger {
-    Auto,
-    Manual,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PreCompactPayload {
-    #[serde(flatten)]
-    pub base: PayloadBase,
-    pub trigger: CompactTrigger,
-    pub entry_count: u64,
-    pub custom_instructions: Option<String>,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PostCompactPayload {
-    #[serde(flatten)]
-    pub base: PayloadBase,
-    pub trigger: CompactTrigger,
-    pub entries_compacted: u64,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum StopStatus {
-    Completed,
-    Failed,
-    Cancelled,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct StopPayload {
-    #[serde(flatten)]
-    pub base: PayloadBase,
-    pub status: StopStatus,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SessionEndPayload {
-    #[serde(flatten)]
-    pub base: PayloadBase,
-    pub reason: String,
-}
-
-/// A payload of any event, serialized with its `event` tag: exactly what a hook reads on stdin.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "event", rename_all = "camelCase")]
-pub enum HookPayload {
-    SessionStart(SessionStartPayload),
-    UserPromptSubmit(UserPromptSubmitPayload),
-    BeforeAgent(BeforeAgentPayload),
-    Context(ContextPayload),
-    PreToolUse(PreToolUsePayload),
-    PostToolUse(ToolResultPayload),
-    PostToolUseFailure(ToolResultPayload),
-    PreCompact(PreCompactPayload),
-    PostCompact(PostCompactPayload),
-    Stop(StopPayload),
-    SessionEnd(SessionEndPayload),
-}
-
 impl HookPayload {
-    pub fn event(&self) -> HookEvent {
-        match self {
-            HookPayload::SessionStart(_) => HookEvent::SessionStart,
-            HookPayload::UserPromptSubmit(_) => HookEvent::UserPromptSubmit,
-            HookPayload::BeforeAgent(_) => HookEvent::BeforeAgent,
-            HookPayload::Context(_) => HookEvent::Context,
-            HookPayload::PreToolUse(_) => HookEvent::PreToolUse,
-            HookPayload::PostToolUse(_) => HookEvent::PostToolUse,
-            HookPayload::PostToolUseFailure(_) => HookEvent::PostToolUseFailure,
-            HookPayload::PreCompact(_) => HookEvent::PreCompact,
-            HookPayload::PostCompact(_) => HookEvent::PostCompact,
-            HookPayload::Stop(_) => HookEvent::Stop,
-            HookPayload::SessionEnd(_) => HookEvent::SessionEnd,
-        }
-    }
-
-    pub fn base(&self) -> &PayloadBase {
-        match self {
-            HookPayload::SessionStart(p) => &p.base,
-            HookPayload::UserPromptSubmit(p) => &p.base,
-            HookPayload::BeforeAgent(p) => &p.base,
-            HookPayload::Context(p) => &p.base,
-            HookPayload::PreToolUse(p) => &p.base,
-            HookPayload::PostToolUse(p) | HookPayload::PostToolUseFailure(p) => &p.base,
-            HookPayload::PreCompact(p) => &p.base,
-            HookPayload::PostCompact(p) => &p.base,
-            HookPayload::Stop(p) => &p.base,
-            HookPayload::SessionEnd(p) => &p.base,
-        }
-    }
-
-    /// The tool a tool event is about; `None` for other events.
-    pub fn tool_name(&self) -> Option<&str> {
-        match self {
-            HookPayload::PreToolUse(p) => Some(&p.tool_name),
-            HookPayload::PostToolUse(p) | HookPayload::PostToolUseFailure(p) => Some(&p.tool_name),
-            _ => None,
-        }
-    }
-
     /// The bytes a hook receives on stdin: the JSON object and a newline.
     pub fn to_stdin_bytes(&self) -> Vec<u8> {
         let mut bytes = serde_json::to_vec(self).expect("payloads always serialize");
@@ -209,7 +47,13 @@ impl HookPayload {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use crate::hooks::events::post_tool_use::ToolResultPayload;
+    use crate::hooks::events::pre_compact::{CompactTrigger, PreCompactPayload};
+    use crate::hooks::events::pre_tool_use::PreToolUsePayload;
+    use crate::hooks::events::session_start::{SessionSource, SessionStartPayload};
+    use crate::hooks::events::stop::{StopPayload, StopStatus};
+    use crate::messages::ContentBlock;
+    use serde_json::{Value, json};
 
     fn base() -> PayloadBase {
         PayloadBase::new("s-1", "/work/project")

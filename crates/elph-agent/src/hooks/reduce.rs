@@ -1,15 +1,14 @@
-//! The reduction rules of SPEC.md §4: how the ordered outcomes of one event's chain combine.
+//! How the ordered outcomes of one event's chain combine (docs/hooks.md, "How outcomes combine").
 //!
 //! `Reducer` folds outcomes one at a time, because tool and context hooks see the payload as the
-//! previous hook left it; `reduce` folds a whole ordered list. The agent's registry and
-//! `elph hooks test` both use this one implementation.
+//! previous hook left it; `reduce` folds a whole ordered list. The rules of each event are in its
+//! module under `events/`; this is the one fold that applies them.
 
 use serde::Serialize;
-use serde_json::Value;
 
-use super::outcome::{Decision, HookOutcome};
+use super::outcome::HookOutcome;
 use super::payload::HookPayload;
-use crate::messages::{ContentBlock, Message};
+use super::runner::HookRun;
 
 /// Whether the chain goes on after an outcome.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,56 +36,10 @@ impl Verdict {
     }
 }
 
-/// The combined effect of a chain.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-#[serde(tag = "kind", rename_all = "camelCase", rename_all_fields = "camelCase")]
-pub enum Reduced {
-    /// Observation-only events: nothing to apply.
-    Observation,
-    BeforeAgent {
-        /// Appended to the compiled system prompt, each after a blank line, in order.
-        system_prompt_additions: Vec<String>,
-        /// Appended to the current turn only; never stored.
-        messages: Vec<Message>,
-    },
-    Context {
-        /// The replacement provider-bound list for this one request, if any hook replaced it.
-        messages: Option<Vec<Message>>,
-    },
-    PreToolUse {
-        tool_input: Value,
-        input_changed: bool,
-        blocked: Option<Verdict>,
-        ask: Option<Verdict>,
-    },
-    ToolResult {
-        content: Vec<ContentBlock>,
-        details: Value,
-        is_error: bool,
-        terminate: bool,
-        changed: bool,
-    },
-    PreCompact {
-        cancelled: Option<Verdict>,
-        custom_instructions: Option<String>,
-    },
-}
+pub use super::events::Reduced;
 
-impl Reduced {
-    /// The compiled system prompt with the beforeAgent additions appended.
-    pub fn apply_system_prompt(base: &str, additions: &[String]) -> String {
-        let mut prompt = base.to_string();
-        for addition in additions {
-            if !prompt.is_empty() {
-                prompt.push_str("\n\n");
-            }
-            prompt.push_str(addition);
-        }
-        prompt
-    }
-}
-
-/// Folds the outcomes of one event's chain, in order.
+/// Folds the outcomes of one event's chain, in order. This is the only place outcomes combine:
+/// native handlers, command hooks and `elph hooks test` all feed the one `Reducer` of a dispatch.
 #[derive(Clone, Debug)]
 pub struct Reducer {
     payload: HookPayload,
@@ -95,31 +48,7 @@ pub struct Reducer {
 
 impl Reducer {
     pub fn new(payload: HookPayload) -> Self {
-        let state = match &payload {
-            HookPayload::BeforeAgent(_) => Reduced::BeforeAgent {
-                system_prompt_additions: Vec::new(),
-                messages: Vec::new(),
-            },
-            HookPayload::Context(_) => Reduced::Context { messages: None },
-            HookPayload::PreToolUse(p) => Reduced::PreToolUse {
-                tool_input: p.tool_input.clone(),
-                input_changed: false,
-                blocked: None,
-                ask: None,
-            },
-            HookPayload::PostToolUse(p) | HookPayload::PostToolUseFailure(p) => Reduced::ToolResult {
-                content: p.content.clone(),
-                details: p.details.clone(),
-                is_error: p.is_error,
-                terminate: false,
-                changed: false,
-            },
-            HookPayload::PreCompact(p) => Reduced::PreCompact {
-                cancelled: None,
-                custom_instructions: p.custom_instructions.clone(),
-            },
-            _ => Reduced::Observation,
-        };
+        let state = Reduced::start(&payload);
         Reducer { payload, state }
     }
 
@@ -130,120 +59,24 @@ impl Reducer {
 
     /// Whether a hook already stopped the chain.
     pub fn stopped(&self) -> bool {
-        matches!(&self.state, Reduced::PreToolUse { blocked: Some(_), .. })
+        self.state.stopped_by().is_some()
     }
 
     /// Applies one hook's outcome. An outcome of another event's kind changes nothing.
     pub fn apply(&mut self, hook_id: &str, outcome: &HookOutcome) -> ChainFlow {
-        if self.stopped() {
-            return ChainFlow::Stop;
+        self.state
+            .apply(&mut self.payload, hook_id, outcome, &mut Vec::new())
+    }
+
+    /// Applies `run`'s outcome, if it has one, and records in the run what it changed.
+    pub fn record(&mut self, run: &mut HookRun) -> ChainFlow {
+        match &run.outcome {
+            Some(outcome) => self
+                .state
+                .apply(&mut self.payload, &run.hook_id, outcome, &mut run.effects),
+            None if self.stopped() => ChainFlow::Stop,
+            None => ChainFlow::Continue,
         }
-        match (&mut self.state, outcome) {
-            (
-                Reduced::BeforeAgent {
-                    system_prompt_additions,
-                    messages,
-                },
-                HookOutcome::BeforeAgent(o),
-            ) => {
-                system_prompt_additions.extend(o.system_prompt.iter().cloned());
-                system_prompt_additions.extend(o.additional_context.iter().cloned());
-                if let Some(extra) = &o.messages {
-                    messages.extend(extra.iter().cloned());
-                }
-            }
-            (Reduced::Context { messages }, HookOutcome::Context(o)) => {
-                if let Some(replacement) = &o.messages {
-                    *messages = Some(replacement.clone());
-                    if let HookPayload::Context(p) = &mut self.payload {
-                        p.messages = replacement.clone();
-                    }
-                }
-            }
-            (
-                Reduced::PreToolUse {
-                    tool_input,
-                    input_changed,
-                    blocked,
-                    ask,
-                },
-                HookOutcome::PreToolUse(o),
-            ) => {
-                if o.block == Some(true) || o.decision == Some(Decision::Deny) {
-                    *blocked = Some(Verdict {
-                        hook_id: hook_id.to_string(),
-                        reason: o.reason.clone(),
-                    });
-                    return ChainFlow::Stop;
-                }
-                if o.decision == Some(Decision::Ask) && ask.is_none() {
-                    *ask = Some(Verdict {
-                        hook_id: hook_id.to_string(),
-                        reason: o.reason.clone(),
-                    });
-                }
-                if let Some(input) = &o.tool_input {
-                    *tool_input = input.clone();
-                    *input_changed = true;
-                    if let HookPayload::PreToolUse(p) = &mut self.payload {
-                        p.tool_input = input.clone();
-                    }
-                }
-            }
-            (
-                Reduced::ToolResult {
-                    content,
-                    details,
-                    is_error,
-                    terminate,
-                    changed,
-                },
-                HookOutcome::PostToolUse(o),
-            ) => {
-                if let Some(new_content) = &o.content {
-                    *content = new_content.clone();
-                    *changed = true;
-                }
-                if let Some(new_details) = &o.details {
-                    *details = new_details.clone();
-                    *changed = true;
-                }
-                if let Some(flag) = o.is_error {
-                    *is_error = flag;
-                    *changed = true;
-                }
-                if let Some(flag) = o.terminate {
-                    *terminate = flag;
-                }
-                if let HookPayload::PostToolUse(p) | HookPayload::PostToolUseFailure(p) = &mut self.payload {
-                    p.content = content.clone();
-                    p.details = details.clone();
-                    p.is_error = *is_error;
-                }
-            }
-            (
-                Reduced::PreCompact {
-                    cancelled,
-                    custom_instructions,
-                },
-                HookOutcome::PreCompact(o),
-            ) => {
-                if o.cancel == Some(true) && cancelled.is_none() {
-                    *cancelled = Some(Verdict {
-                        hook_id: hook_id.to_string(),
-                        reason: None,
-                    });
-                }
-                if let Some(instructions) = &o.custom_instructions {
-                    *custom_instructions = Some(instructions.clone());
-                    if let HookPayload::PreCompact(p) = &mut self.payload {
-                        p.custom_instructions = Some(instructions.clone());
-                    }
-                }
-            }
-            _ => {}
-        }
-        ChainFlow::Continue
     }
 
     pub fn finish(self) -> Reduced {
@@ -268,12 +101,23 @@ pub fn reduce<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hooks::outcome::{
-        BeforeAgentOutcome, ContextOutcome, PostToolUseOutcome, PreCompactOutcome, PreToolUseOutcome,
+    use crate::hooks::HookEvent;
+    use crate::hooks::events::Observation;
+    use crate::hooks::events::Observed;
+    use crate::hooks::events::before_agent::{BeforeAgentOutcome, BeforeAgentPayload, BeforeAgentReduced};
+    use crate::hooks::events::context::{ContextOutcome, ContextPayload, ContextReduced};
+    use crate::hooks::events::post_tool_use::{PostToolUseOutcome, ToolResultPayload, ToolResultReduced};
+    use crate::hooks::events::pre_compact::{
+        CompactTrigger, PreCompactOutcome, PreCompactPayload, PreCompactReduced,
     };
-    use crate::hooks::payload::*;
+    use crate::hooks::events::pre_tool_use::{
+        Decision, PreToolUseOutcome, PreToolUsePayload, PreToolUseReduced,
+    };
+    use crate::hooks::events::stop::{StopPayload, StopStatus};
+    use crate::hooks::payload::PayloadBase;
+    use crate::messages::{ContentBlock, Message};
     use pretty_assertions::assert_eq;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn base() -> PayloadBase {
         PayloadBase::new("s", "/p")
@@ -309,6 +153,28 @@ mod tests {
         HookOutcome::PreToolUse(o)
     }
 
+    fn pre_reduced(reduced: Reduced) -> PreToolUseReduced {
+        let Reduced::PreToolUse(reduced) = reduced else {
+            panic!("not a preToolUse result: {reduced:?}")
+        };
+        reduced
+    }
+
+    /// The effects a chain of runs records, in order.
+    fn effects(payload: HookPayload, outcomes: &[(&str, HookOutcome)]) -> Vec<String> {
+        let mut reducer = Reducer::new(payload.clone());
+        let mut effects = Vec::new();
+        for (id, outcome) in outcomes {
+            let mut run = HookRun::native(id, payload.event(), 0, Some(outcome.clone()));
+            let flow = reducer.record(&mut run);
+            effects.extend(run.effects);
+            if flow == ChainFlow::Stop {
+                break;
+            }
+        }
+        effects
+    }
+
     #[test]
     fn before_agent_appends_in_order_system_prompt_then_context() {
         let a = HookOutcome::BeforeAgent(BeforeAgentOutcome {
@@ -327,18 +193,19 @@ mod tests {
             system_prompt: "BASE".into(),
         });
         let reduced = reduce(payload, [("a", &a), ("b", &b)]);
-        let Reduced::BeforeAgent {
-            system_prompt_additions,
-            messages,
-        } = reduced
-        else {
+        let Reduced::BeforeAgent(reduced) = reduced else {
             panic!()
         };
-        assert_eq!(system_prompt_additions, ["A1", "A2", "B2"]);
-        assert_eq!(messages, [Message::user("temp 1"), Message::user("temp 2")]);
+        assert_eq!(reduced.system_prompt_additions, ["A1", "A2", "B2"]);
         assert_eq!(
-            Reduced::apply_system_prompt("BASE", &system_prompt_additions),
-            "BASE\n\nA1\n\nA2\n\nB2"
+            reduced.messages,
+            [Message::user("temp 1"), Message::user("temp 2")]
+        );
+        assert_eq!(reduced.system_prompt("BASE"), "BASE\n\nA1\n\nA2\n\nB2");
+        assert_eq!(
+            BeforeAgentReduced::default().system_prompt("BASE"),
+            "BASE",
+            "no addition, no change"
         );
     }
 
@@ -364,9 +231,9 @@ mod tests {
         reducer.apply("b", &HookOutcome::Context(ContextOutcome { messages: None }));
         assert_eq!(
             reducer.finish(),
-            Reduced::Context {
+            Reduced::Context(ContextReduced {
                 messages: Some(vec![Message::user("first")])
-            }
+            })
         );
     }
 
@@ -376,7 +243,10 @@ mod tests {
             base: base(),
             messages: vec![],
         });
-        assert_eq!(reduce(payload, []), Reduced::Context { messages: None });
+        assert_eq!(
+            reduce(payload, []),
+            Reduced::Context(ContextReduced { messages: None })
+        );
     }
 
     #[test]
@@ -391,18 +261,10 @@ mod tests {
             panic!()
         };
         assert_eq!(seen.tool_input, json!({"command": "ls -la"}));
-        let Reduced::PreToolUse {
-            tool_input,
-            input_changed,
-            blocked,
-            ask,
-        } = reducer.finish()
-        else {
-            panic!()
-        };
-        assert_eq!(tool_input, json!({"command": "ls -la"}));
-        assert!(input_changed);
-        assert_eq!((blocked, ask), (None, None));
+        let reduced = pre_reduced(reducer.finish());
+        assert_eq!(reduced.tool_input, json!({"command": "ls -la"}));
+        assert!(reduced.input_changed);
+        assert_eq!((reduced.blocked, reduced.ask), (None, None));
     }
 
     #[test]
@@ -419,16 +281,11 @@ mod tests {
         let mut reducer = Reducer::new(pre_tool(json!({})));
         assert_eq!(reducer.apply("guard", &block), ChainFlow::Stop);
         assert_eq!(reducer.apply("later", &later), ChainFlow::Stop);
-        let Reduced::PreToolUse {
-            blocked, tool_input, ..
-        } = reducer.finish()
-        else {
-            panic!()
-        };
-        let verdict = blocked.unwrap();
+        let reduced = pre_reduced(reducer.finish());
+        let verdict = reduced.blocked.unwrap();
         assert_eq!(verdict.hook_id, "guard");
         assert_eq!(verdict.describe("blocked"), "blocked by hook 'guard': no rm");
-        assert_eq!(tool_input, json!({}), "the later rewrite never applied");
+        assert_eq!(reduced.tool_input, json!({}), "the later rewrite never applied");
     }
 
     #[test]
@@ -437,14 +294,105 @@ mod tests {
             decision: Some(Decision::Deny),
             ..Default::default()
         });
-        let reduced = reduce(pre_tool(json!({})), [("d", &deny)]);
-        assert!(matches!(reduced, Reduced::PreToolUse { blocked: Some(_), .. }));
+        let reduced = pre_reduced(reduce(pre_tool(json!({})), [("d", &deny)]));
+        assert!(reduced.blocked.is_some());
         let not_block = pre(PreToolUseOutcome {
             block: Some(false),
             ..Default::default()
         });
-        let reduced = reduce(pre_tool(json!({})), [("n", &not_block)]);
-        assert!(matches!(reduced, Reduced::PreToolUse { blocked: None, .. }));
+        let reduced = pre_reduced(reduce(pre_tool(json!({})), [("n", &not_block)]));
+        assert!(reduced.blocked.is_none());
+    }
+
+    #[test]
+    fn a_deny_that_carries_a_rewritten_input_blocks_and_rewrites_nothing() {
+        for blocking in [
+            PreToolUseOutcome {
+                decision: Some(Decision::Deny),
+                reason: Some("no".into()),
+                tool_input: Some(json!({"command": "rm -rf /"})),
+                ..Default::default()
+            },
+            PreToolUseOutcome {
+                block: Some(true),
+                reason: Some("no".into()),
+                tool_input: Some(json!({"command": "rm -rf /"})),
+                ..Default::default()
+            },
+        ] {
+            let outcome = pre(blocking);
+            let reduced = pre_reduced(reduce(pre_tool(json!({"command": "ls"})), [("guard", &outcome)]));
+            assert_eq!(reduced.tool_input, json!({"command": "ls"}));
+            assert!(!reduced.input_changed);
+            assert_eq!(
+                effects(pre_tool(json!({"command": "ls"})), &[("guard", outcome)]),
+                ["hook 'guard' blocked the tool call: no"],
+                "what the notices say is what the reduction did"
+            );
+        }
+    }
+
+    #[test]
+    fn effects_say_what_each_outcome_changed() {
+        let ask = pre(PreToolUseOutcome {
+            decision: Some(Decision::Ask),
+            reason: Some("check".into()),
+            tool_input: Some(json!({"command": "ls -la"})),
+            ..Default::default()
+        });
+        let block = pre(PreToolUseOutcome {
+            block: Some(true),
+            ..Default::default()
+        });
+        let never = pre(PreToolUseOutcome {
+            block: Some(true),
+            reason: Some("never runs".into()),
+            ..Default::default()
+        });
+        assert_eq!(
+            effects(
+                pre_tool(json!({})),
+                &[("asker", ask), ("guard", block), ("later", never)]
+            ),
+            [
+                "hook 'asker' asked for approval: check",
+                "hook 'asker' rewrote the tool input",
+                "hook 'guard' blocked the tool call",
+            ]
+        );
+        let patch = HookOutcome::PostToolUseFailure(PostToolUseOutcome {
+            content: Some(vec![ContentBlock::text("x")]),
+            is_error: Some(false),
+            details: Some(json!({})),
+            terminate: Some(true),
+        });
+        assert_eq!(
+            effects(post_tool(true), &[("p", patch)]),
+            [
+                "hook 'p' replaced the tool result (postToolUseFailure)",
+                "hook 'p' set isError to false",
+                "hook 'p' replaced the result details",
+                "hook 'p' asked to end the turn",
+            ]
+        );
+        let stop = HookPayload::Stop(StopPayload {
+            base: base(),
+            status: StopStatus::Completed,
+        });
+        assert!(effects(stop, &[("o", HookOutcome::Stop(Observation))]).is_empty());
+    }
+
+    #[test]
+    fn an_outcome_of_another_event_changes_nothing() {
+        let stray = HookOutcome::PostToolUse(PostToolUseOutcome {
+            terminate: Some(true),
+            ..Default::default()
+        });
+        let reduced = reduce(post_tool(true), [("stray", &stray)]);
+        let Reduced::PostToolUseFailure(result) = reduced else {
+            panic!()
+        };
+        assert!(!result.terminate);
     }
 
     #[test]
@@ -458,12 +406,12 @@ mod tests {
             decision: Some(Decision::Allow),
             ..Default::default()
         });
-        let reduced = reduce(pre_tool(json!({})), [("asker", &ask), ("allower", &allow)]);
-        let Reduced::PreToolUse { ask, blocked, .. } = reduced else {
-            panic!()
-        };
-        assert_eq!(ask.unwrap().hook_id, "asker");
-        assert_eq!(blocked, None);
+        let reduced = pre_reduced(reduce(
+            pre_tool(json!({})),
+            [("asker", &ask), ("allower", &allow)],
+        ));
+        assert_eq!(reduced.ask.unwrap().hook_id, "asker");
+        assert_eq!(reduced.blocked, None);
     }
 
     #[test]
@@ -487,13 +435,13 @@ mod tests {
         reducer.apply("b", &second);
         assert_eq!(
             reducer.finish(),
-            Reduced::ToolResult {
+            Reduced::PostToolUse(ToolResultReduced {
                 content: vec![ContentBlock::text("redacted")],
                 details: json!({"source": "policy"}),
                 is_error: true,
                 terminate: true,
                 changed: true,
-            }
+            })
         );
     }
 
@@ -502,13 +450,13 @@ mod tests {
         let reduced = reduce(post_tool(true), []);
         assert_eq!(
             reduced,
-            Reduced::ToolResult {
+            Reduced::PostToolUseFailure(ToolResultReduced {
                 content: vec![ContentBlock::text("original")],
                 details: json!({"n": 1}),
                 is_error: true,
                 terminate: false,
                 changed: false,
-            }
+            })
         );
     }
 
@@ -531,13 +479,13 @@ mod tests {
         let reduced = reduce(payload, [("a", &a), ("b", &b)]);
         assert_eq!(
             reduced,
-            Reduced::PreCompact {
+            Reduced::PreCompact(PreCompactReduced {
                 cancelled: Some(Verdict {
                     hook_id: "a".into(),
                     reason: None
                 }),
                 custom_instructions: Some("B".into()),
-            }
+            })
         );
     }
 
@@ -548,8 +496,25 @@ mod tests {
             status: StopStatus::Completed,
         });
         assert_eq!(
-            reduce(payload, [("a", &HookOutcome::Observation)]),
-            Reduced::Observation
+            reduce(payload, [("a", &HookOutcome::Stop(Observation))]),
+            Reduced::Stop(Observed {})
         );
+    }
+
+    #[test]
+    fn results_serialize_with_their_kind_as_before() {
+        let kind = |reduced: Reduced| serde_json::to_value(reduced).unwrap()["kind"].clone();
+        let stop = HookPayload::Stop(StopPayload {
+            base: base(),
+            status: StopStatus::Completed,
+        });
+        assert_eq!(kind(reduce(stop, [])), json!("observation"));
+        assert_eq!(kind(reduce(post_tool(true), [])), json!("toolResult"));
+        assert_eq!(kind(reduce(post_tool(false), [])), json!("toolResult"));
+        assert_eq!(
+            serde_json::to_value(reduce(pre_tool(json!({"a": 1})), [])).unwrap(),
+            json!({"kind": "preToolUse", "toolInput": {"a": 1}, "inputChanged": false, "blocked": null, "ask": null})
+        );
+        assert_eq!(HookEvent::PreToolUse.as_str(), "preToolUse");
     }
 }

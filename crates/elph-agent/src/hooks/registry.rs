@@ -1,13 +1,13 @@
 //! The typed hook registry: native handlers first, then the configured command hooks through a
-//! `HookRunner`, all folded by the one `Reducer`.
+//! `HookRunner`, all folded by the one `Reducer` of the dispatch.
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use super::outcome::HookOutcome;
 use super::payload::HookPayload;
-use super::reduce::{ChainFlow, Reduced, Reducer};
-use super::runner::{Dispatch, HookRun, HookRunner, NoHooks, RunStatus};
+use super::reduce::{ChainFlow, Reducer};
+use super::runner::{Dispatch, HookRun, HookRunner, NoHooks};
 use super::{HookEvent, Matcher};
 
 /// A handler compiled into Elph (or registered by an embedding program). It runs in-process, before
@@ -60,56 +60,41 @@ impl HookRegistry {
             || self.runner.has_hooks(event, tool_name)
     }
 
-    /// Runs the chain for one payload: native handlers, then command hooks. Never fails.
+    /// Runs the chain for one payload: native handlers, then command hooks, all folded by one
+    /// `Reducer`. Never fails.
     pub async fn dispatch(&self, payload: HookPayload) -> Dispatch {
         let event = payload.event();
         let tool_name = payload.tool_name().map(str::to_string);
-        let mut reducer = Reducer::new(payload);
+        let mut chain = Reducer::new(payload);
         let mut runs = Vec::new();
+        let mut diagnostics = Vec::new();
+        let mut stopped = false;
         for hook in self
             .native
             .iter()
             .filter(|h| native_applies(h.as_ref(), event, tool_name.as_deref()))
         {
             let started = Instant::now();
-            let outcome = hook.handle(reducer.payload());
-            let mut run = HookRun::skipped(hook.id(), event, "");
-            run.status = RunStatus::Ok;
-            run.cause = None;
-            run.exit_code = Some(0);
-            run.duration_ms = started.elapsed().as_millis() as u64;
-            if let Some(outcome) = &outcome {
-                let flow = reducer.apply(hook.id(), outcome);
-                run.outcome = Some(outcome.clone());
-                runs.push(run);
-                if flow == ChainFlow::Stop {
-                    return Dispatch {
-                        event,
-                        runs,
-                        diagnostics: Vec::new(),
-                        reduced: reducer.finish(),
-                    };
-                }
-            } else {
-                runs.push(run);
+            let outcome = hook.handle(chain.payload());
+            let elapsed = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+            let mut run = HookRun::native(hook.id(), event, elapsed, outcome);
+            let flow = chain.record(&mut run);
+            runs.push(run);
+            if flow == ChainFlow::Stop {
+                stopped = true;
+                break;
             }
         }
-        if !self.runner.has_hooks(event, tool_name.as_deref()) {
-            return Dispatch {
-                event,
-                runs,
-                diagnostics: Vec::new(),
-                reduced: reducer.finish(),
-            };
+        if !stopped && self.runner.has_hooks(event, tool_name.as_deref()) {
+            let ran = self.runner.run(&mut chain).await;
+            runs.extend(ran.runs);
+            diagnostics = ran.diagnostics;
         }
-        let commands = self.runner.dispatch(reducer.payload().clone()).await;
-        runs.extend(commands.runs);
-        let reduced = merge(reducer.finish(), commands.reduced);
         Dispatch {
             event,
             runs,
-            diagnostics: commands.diagnostics,
-            reduced,
+            diagnostics,
+            reduced: chain.finish(),
         }
     }
 }
@@ -118,93 +103,16 @@ fn native_applies(hook: &dyn NativeHook, event: HookEvent, tool_name: Option<&st
     hook.event() == event && tool_name.is_none_or(|name| hook.matcher().matches(name))
 }
 
-/// Combines what the native handlers did with what the command chain did after them. Changes
-/// carried in the payload (tool input, results, messages, instructions) are already part of the
-/// command chain's result; additions and flags are combined here.
-fn merge(native: Reduced, commands: Reduced) -> Reduced {
-    match (native, commands) {
-        (
-            Reduced::BeforeAgent {
-                system_prompt_additions: mut a,
-                messages: mut m,
-            },
-            Reduced::BeforeAgent {
-                system_prompt_additions,
-                messages,
-            },
-        ) => {
-            a.extend(system_prompt_additions);
-            m.extend(messages);
-            Reduced::BeforeAgent {
-                system_prompt_additions: a,
-                messages: m,
-            }
-        }
-        (Reduced::Context { messages: native }, Reduced::Context { messages }) => Reduced::Context {
-            messages: messages.or(native),
-        },
-        (
-            Reduced::PreToolUse {
-                input_changed: native_changed,
-                ask: native_ask,
-                ..
-            },
-            Reduced::PreToolUse {
-                tool_input,
-                input_changed,
-                blocked,
-                ask,
-            },
-        ) => Reduced::PreToolUse {
-            tool_input,
-            input_changed: native_changed || input_changed,
-            blocked,
-            ask: native_ask.or(ask),
-        },
-        (
-            Reduced::ToolResult {
-                terminate: native_terminate,
-                changed: native_changed,
-                ..
-            },
-            Reduced::ToolResult {
-                content,
-                details,
-                is_error,
-                terminate,
-                changed,
-            },
-        ) => Reduced::ToolResult {
-            content,
-            details,
-            is_error,
-            terminate: native_terminate || terminate,
-            changed: native_changed || changed,
-        },
-        (
-            Reduced::PreCompact {
-                cancelled: native_cancel,
-                ..
-            },
-            Reduced::PreCompact {
-                cancelled,
-                custom_instructions,
-            },
-        ) => Reduced::PreCompact {
-            cancelled: native_cancel.or(cancelled),
-            custom_instructions,
-        },
-        (_, commands) => commands,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hooks::outcome::{BeforeAgentOutcome, PreToolUseOutcome};
-    use crate::hooks::payload::{BeforeAgentPayload, PayloadBase, PreToolUsePayload};
-    use crate::hooks::runner::HookDiagnostic;
-    use serde_json::{Value, json};
+    use crate::hooks::Reduced;
+    use crate::hooks::events::before_agent::{BeforeAgentOutcome, BeforeAgentPayload};
+    use crate::hooks::events::pre_tool_use::{PreToolUseOutcome, PreToolUsePayload};
+    use crate::hooks::events::session_end::SessionEndPayload;
+    use crate::hooks::payload::PayloadBase;
+    use crate::hooks::runner::{HookDiagnostic, Ran};
+    use serde_json::json;
     use std::sync::Mutex;
 
     struct Native {
@@ -233,19 +141,18 @@ mod tests {
 
     #[async_trait::async_trait]
     impl HookRunner for Recording {
-        async fn dispatch(&self, payload: HookPayload) -> Dispatch {
-            self.seen.lock().unwrap().push(payload.clone());
-            let mut reducer = Reducer::new(payload.clone());
-            reducer.apply("command", &self.outcome);
-            Dispatch {
-                event: payload.event(),
-                runs: vec![],
+        async fn run(&self, chain: &mut Reducer) -> Ran {
+            let event = chain.payload().event();
+            self.seen.lock().unwrap().push(chain.payload().clone());
+            let mut run = HookRun::native("command", event, 0, Some(self.outcome.clone()));
+            chain.record(&mut run);
+            Ran {
+                runs: vec![run],
                 diagnostics: vec![HookDiagnostic {
                     hook_id: Some("command".into()),
-                    event: payload.event(),
+                    event,
                     message: "ran".into(),
                 }],
-                reduced: reducer.finish(),
             }
         }
         fn has_hooks(&self, _: HookEvent, _: Option<&str>) -> bool {
@@ -282,17 +189,16 @@ mod tests {
             panic!()
         };
         assert_eq!(p.tool_input, json!({"command": "ls -la"}));
-        let Reduced::PreToolUse {
-            tool_input,
-            input_changed,
-            ..
-        } = dispatch.reduced
-        else {
+        let Reduced::PreToolUse(reduced) = &dispatch.reduced else {
             panic!()
         };
-        assert_eq!(tool_input, json!({"command": "ls -la"}));
-        assert!(input_changed, "a native rewrite counts as a change");
+        assert_eq!(reduced.tool_input, json!({"command": "ls -la"}));
+        assert!(reduced.input_changed, "a native rewrite counts as a change");
         assert_eq!(dispatch.runs[0].hook_id, "native-rewrite");
+        assert_eq!(
+            dispatch.runs[0].effects,
+            ["hook 'native-rewrite' rewrote the tool input"]
+        );
         assert_eq!(dispatch.diagnostics.len(), 1);
     }
 
@@ -300,7 +206,7 @@ mod tests {
     async fn a_native_block_stops_before_command_hooks() {
         let runner = Arc::new(Recording {
             seen: Mutex::new(vec![]),
-            outcome: HookOutcome::Observation,
+            outcome: HookOutcome::SessionEnd(crate::hooks::events::Observation),
         });
         let registry = HookRegistry::new(runner.clone()).with_native(Arc::new(Native {
             id: "guard",
@@ -312,10 +218,7 @@ mod tests {
         }));
         let dispatch = registry.dispatch(pre_tool()).await;
         assert!(runner.seen.lock().unwrap().is_empty(), "command hooks never ran");
-        assert!(matches!(
-            dispatch.reduced,
-            Reduced::PreToolUse { blocked: Some(_), .. }
-        ));
+        assert!(dispatch.reduced.stopped_by().is_some());
     }
 
     #[tokio::test]
@@ -340,29 +243,40 @@ mod tests {
             prompt: "p".into(),
             system_prompt: "base".into(),
         });
-        let Reduced::BeforeAgent {
-            system_prompt_additions,
-            ..
-        } = registry.dispatch(payload).await.reduced
-        else {
+        let Reduced::BeforeAgent(reduced) = registry.dispatch(payload).await.reduced else {
             panic!()
         };
-        assert_eq!(system_prompt_additions, ["from native", "from command"]);
+        assert_eq!(reduced.system_prompt_additions, ["from native", "from command"]);
     }
 
     #[tokio::test]
     async fn no_hooks_is_an_empty_dispatch() {
         let dispatch = HookRegistry::default().dispatch(pre_tool()).await;
         assert!(dispatch.runs.is_empty());
-        let Reduced::PreToolUse {
-            tool_input,
-            input_changed,
-            ..
-        } = dispatch.reduced
-        else {
+        let Reduced::PreToolUse(reduced) = dispatch.reduced else {
             panic!()
         };
-        assert_eq!((tool_input, input_changed), (json!({"command": "ls"}), false));
-        let _ = Value::Null;
+        assert_eq!(
+            (reduced.tool_input, reduced.input_changed),
+            (json!({"command": "ls"}), false)
+        );
+    }
+
+    #[tokio::test]
+    async fn a_native_run_has_no_process_and_claims_no_exit_code() {
+        let registry = HookRegistry::default().with_native(Arc::new(Native {
+            id: "n",
+            event: HookEvent::SessionEnd,
+            outcome: HookOutcome::SessionEnd(crate::hooks::events::Observation),
+        }));
+        let payload = HookPayload::SessionEnd(SessionEndPayload {
+            base: PayloadBase::new("s", "/p"),
+            reason: "exit".into(),
+        });
+        let dispatch = registry.dispatch(payload).await;
+        assert_eq!(dispatch.runs[0].process, None);
+        let json = serde_json::to_value(&dispatch.runs[0]).unwrap();
+        assert_eq!(json["status"], "ok");
+        assert!(json.get("exitCode").is_none(), "{json}");
     }
 }

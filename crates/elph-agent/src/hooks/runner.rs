@@ -1,6 +1,7 @@
-//! The seam between the agent and whatever runs configured hooks: the agent hands a payload to a
-//! `HookRunner` and gets back a `Dispatch` — every run's record, the diagnostics, and the reduced
-//! outcome. The command-hook host in `coding-agent` is one runner; a runner never fails.
+//! The seam between the agent and whatever runs configured hooks: the registry hands a
+//! `HookRunner` the chain (a `Reducer`) and gets back every run's record and the diagnostics; the
+//! registry returns them with the reduced outcome as a `Dispatch`. The command-hook host in
+//! `coding-agent` is one runner; a runner never fails.
 
 use serde::Serialize;
 
@@ -21,19 +22,16 @@ pub enum RunStatus {
     Skipped,
 }
 
-/// The record of one hook run: what happened, never an error.
+/// The record of one hook run, native or command: what happened, never an error.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HookRun {
     pub hook_id: String,
     pub event: HookEvent,
     pub status: RunStatus,
-    pub exit_code: Option<i32>,
-    pub signal: Option<i32>,
-    pub timed_out: bool,
-    pub spawn_error: Option<String>,
-    pub stdout_bytes: u64,
-    pub stderr_bytes: u64,
+    /// How the hook's process ended; `None` for a native handler, which has no process.
+    #[serde(flatten)]
+    pub process: Option<ProcessExit>,
     pub duration_ms: u64,
     /// The accepted outcome; `None` for empty stdout or a failed run.
     pub outcome: Option<HookOutcome>,
@@ -41,6 +39,22 @@ pub struct HookRun {
     pub cause: Option<String>,
     /// Fields that were ignored, and similar remarks that did not reject the outcome.
     pub notes: Vec<String>,
+    /// What the outcome changed, in words, as the reduction applied it ("hook 'x' blocked the
+    /// tool call"). Filled in by `Reducer::record`; front ends show these, never re-derive them.
+    #[serde(skip)]
+    pub effects: Vec<String>,
+}
+
+/// How a command hook's process ended. Only a runner that starts processes fills this in.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProcessExit {
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    pub timed_out: bool,
+    pub spawn_error: Option<String>,
+    pub stdout_bytes: u64,
+    pub stderr_bytes: u64,
     /// Up to 1 KiB of the end of stderr.
     pub stderr_tail: String,
 }
@@ -52,18 +66,35 @@ impl HookRun {
             hook_id: hook_id.to_string(),
             event,
             status: RunStatus::Skipped,
-            exit_code: None,
-            signal: None,
-            timed_out: false,
-            spawn_error: None,
-            stdout_bytes: 0,
-            stderr_bytes: 0,
+            process: None,
             duration_ms: 0,
             outcome: None,
             cause: Some(cause.into()),
             notes: Vec::new(),
-            stderr_tail: String::new(),
+            effects: Vec::new(),
         }
+    }
+
+    /// A record for a native handler that ran and returned `outcome`.
+    pub fn native(hook_id: &str, event: HookEvent, duration_ms: u64, outcome: Option<HookOutcome>) -> Self {
+        HookRun {
+            hook_id: hook_id.to_string(),
+            event,
+            status: RunStatus::Ok,
+            process: None,
+            duration_ms,
+            outcome,
+            cause: None,
+            notes: Vec::new(),
+            effects: Vec::new(),
+        }
+    }
+
+    /// The end of stderr, for a command hook that wrote any.
+    pub fn stderr_tail(&self) -> &str {
+        self.process
+            .as_ref()
+            .map_or("", |process| process.stderr_tail.as_str())
     }
 }
 
@@ -108,12 +139,23 @@ impl Dispatch {
     }
 }
 
+/// What a runner did with its part of a chain.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Ran {
+    pub runs: Vec<HookRun>,
+    pub diagnostics: Vec<HookDiagnostic>,
+}
+
 /// Runs the configured hooks of one event, serially, in configuration order.
 ///
-/// Dropping the returned future cancels the dispatch and kills every running hook.
+/// A runner decides which hooks run and how; it does not decide what their outcomes mean. Each
+/// hook reads `chain.payload()` as the hooks before it left it, and each run goes back into the
+/// chain with `Reducer::record`, which applies its outcome; the runner stops when that says
+/// `ChainFlow::Stop`. Dropping the returned future cancels the dispatch and kills every running
+/// hook.
 #[async_trait::async_trait]
 pub trait HookRunner: Send + Sync {
-    async fn dispatch(&self, payload: HookPayload) -> Dispatch;
+    async fn run(&self, chain: &mut Reducer) -> Ran;
 
     /// Whether any hook would run for `event` (and `tool_name`); lets callers skip building payloads.
     fn has_hooks(&self, event: HookEvent, tool_name: Option<&str>) -> bool;
@@ -125,8 +167,8 @@ pub struct NoHooks;
 
 #[async_trait::async_trait]
 impl HookRunner for NoHooks {
-    async fn dispatch(&self, payload: HookPayload) -> Dispatch {
-        Dispatch::empty(payload)
+    async fn run(&self, _chain: &mut Reducer) -> Ran {
+        Ran::default()
     }
 
     fn has_hooks(&self, _event: HookEvent, _tool_name: Option<&str>) -> bool {

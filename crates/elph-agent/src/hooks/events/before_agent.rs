@@ -1,0 +1,129 @@
+//! `beforeAgent`: after the prompt is stored, before the first model request of the turn. A hook
+//! may append to the system prompt and add messages to this turn only.
+
+use serde::{Deserialize, Serialize};
+
+use super::words::{describe_message, quoted};
+use super::{Event, Sample, Step};
+use crate::hooks::outcome::{OutcomeError, check_len, check_messages};
+use crate::hooks::payload::PayloadBase;
+use crate::hooks::reduce::ChainFlow;
+use crate::messages::Message;
+
+pub struct BeforeAgent;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BeforeAgentPayload {
+    #[serde(flatten)]
+    pub base: PayloadBase,
+    pub prompt: String,
+    pub system_prompt: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BeforeAgentOutcome {
+    pub system_prompt: Option<String>,
+    pub additional_context: Option<String>,
+    pub messages: Option<Vec<Message>>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[serde(tag = "kind", rename = "beforeAgent", rename_all = "camelCase")]
+pub struct BeforeAgentReduced {
+    /// Appended to the compiled system prompt, each after a blank line, in order.
+    pub system_prompt_additions: Vec<String>,
+    /// Appended to the current turn only; never stored.
+    pub messages: Vec<Message>,
+}
+
+impl BeforeAgentReduced {
+    /// The compiled system prompt with the additions appended.
+    pub fn system_prompt(&self, base: &str) -> String {
+        let mut prompt = base.to_string();
+        for addition in &self.system_prompt_additions {
+            if !prompt.is_empty() {
+                prompt.push_str("\n\n");
+            }
+            prompt.push_str(addition);
+        }
+        prompt
+    }
+}
+
+impl Event for BeforeAgent {
+    type Payload = BeforeAgentPayload;
+    type Outcome = BeforeAgentOutcome;
+    type Reduced = BeforeAgentReduced;
+
+    const TAKES_PROMPT: bool = true;
+
+    fn base(payload: &BeforeAgentPayload) -> &PayloadBase {
+        &payload.base
+    }
+
+    fn validate(outcome: &BeforeAgentOutcome) -> Result<(), OutcomeError> {
+        check_len("systemPrompt", outcome.system_prompt.as_deref())?;
+        check_len("additionalContext", outcome.additional_context.as_deref())?;
+        if let Some(messages) = &outcome.messages {
+            check_messages(messages)?;
+        }
+        Ok(())
+    }
+
+    fn start(_payload: &BeforeAgentPayload) -> BeforeAgentReduced {
+        BeforeAgentReduced::default()
+    }
+
+    fn apply(mut step: Step<'_, Self>, outcome: &BeforeAgentOutcome) -> ChainFlow {
+        let additions = &mut step.reduced.system_prompt_additions;
+        additions.extend(outcome.system_prompt.iter().cloned());
+        additions.extend(outcome.additional_context.iter().cloned());
+        if outcome.system_prompt.is_some() || outcome.additional_context.is_some() {
+            step.effect("added to the system prompt for this turn");
+        }
+        if let Some(messages) = &outcome.messages {
+            step.reduced.messages.extend(messages.iter().cloned());
+            step.effect(format!(
+                "added {} temporary message(s) to this turn",
+                messages.len()
+            ));
+        }
+        ChainFlow::Continue
+    }
+
+    fn explain(reduced: &BeforeAgentReduced) -> Vec<String> {
+        let mut lines = Vec::new();
+        if reduced.system_prompt_additions.is_empty() && reduced.messages.is_empty() {
+            lines.push("no change: the system prompt and the turn stay as they are.".into());
+        }
+        for addition in &reduced.system_prompt_additions {
+            lines.push(format!(
+                "appended to the system prompt: {}",
+                quoted(addition, 300)
+            ));
+        }
+        if !reduced.messages.is_empty() {
+            lines.push(format!(
+                "{} message(s) added to this turn (never stored):",
+                reduced.messages.len()
+            ));
+            lines.extend(
+                reduced
+                    .messages
+                    .iter()
+                    .map(|message| format!("  {}", describe_message(message))),
+            );
+        }
+        lines
+    }
+
+    fn sample(base: PayloadBase, sample: &Sample<'_>) -> BeforeAgentPayload {
+        BeforeAgentPayload {
+            base,
+            prompt: sample.prompt.to_string(),
+            system_prompt: "You are Elph, a coding agent.".into(),
+        }
+    }
+}

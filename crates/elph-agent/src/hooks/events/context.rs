@@ -1,0 +1,94 @@
+//! `context`: before each model request. A hook may replace the provider-bound message list for
+//! that one request.
+
+use serde::{Deserialize, Serialize};
+
+use super::words::describe_message;
+use super::{Event, Sample, Step};
+use crate::hooks::outcome::{OutcomeError, check_messages};
+use crate::hooks::payload::PayloadBase;
+use crate::hooks::reduce::ChainFlow;
+use crate::messages::Message;
+
+pub struct Context;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContextPayload {
+    #[serde(flatten)]
+    pub base: PayloadBase,
+    pub messages: Vec<Message>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ContextOutcome {
+    pub messages: Option<Vec<Message>>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[serde(tag = "kind", rename = "context", rename_all = "camelCase")]
+pub struct ContextReduced {
+    /// The replacement provider-bound list for this one request, if any hook replaced it.
+    pub messages: Option<Vec<Message>>,
+}
+
+impl Event for Context {
+    type Payload = ContextPayload;
+    type Outcome = ContextOutcome;
+    type Reduced = ContextReduced;
+
+    const TAKES_PROMPT: bool = true;
+
+    fn base(payload: &ContextPayload) -> &PayloadBase {
+        &payload.base
+    }
+
+    fn validate(outcome: &ContextOutcome) -> Result<(), OutcomeError> {
+        match &outcome.messages {
+            Some(messages) => check_messages(messages),
+            None => Ok(()),
+        }
+    }
+
+    fn start(_payload: &ContextPayload) -> ContextReduced {
+        ContextReduced::default()
+    }
+
+    fn apply(mut step: Step<'_, Self>, outcome: &ContextOutcome) -> ChainFlow {
+        if let Some(replacement) = &outcome.messages {
+            step.reduced.messages = Some(replacement.clone());
+            step.payload.messages = replacement.clone();
+            step.effect(format!(
+                "replaced the request context ({} message(s))",
+                replacement.len()
+            ));
+        }
+        ChainFlow::Continue
+    }
+
+    fn explain(reduced: &ContextReduced) -> Vec<String> {
+        match &reduced.messages {
+            None => vec!["no change: the provider receives the messages as assembled.".into()],
+            Some(messages) => {
+                let mut lines = vec![format!(
+                    "the provider-bound messages are replaced for this request by {} message(s):",
+                    messages.len()
+                )];
+                lines.extend(
+                    messages
+                        .iter()
+                        .map(|message| format!("  {}", describe_message(message))),
+                );
+                lines
+            }
+        }
+    }
+
+    fn sample(base: PayloadBase, sample: &Sample<'_>) -> ContextPayload {
+        ContextPayload {
+            base,
+            messages: vec![Message::user(sample.prompt)],
+        }
+    }
+}

@@ -1,0 +1,46 @@
+//! `sessionEnd`: the session is shutting down in order. Observation only.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Event, Listed, Observation, Observed, Sample, Step};
+use crate::hooks::payload::PayloadBase;
+use crate::hooks::reduce::ChainFlow;
+
+pub struct SessionEnd;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionEndPayload {
+    #[serde(flatten)]
+    pub base: PayloadBase,
+    pub reason: String,
+}
+
+impl Event for SessionEnd {
+    type Payload = SessionEndPayload;
+    type Outcome = Observation;
+    type Reduced = Observed;
+
+    fn base(payload: &SessionEndPayload) -> &PayloadBase {
+        &payload.base
+    }
+
+    fn start(_payload: &SessionEndPayload) -> Observed {
+        Observed {}
+    }
+
+    fn apply(_step: Step<'_, Self>, _outcome: &Observation) -> ChainFlow {
+        ChainFlow::Continue
+    }
+
+    fn explain(_reduced: &Observed) -> Vec<String> {
+        Observed::explain(Self::EVENT)
+    }
+
+    fn sample(base: PayloadBase, _sample: &Sample<'_>) -> SessionEndPayload {
+        SessionEndPayload {
+            base,
+            reason: "exit".into(),
+        }
+    }
+}

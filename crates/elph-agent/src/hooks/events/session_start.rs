@@ -1,0 +1,53 @@
+//! `sessionStart`: a session was created or resumed. Observation only.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Event, Listed, Observation, Observed, Sample, Step};
+use crate::hooks::payload::PayloadBase;
+use crate::hooks::reduce::ChainFlow;
+
+pub struct SessionStart;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum SessionSource {
+    New,
+    Resume,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionStartPayload {
+    #[serde(flatten)]
+    pub base: PayloadBase,
+    pub source: SessionSource,
+}
+
+impl Event for SessionStart {
+    type Payload = SessionStartPayload;
+    type Outcome = Observation;
+    type Reduced = Observed;
+
+    fn base(payload: &SessionStartPayload) -> &PayloadBase {
+        &payload.base
+    }
+
+    fn start(_payload: &SessionStartPayload) -> Observed {
+        Observed {}
+    }
+
+    fn apply(_step: Step<'_, Self>, _outcome: &Observation) -> ChainFlow {
+        ChainFlow::Continue
+    }
+
+    fn explain(_reduced: &Observed) -> Vec<String> {
+        Observed::explain(Self::EVENT)
+    }
+
+    fn sample(base: PayloadBase, _sample: &Sample<'_>) -> SessionStartPayload {
+        SessionStartPayload {
+            base,
+            source: SessionSource::New,
+        }
+    }
+}

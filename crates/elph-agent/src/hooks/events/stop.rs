@@ -1,0 +1,54 @@
+//! `stop`: a turn ended (completed, failed or cancelled). Observation only.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Event, Listed, Observation, Observed, Sample, Step};
+use crate::hooks::payload::PayloadBase;
+use crate::hooks::reduce::ChainFlow;
+
+pub struct Stop;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum StopStatus {
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StopPayload {
+    #[serde(flatten)]
+    pub base: PayloadBase,
+    pub status: StopStatus,
+}
+
+impl Event for Stop {
+    type Payload = StopPayload;
+    type Outcome = Observation;
+    type Reduced = Observed;
+
+    fn base(payload: &StopPayload) -> &PayloadBase {
+        &payload.base
+    }
+
+    fn start(_payload: &StopPayload) -> Observed {
+        Observed {}
+    }
+
+    fn apply(_step: Step<'_, Self>, _outcome: &Observation) -> ChainFlow {
+        ChainFlow::Continue
+    }
+
+    fn explain(_reduced: &Observed) -> Vec<String> {
+        Observed::explain(Self::EVENT)
+    }
+
+    fn sample(base: PayloadBase, _sample: &Sample<'_>) -> StopPayload {
+        StopPayload {
+            base,
+            status: StopStatus::Completed,
+        }
+    }
+}

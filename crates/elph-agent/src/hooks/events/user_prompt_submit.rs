@@ -1,0 +1,48 @@
+//! `userPromptSubmit`: the user sent a prompt. Observation only.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Event, Listed, Observation, Observed, Sample, Step};
+use crate::hooks::payload::PayloadBase;
+use crate::hooks::reduce::ChainFlow;
+
+pub struct UserPromptSubmit;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UserPromptSubmitPayload {
+    #[serde(flatten)]
+    pub base: PayloadBase,
+    pub prompt: String,
+}
+
+impl Event for UserPromptSubmit {
+    type Payload = UserPromptSubmitPayload;
+    type Outcome = Observation;
+    type Reduced = Observed;
+
+    const TAKES_PROMPT: bool = true;
+
+    fn base(payload: &UserPromptSubmitPayload) -> &PayloadBase {
+        &payload.base
+    }
+
+    fn start(_payload: &UserPromptSubmitPayload) -> Observed {
+        Observed {}
+    }
+
+    fn apply(_step: Step<'_, Self>, _outcome: &Observation) -> ChainFlow {
+        ChainFlow::Continue
+    }
+
+    fn explain(_reduced: &Observed) -> Vec<String> {
+        Observed::explain(Self::EVENT)
+    }
+
+    fn sample(base: PayloadBase, sample: &Sample<'_>) -> UserPromptSubmitPayload {
+        UserPromptSubmitPayload {
+            base,
+            prompt: sample.prompt.to_string(),
+        }
+    }
+}
