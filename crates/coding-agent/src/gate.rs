@@ -1,4 +1,4 @@
-//! The interactive startup gate (SPEC.md §3): before the datastore or the TUI opens, `elph` decides
+//! The interactive startup gate (docs/trust.md): before the datastore or the TUI opens, `elph` decides
 //! whether it may go on in an untrusted project, and asks when it may ask.
 //!
 //! | decision | default | no terminal | terminal |
@@ -20,7 +20,7 @@ use crate::diagnostics::shell_quote;
 use crate::paths::Paths;
 use crate::trust::{DecisionSource, DefaultTrust, TrustDecision, TrustError, TrustStore};
 
-/// The exit code of a declined or refused project (SPEC.md §7).
+/// The exit code of a declined or refused project (docs/cli.md, "Exit codes").
 pub const EXIT_TRUST_DECLINED: u8 = 4;
 
 /// What the front end does next.
@@ -39,7 +39,7 @@ pub enum GateOutcome {
 /// A project the gate does not let through.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Declined {
-    /// The exact line of SPEC.md §3, e.g. `elph: project trust declined; exiting`.
+    /// The exact line docs/trust.md shows, e.g. `elph: project trust declined; exiting`.
     pub message: String,
     /// What to do next, on its own line(s) after the message; `None` when the person just said no.
     pub hint: Option<String>,

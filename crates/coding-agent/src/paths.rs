@@ -1,4 +1,4 @@
-//! Where Elph's files live (SPEC.md §1): CONFIG_DIR, DATA_DIR and PROJECT_DIR.
+//! Where Elph's files live (docs/cli.md, "Paths"): CONFIG_DIR, DATA_DIR and PROJECT_DIR.
 
 use std::path::{Path, PathBuf};
 

@@ -1,4 +1,4 @@
-//! Project trust (SPEC.md §3): `CONFIG_DIR/trust.json`, and the decision for a project folder.
+//! Project trust (docs/trust.md): `CONFIG_DIR/trust.json`, and the decision for a project folder.
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -292,7 +292,7 @@ impl TrustDecision {
     }
 }
 
-/// The two trust commands of the TUI and ACP (SPEC.md §3). A palette shows exactly one of them.
+/// The two trust commands of the TUI and ACP (docs/trust.md). A palette shows exactly one of them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub enum TrustSlashCommand {

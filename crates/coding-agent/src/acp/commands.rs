@@ -12,7 +12,7 @@ use crate::session::commands::{FrontEnd, offered};
 use crate::trust::TrustDecision;
 
 /// The commands to advertise for a project, from the session's table: those offered to editors,
-/// with exactly one of `/trust` and `/untrust` (SPEC.md §3).
+/// with exactly one of `/trust` and `/untrust` (docs/trust.md).
 pub fn available(trust: &TrustDecision) -> Vec<AvailableCommand> {
     offered(trust.offered_command(), FrontEnd::Editor)
         .into_iter()

@@ -1,5 +1,5 @@
 //! `elph doctor [--json]`: where Elph looks, what it trusts, which hooks it loaded, every
-//! diagnostic, and how each hook has been doing (SPEC.md §6). The report itself is gathered and
+//! diagnostic, and how each hook has been doing (docs/cli.md, "`elph doctor`"). The report itself is gathered and
 //! rendered in `src/doctor/`; this is the command-line edge.
 
 use std::io::Write;

@@ -15,7 +15,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-/// Exit codes (SPEC.md §7).
+/// Exit codes (docs/cli.md, "Exit codes").
 pub mod exit {
     pub const SUCCESS: u8 = 0;
     pub const ERROR: u8 = 1;

@@ -1,5 +1,5 @@
 //! `elph trust [DIR] [--status [--json]]` and `elph untrust [DIR]`: the CLI twins of /trust and
-//! /untrust (SPEC.md §3).
+//! /untrust (docs/trust.md).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -1,4 +1,4 @@
-//! `elph doctor` (SPEC.md §6): where Elph looks, what it trusts, which hook files and hooks it
+//! `elph doctor` (docs/cli.md, "`elph doctor`"): where Elph looks, what it trusts, which hook files and hooks it
 //! loaded, every diagnostic, and how each hook has been doing lately, with what to do about each
 //! problem. One [`Report`] serves the human output (`render`) and `--json`.
 //!
@@ -186,7 +186,7 @@ pub struct PathSources {
 }
 
 impl PathSources {
-    /// Names the source of each path with the precedence of `Paths::resolve` (SPEC.md §1).
+    /// Names the source of each path with the precedence of `Paths::resolve` (docs/cli.md, "Paths").
     pub fn resolve(cwd_flag: bool, env: &dyn Fn(&str) -> Option<String>) -> Self {
         let set = |name: &str| crate::paths::absolute_variable(env, name).is_some();
         let pick = |first: &str, xdg: &str, fallback: &str| {

@@ -1,4 +1,4 @@
-//! Run one hook as a bounded child process (SPEC.md §5).
+//! Run one hook as a bounded child process (docs/hooks.md, "The protocol" and "The environment of a hook").
 //!
 //! The command is executed directly (never through a shell) with its literal args, in PROJECT_DIR,
 //! in a new process group, with an environment rebuilt from an allowlist. The payload is written to

@@ -1,4 +1,4 @@
-//! Loading and reloading the hook set in one place, for every front end (SPEC.md §6).
+//! Loading and reloading the hook set in one place, for every front end (docs/contract.md, "Reload and tools for hook authors").
 //!
 //! A reload re-reads trust and both files, builds the new set completely, then swaps it into the
 //! host in one step. A file that loaded before and now fails keeps its previous hooks active, with a

@@ -1,4 +1,4 @@
-//! MCP servers as tool providers (SPEC.md §7): servers from `CONFIG_DIR/mcp.json` and
+//! MCP servers as tool providers (docs/mcp.md): servers from `CONFIG_DIR/mcp.json` and
 //! `PROJECT_DIR/.elph/mcp.json` (only when the project is trusted: they are executables from the
 //! repository, the same gate as project hooks), whose tools join the catalog as
 //! `mcp_{server}__{tool}` with the server's input schema, so hooks match them like native tools.

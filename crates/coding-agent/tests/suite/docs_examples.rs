@@ -679,6 +679,7 @@ fn every_json_block_in_the_docs_is_valid_json() {
         "claude-code.md",
         "mcp.md",
         "security.md",
+        "contract.md",
     ] {
         for block in json_blocks(&read_doc(doc)) {
             assert!(
@@ -883,6 +884,7 @@ fn links_between_the_docs_resolve() {
         "claude-code.md",
         "mcp.md",
         "security.md",
+        "contract.md",
     ];
     for doc in docs {
         let text = read_doc(doc);

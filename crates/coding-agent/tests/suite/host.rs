@@ -1,4 +1,4 @@
-//! The hook host against real child processes (SPEC.md §5). Every await sits under a deadline.
+//! The hook host against real child processes (docs/hooks.md, "The protocol" and "The environment of a hook"). Every await sits under a deadline.
 
 use std::ffi::OsString;
 use std::future::Future;

@@ -1,4 +1,4 @@
-//! `/reload` (SPEC.md §6) through `HookLoader`, the one place every front end reloads from: a new
+//! `/reload` (docs/contract.md, "Reload and tools for hook authors") through `HookLoader`, the one place every front end reloads from: a new
 //! hook is picked up; a file that now fails keeps its previous hooks, with a diagnostic; a fix loads
 //! the new contents; an untrusted project loses its hooks; and the swap is one step for a running
 //! `HookHost` dispatch. Real files, real trust.json, real hook processes.

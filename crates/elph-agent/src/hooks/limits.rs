@@ -1,4 +1,4 @@
-//! The bounds every hook run lives within (SPEC.md §4, §5).
+//! The bounds every hook run lives within (docs/hooks.md, "Limits").
 
 use std::time::Duration;
 
