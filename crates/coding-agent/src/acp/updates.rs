@@ -20,37 +20,23 @@ pub const HOOK_PROBLEM_MARK: &str = "[hook warning]";
 /// The marker of Elph's own notices.
 pub const ELPH_MARK: &str = "[elph]";
 
-/// The ACP kind of a tool, by its name in Elph's catalog.
+/// The ACP kind of a tool: what the tool says it does (`Tool::kind`); `Other` for tools Elph does
+/// not ship (MCP tools).
 pub fn tool_kind(tool_name: &str) -> ToolKind {
-    match tool_name {
-        "read_file" => ToolKind::Read,
-        "write_file" | "edit_file" => ToolKind::Edit,
-        "grep" | "find_path" | "list_dir" => ToolKind::Search,
-        "shell_exec" => ToolKind::Execute,
-        _ => ToolKind::Other,
+    match elph_agent::tools::native::find(tool_name).map(|tool| tool.kind()) {
+        Some(elph_agent::tools::ToolKind::Read) => ToolKind::Read,
+        Some(elph_agent::tools::ToolKind::Edit) => ToolKind::Edit,
+        Some(elph_agent::tools::ToolKind::Search) => ToolKind::Search,
+        Some(elph_agent::tools::ToolKind::Execute) => ToolKind::Execute,
+        Some(elph_agent::tools::ToolKind::Other) | None => ToolKind::Other,
     }
 }
 
-/// A short title for a tool call: what it does and to what.
+/// A short title for a tool call, as the tool words it (`Tool::title`); the name for other tools.
 pub fn tool_title(tool_name: &str, input: &Value) -> String {
-    let field = |name: &str| input.get(name).and_then(Value::as_str);
-    let shorten = |text: &str| {
-        let line = text.lines().next().unwrap_or("");
-        if line.chars().count() > 80 || text.contains('\n') {
-            format!("{}…", line.chars().take(80).collect::<String>())
-        } else {
-            line.to_string()
-        }
-    };
-    match (tool_name, field("path")) {
-        ("read_file", Some(path)) => format!("Read {path}"),
-        ("write_file", Some(path)) => format!("Write {path}"),
-        ("edit_file", Some(path)) => format!("Edit {path}"),
-        ("list_dir", path) => format!("List {}", path.unwrap_or(".")),
-        ("grep", _) => format!("Search for {}", shorten(field("pattern").unwrap_or(""))),
-        ("find_path", _) => format!("Find {}", field("glob").unwrap_or("")),
-        ("shell_exec", _) => format!("Run `{}`", shorten(field("command").unwrap_or(""))),
-        (name, _) => name.to_string(),
+    match elph_agent::tools::native::find(tool_name) {
+        Some(tool) => tool.title(input),
+        None => tool_name.to_string(),
     }
 }
 

@@ -117,6 +117,26 @@ impl PathAccess {
     }
 }
 
+/// What a tool does, for front ends that group or mark tool calls (ACP's tool kinds).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ToolKind {
+    Read,
+    Edit,
+    Search,
+    Execute,
+    Other,
+}
+
+/// The first line of `text`, at most 80 characters, with an ellipsis when cut: for titles.
+pub fn one_line(text: &str) -> String {
+    let line = text.lines().next().unwrap_or("");
+    if line.chars().count() > 80 || text.contains('\n') {
+        format!("{}…", line.chars().take(80).collect::<String>())
+    } else {
+        line.to_string()
+    }
+}
+
 /// A tool the model can call. Dropping the `execute` future cancels the call and must stop any
 /// work it started (child processes included).
 #[async_trait::async_trait]
@@ -127,6 +147,14 @@ pub trait Tool: Send + Sync {
     fn input_schema(&self) -> Value;
     /// Whether the tool changes files or runs commands; native approval asks or denies these.
     fn mutates(&self) -> bool;
+    /// What the tool does, for front ends that show tool calls.
+    fn kind(&self) -> ToolKind {
+        ToolKind::Other
+    }
+    /// A short title for one call with these arguments: what it does, and to what.
+    fn title(&self, _input: &Value) -> String {
+        self.name().to_string()
+    }
     /// The paths a call with these (schema-valid) arguments will read or write, so the harness can
     /// hold it to the file policy before it runs. Tools that touch no local path return none.
     fn accesses(&self, _input: &Value) -> Vec<PathAccess> {

@@ -49,6 +49,16 @@ pub fn all() -> Vec<Arc<dyn Tool>> {
     ]
 }
 
+/// The native tool called `name`, if there is one (for front ends that describe a call by name).
+pub fn find(name: &str) -> Option<Arc<dyn Tool>> {
+    static NATIVE: std::sync::OnceLock<Vec<Arc<dyn Tool>>> = std::sync::OnceLock::new();
+    NATIVE
+        .get_or_init(all)
+        .iter()
+        .find(|tool| tool.name() == name)
+        .cloned()
+}
+
 /// Parses a tool's arguments into its typed form; the error result names the tool and the problem.
 fn parse_args<T: DeserializeOwned>(tool: &str, input: Value) -> Result<T, ToolOutput> {
     serde_json::from_value(input)
@@ -71,6 +81,26 @@ fn truncate_at_boundary(text: &mut String, max: usize) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tools::ToolKind;
+
+    #[test]
+    fn each_native_tool_names_its_kind_and_titles_its_calls() {
+        let input = serde_json::json!({"path": "src/a.rs", "pattern": "fn", "glob": "*.rs", "command": "ls"});
+        for tool in all() {
+            assert_ne!(tool.kind(), ToolKind::Other, "{}", tool.name());
+            assert_ne!(
+                tool.title(&input),
+                tool.name(),
+                "{} has a title of its own",
+                tool.name()
+            );
+            assert_eq!(
+                find(tool.name()).map(|found| found.name().to_string()),
+                Some(tool.name().to_string())
+            );
+        }
+        assert!(find("mcp_git__status").is_none());
+    }
 
     #[test]
     fn all_lists_the_seven_in_order() {

@@ -4,7 +4,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{parse_args, paths};
-use crate::tools::{PathAccess, Tool, ToolContext, ToolOutput};
+use crate::tools::{PathAccess, Tool, ToolContext, ToolKind, ToolOutput};
 
 pub struct EditFile;
 
@@ -62,6 +62,17 @@ impl Tool for EditFile {
 
     fn mutates(&self) -> bool {
         true
+    }
+
+    fn kind(&self) -> ToolKind {
+        ToolKind::Edit
+    }
+
+    fn title(&self, input: &Value) -> String {
+        match input.get("path").and_then(Value::as_str) {
+            Some(path) => format!("Edit {path}"),
+            None => self.name().to_string(),
+        }
     }
 
     fn accesses(&self, input: &Value) -> Vec<PathAccess> {

@@ -10,7 +10,7 @@ use super::bounded::{self, Budget, Ended};
 use super::paths::{self, Shown};
 use super::walk::{self, Flow, Kind, PathGlob};
 use super::{OUTPUT_CAP, parse_args};
-use crate::tools::{PathAccess, Tool, ToolContext, ToolOutput};
+use crate::tools::{PathAccess, Tool, ToolContext, ToolKind, ToolOutput};
 
 pub struct FindPath;
 
@@ -64,6 +64,14 @@ impl Tool for FindPath {
 
     fn mutates(&self) -> bool {
         false
+    }
+
+    fn kind(&self) -> ToolKind {
+        ToolKind::Search
+    }
+
+    fn title(&self, input: &Value) -> String {
+        format!("Find {}", input.get("glob").and_then(Value::as_str).unwrap_or(""))
     }
 
     fn accesses(&self, input: &Value) -> Vec<PathAccess> {

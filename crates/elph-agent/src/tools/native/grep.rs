@@ -13,7 +13,7 @@ use super::bounded::{self, Budget, Ended, OpenError};
 use super::paths::{self, Shown};
 use super::walk::{self, Flow, Kind, PathGlob};
 use super::{OUTPUT_CAP, parse_args, truncate_at_boundary};
-use crate::tools::{PathAccess, Tool, ToolContext, ToolOutput};
+use crate::tools::{PathAccess, Tool, ToolContext, ToolKind, ToolOutput, one_line};
 
 pub struct Grep;
 
@@ -89,6 +89,17 @@ impl Tool for Grep {
 
     fn mutates(&self) -> bool {
         false
+    }
+
+    fn kind(&self) -> ToolKind {
+        ToolKind::Search
+    }
+
+    fn title(&self, input: &Value) -> String {
+        format!(
+            "Search for {}",
+            one_line(input.get("pattern").and_then(Value::as_str).unwrap_or(""))
+        )
     }
 
     fn accesses(&self, input: &Value) -> Vec<PathAccess> {

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::bounded::{self, Budget, Ended};
 use super::{OUTPUT_CAP, parse_args, paths};
-use crate::tools::{PathAccess, Tool, ToolContext, ToolOutput};
+use crate::tools::{PathAccess, Tool, ToolContext, ToolKind, ToolOutput};
 
 pub struct ListDir;
 
@@ -52,6 +52,17 @@ impl Tool for ListDir {
 
     fn mutates(&self) -> bool {
         false
+    }
+
+    fn kind(&self) -> ToolKind {
+        ToolKind::Search
+    }
+
+    fn title(&self, input: &Value) -> String {
+        format!(
+            "List {}",
+            input.get("path").and_then(Value::as_str).unwrap_or(".")
+        )
     }
 
     fn accesses(&self, input: &Value) -> Vec<PathAccess> {

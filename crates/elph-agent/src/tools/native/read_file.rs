@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use super::bounded::{self, Budget, Ended, OpenError};
 use super::paths::{self, BINARY_SNIFF_BYTES};
 use super::{OUTPUT_CAP, parse_args};
-use crate::tools::{PathAccess, Tool, ToolContext, ToolOutput};
+use crate::tools::{PathAccess, Tool, ToolContext, ToolKind, ToolOutput};
 
 pub struct ReadFile;
 
@@ -67,6 +67,17 @@ impl Tool for ReadFile {
 
     fn mutates(&self) -> bool {
         false
+    }
+
+    fn kind(&self) -> ToolKind {
+        ToolKind::Read
+    }
+
+    fn title(&self, input: &Value) -> String {
+        match input.get("path").and_then(Value::as_str) {
+            Some(path) => format!("Read {path}"),
+            None => self.name().to_string(),
+        }
     }
 
     fn accesses(&self, input: &Value) -> Vec<PathAccess> {

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use super::parse_args;
 use super::process;
 use crate::process::RunOutput;
-use crate::tools::{Tool, ToolContext, ToolOutput};
+use crate::tools::{Tool, ToolContext, ToolKind, ToolOutput, one_line};
 
 pub struct ShellExec;
 
@@ -69,6 +69,17 @@ impl Tool for ShellExec {
     /// In plan mode the harness runs the shell in the `read-only` sandbox, so it is offered there.
     fn offered_in_plan_mode(&self) -> bool {
         true
+    }
+
+    fn kind(&self) -> ToolKind {
+        ToolKind::Execute
+    }
+
+    fn title(&self, input: &Value) -> String {
+        format!(
+            "Run `{}`",
+            one_line(input.get("command").and_then(Value::as_str).unwrap_or(""))
+        )
     }
 
     async fn execute(&self, input: Value, ctx: &ToolContext) -> ToolOutput {
