@@ -191,6 +191,11 @@ impl Runtime {
         }))
     }
 
+    /// The commands the loaded templates and skills stand for.
+    pub(crate) fn workflow_commands(&self) -> Vec<crate::workflows::WorkflowCommand> {
+        self.workflows.commands()
+    }
+
     /// Re-reads skills and templates for the current trust state; one that loaded before and now
     /// fails keeps its previous version. The system prompt's skill list follows.
     fn reload_workflows(&mut self) {

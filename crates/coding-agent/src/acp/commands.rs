@@ -10,10 +10,21 @@ use agent_client_protocol::v1::schema::{
 
 use crate::session::commands::{FrontEnd, offered};
 use crate::trust::TrustDecision;
+use crate::workflows::WorkflowCommand;
 
 /// The commands to advertise for a project, from the session's table: those offered to editors,
-/// with exactly one of `/trust` and `/untrust` (docs/trust.md).
-pub fn available(trust: &TrustDecision) -> Vec<AvailableCommand> {
+/// with exactly one of `/trust` and `/untrust` (docs/trust.md), then the prompt templates and the
+/// skills (`skill:NAME`), which the session expands when the client sends them.
+pub fn available(trust: &TrustDecision, workflows: &[WorkflowCommand]) -> Vec<AvailableCommand> {
+    let workflows = workflows.iter().map(|command| {
+        let available = AvailableCommand::new(command.name.clone(), command.description.clone());
+        match &command.hint {
+            Some(hint) => available.input(AvailableCommandInput::Unstructured(
+                UnstructuredCommandInput::new(hint.clone()),
+            )),
+            None => available,
+        }
+    });
     offered(trust.offered_command(), FrontEnd::Editor)
         .into_iter()
         .map(|command| {
@@ -26,6 +37,7 @@ pub fn available(trust: &TrustDecision) -> Vec<AvailableCommand> {
                 None => available,
             }
         })
+        .chain(workflows)
         .collect()
 }
 

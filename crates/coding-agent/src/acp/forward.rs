@@ -150,7 +150,7 @@ impl Forwarder {
 
     /// The commands offered to editors, with exactly one of `/trust` and `/untrust`.
     fn advertise_commands(&self, hooks: &HookState) {
-        let available = commands::available(&hooks.trust);
+        let available = commands::available(&hooks.trust, &hooks.workflows);
         self.notify(SessionUpdate::AvailableCommandsUpdate(
             AvailableCommandsUpdate::new(available),
         ));
@@ -243,7 +243,7 @@ impl Forwarder {
             // Editors open and load sessions themselves: these come from no command of theirs.
             Outcome::Switched => "Switched sessions.".into(),
             Outcome::AlreadyInSession(id) => format!("Already in session {id}."),
-            Outcome::SwitchFailed(error) => error,
+            Outcome::SwitchFailed(error) | Outcome::PromptRejected(error) => error,
             Outcome::Sessions(Ok(sessions)) => format!("{} stored session(s).", sessions.len()),
             Outcome::Sessions(Err(error)) => error,
         };

@@ -108,9 +108,10 @@ async fn run_async(
 ) -> anyhow::Result<u8> {
     let shutdown = crate::shutdown::Shutdown::install(false).context("cannot watch for signals")?;
     let (session, mut events) = Session::open(paths, options, Approvals::Nobody)?;
-    // `/skill:NAME` and `/TEMPLATE args` become the prompt they stand for, before anything starts.
-    let prompt = match session.expand_prompt(&prompt) {
-        Ok(expanded) => expanded,
+    // `/skill:NAME` and `/TEMPLATE args` become the prompt they stand for (the session expands
+    // them); one that cannot is a usage error before anything starts.
+    match session.expand_prompt(&prompt) {
+        Ok(_) => {}
         Err(message) => {
             crate::terminal_text::eprint_line(&format!("elph run: {message}"));
             return Ok(exit::USAGE);
@@ -122,7 +123,7 @@ async fn run_async(
     let cancel = shutdown.token().clone();
 
     session.submit(Op::Prompt {
-        text: prompt.text,
+        text: prompt,
         cancel: cancel.clone(),
     });
     let mut opened = None;

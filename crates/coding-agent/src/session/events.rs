@@ -11,16 +11,19 @@ use super::approval::PendingApproval;
 use crate::hooks::HookSet;
 use crate::store::SessionInfo;
 use crate::trust::TrustDecision;
+use crate::workflows::WorkflowCommand;
 
 /// The number a session gives each submitted operation; its [`SessionEvent::Finished`] carries it.
 pub type OpId = u64;
 
-/// The project's trust decision and the hook set loaded under it.
+/// The project's trust decision, the hook set loaded under it, and the template and skill
+/// commands loaded under it (they change with `/reload` and trust too).
 #[derive(Clone, Debug)]
 pub struct HookState {
     pub project_dir: PathBuf,
     pub trust: TrustDecision,
     pub set: Arc<HookSet>,
+    pub workflows: Vec<WorkflowCommand>,
 }
 
 impl HookState {
@@ -72,6 +75,9 @@ pub enum Outcome {
     AlreadyInSession(String),
     /// The other session could not be opened; this one goes on.
     SwitchFailed(String),
+    /// A `/skill:NAME` or `/TEMPLATE` prompt that could not be expanded (an unknown skill, an
+    /// unreadable SKILL.md): nothing reached the model.
+    PromptRejected(String),
     /// The project's stored sessions, newest first, or why there are none to show.
     Sessions(Result<Vec<SessionInfo>, String>),
 }

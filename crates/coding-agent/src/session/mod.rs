@@ -38,7 +38,8 @@ pub use crate::runtime::{RuntimeOptions as SessionOptions, SessionChoice};
 /// What a front end asks its session to do. Operations run one at a time, in the order submitted.
 #[derive(Debug)]
 pub enum Op {
-    /// One user turn.
+    /// One user turn. A prompt that is `/skill:NAME [text]` or `/TEMPLATE [args]` is expanded
+    /// here, for every front end, before the model or any hook sees it.
     Prompt { text: String, cancel: CancellationToken },
     /// `/compact [instructions]`.
     Compact {
@@ -202,6 +203,7 @@ impl Session {
             project_dir: self.runtime.paths().project_dir.clone(),
             trust: self.runtime.trust().clone(),
             set: self.runtime.hook_set(),
+            workflows: self.runtime.workflow_commands(),
         }
     }
 

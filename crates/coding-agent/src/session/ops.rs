@@ -9,10 +9,13 @@ impl Session {
     /// Carries out `op`; `None` once the session has ended (`End`).
     pub(super) async fn execute(&mut self, op: Op) -> Option<Outcome> {
         let outcome = match op {
-            Op::Prompt { text, cancel } => {
-                let turn = self.runtime.harness_mut().run_turn(&text, &cancel);
-                Outcome::Turn(self.channels.pump(turn).await)
-            }
+            Op::Prompt { text, cancel } => match self.runtime.expand_prompt(&text) {
+                Ok(expanded) => {
+                    let turn = self.runtime.harness_mut().run_turn(&expanded.text, &cancel);
+                    Outcome::Turn(self.channels.pump(turn).await)
+                }
+                Err(message) => Outcome::PromptRejected(message),
+            },
             Op::Compact { instructions, cancel } => {
                 let compaction =
                     self.runtime

@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 mod agent;
 
-use super::commands::{self, Parsed, SlashCommand, help_panel};
+use super::commands::{self, PaletteEntry, Parsed, SlashCommand, help_panel};
 use super::composer::Composer;
 use super::hookview::{self, HooksView, RunInfo};
 pub use super::items::{Item, Panel, PanelLine, Tone, ToolItem, ToolState};
@@ -145,11 +145,11 @@ impl App {
     }
 
     /// The palette's entries, when it is open.
-    pub fn palette(&self) -> Option<Vec<SlashCommand>> {
+    pub fn palette(&self) -> Option<Vec<PaletteEntry>> {
         if self.palette_dismissed || self.modal.is_some() {
             return None;
         }
-        commands::palette_matches(self.composer.text(), self.hooks.offered)
+        commands::palette_matches(self.composer.text(), self.hooks.offered, &self.hooks.workflows)
     }
 
     pub fn hint(&self) -> Option<&str> {
@@ -247,7 +247,7 @@ impl App {
                     return;
                 }
                 KeyCode::Tab if count > 0 => {
-                    let command = matches[self.palette_selected.min(count - 1)];
+                    let command = &matches[self.palette_selected.min(count - 1)];
                     self.composer.set_text(&format!("/{} ", command.name()));
                     self.input_changed();
                     return;
@@ -257,9 +257,13 @@ impl App {
                     return;
                 }
                 KeyCode::Enter if key.modifiers.is_empty() => {
-                    let exact = matches!(commands::parse(self.composer.text()), Some(Parsed::Command(..)));
+                    let exact = match commands::parse(self.composer.text()) {
+                        Some(Parsed::Command(..)) => true,
+                        Some(Parsed::Unknown(name)) => self.hooks.is_workflow(&name),
+                        None => false,
+                    };
                     if !exact && count > 0 {
-                        let command = matches[self.palette_selected.min(count - 1)];
+                        let command = &matches[self.palette_selected.min(count - 1)];
                         self.composer.set_text(&format!("/{}", command.name()));
                     }
                     self.submit();
@@ -353,7 +357,15 @@ impl App {
         if text.trim().is_empty() {
             return;
         }
-        match commands::parse(&text) {
+        // A template's or a skill's command is a prompt: the session expands it (and says why
+        // when it cannot, such as an unknown skill).
+        let parsed = commands::parse(&text).filter(|parsed| match parsed {
+            Parsed::Unknown(name) => {
+                !(self.hooks.is_workflow(name) || name.starts_with(crate::workflows::SKILL_COMMAND_PREFIX))
+            }
+            Parsed::Command(..) => true,
+        });
+        match parsed {
             None => {
                 if self.busy.is_some() {
                     self.set_hint("the agent is working · wait, or Ctrl+C to cancel");

@@ -1,6 +1,8 @@
 //! What the TUI knows about hooks: the active set with its sources (from the host's `HookSet`), the
 //! trust state, and the recent runs it saw; and the `/hooks` panel built from them.
 
+use crate::session::HookState;
+use crate::workflows::WorkflowCommand;
 use elph_agent::hooks::{HookEvent, HookRun, RunStatus};
 
 use super::app::{Panel, PanelLine, Tone};
@@ -44,6 +46,8 @@ pub struct HooksView {
     pub hooks: Vec<HookInfo>,
     pub files: Vec<FileInfo>,
     pub diagnostics: Vec<String>,
+    /// The template and skill commands (`review`, `skill:pdf`), offered after the built-ins.
+    pub workflows: Vec<WorkflowCommand>,
 }
 
 impl Default for HooksView {
@@ -55,6 +59,7 @@ impl Default for HooksView {
             hooks: Vec::new(),
             files: Vec::new(),
             diagnostics: Vec::new(),
+            workflows: Vec::new(),
         }
     }
 }
@@ -114,7 +119,21 @@ impl HooksView {
             hooks,
             files,
             diagnostics: set.diagnostics.iter().map(ToString::to_string).collect(),
+            workflows: Vec::new(),
         }
+    }
+
+    /// The view of a session's hook state, its template and skill commands included.
+    pub fn from_state(state: &HookState) -> Self {
+        HooksView {
+            workflows: state.workflows.clone(),
+            ..HooksView::from_set(&state.trust, &state.set)
+        }
+    }
+
+    /// Whether `/name` stands for a template or a skill.
+    pub fn is_workflow(&self, name: &str) -> bool {
+        self.workflows.iter().any(|command| command.name == name)
     }
 
     pub fn active(&self) -> usize {

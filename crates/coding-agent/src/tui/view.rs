@@ -143,7 +143,7 @@ fn popup_lines(app: &App, width: usize) -> Vec<Line<'static>> {
     }
     let name_width = matches
         .iter()
-        .map(|c| wrap::width(c.name()) + wrap::width(&c.usage()) + 1)
+        .map(|c| wrap::width(c.name()) + wrap::width(&c.usage) + 1)
         .max()
         .unwrap_or(0)
         + 2;
@@ -153,7 +153,7 @@ fn popup_lines(app: &App, width: usize) -> Vec<Line<'static>> {
         .map(|(index, command)| {
             let selected = index == app.palette_selected.min(matches.len() - 1);
             let marker = if selected { "› " } else { "  " };
-            let name = format!("/{}{}", command.name(), command.usage());
+            let name = format!("/{}{}", command.name(), command.usage);
             let name_style = if selected {
                 Style::default().fg(Color::Cyan).add_modifier(Modifier::BOLD)
             } else {
@@ -163,7 +163,7 @@ fn popup_lines(app: &App, width: usize) -> Vec<Line<'static>> {
             Line::from(vec![
                 Span::styled(marker, name_style),
                 Span::styled(format!("{name:<name_width$}"), name_style),
-                Span::styled(truncate(command.description(), room), dim()),
+                Span::styled(truncate(&command.description, room), dim()),
             ])
         })
         .collect()

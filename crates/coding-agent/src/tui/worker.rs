@@ -95,7 +95,7 @@ pub fn ui_messages(event: SessionEvent) -> Vec<UiMsg> {
 /// The hook set for the status line, `/hooks` and the palette, and (with `problems`) each of its
 /// diagnostics as a notice.
 fn hooks_and_problems(messages: &mut Vec<UiMsg>, hooks: &HookState, problems: bool) {
-    messages.push(UiMsg::Hooks(HooksView::from_set(&hooks.trust, &hooks.set)));
+    messages.push(UiMsg::Hooks(HooksView::from_state(hooks)));
     if problems {
         for diagnostic in &hooks.set.diagnostics {
             messages.push(UiMsg::Notice(Level::Problem, diagnostic.to_string()));
@@ -138,7 +138,9 @@ fn outcome_messages(outcome: Outcome) -> Vec<UiMsg> {
         Outcome::AlreadyInSession(id) => {
             messages.push(UiMsg::Notice(Level::Info, format!("already in session {id}")))
         }
-        Outcome::SwitchFailed(error) => messages.push(UiMsg::Notice(Level::Error, error)),
+        Outcome::SwitchFailed(error) | Outcome::PromptRejected(error) => {
+            messages.push(UiMsg::Notice(Level::Error, error))
+        }
         Outcome::Sessions(Ok(sessions)) => messages.push(UiMsg::Sessions(sessions)),
         Outcome::Sessions(Err(error)) => messages.push(UiMsg::Notice(Level::Error, error)),
     }

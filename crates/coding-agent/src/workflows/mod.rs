@@ -69,6 +69,16 @@ pub struct Workflows {
     pub diagnostics: Vec<Diagnostic>,
 }
 
+/// A command a front end offers for a template (`/NAME`) or a skill (`/skill:NAME`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WorkflowCommand {
+    /// The name after the `/`: `review`, `skill:pdf`.
+    pub name: String,
+    pub description: String,
+    /// What to type after it: a template's `argument-hint`, or for a skill the request.
+    pub hint: Option<String>,
+}
+
 /// A prompt after a workflow command in it was carried out.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ExpandedPrompt {
@@ -199,6 +209,21 @@ impl Workflows {
 
     pub fn template(&self, name: &str) -> Option<&PromptTemplate> {
         self.prompts.iter().find(|p| p.name == name)
+    }
+
+    /// The commands that stand for the templates, then the skills, for palettes and editors.
+    pub fn commands(&self) -> Vec<WorkflowCommand> {
+        let templates = self.prompts.iter().map(|template| WorkflowCommand {
+            name: template.name.clone(),
+            description: template.description.clone(),
+            hint: template.argument_hint.clone(),
+        });
+        let skills = self.skills.iter().map(|skill| WorkflowCommand {
+            name: format!("{SKILL_COMMAND_PREFIX}{}", skill.name),
+            description: skill.description.clone(),
+            hint: Some("what to do with the skill".to_string()),
+        });
+        templates.chain(skills).collect()
     }
 
     /// Whether `path` lies in a skill's folder, where reads need no approval.

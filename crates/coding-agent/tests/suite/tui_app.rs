@@ -6,6 +6,7 @@ use coding_agent::store::SessionInfo;
 use coding_agent::tui::app::{App, Item, Modal, Msg, ToolState};
 use coding_agent::tui::view;
 use coding_agent::tui::worker::{Op, PendingApproval, UiMsg};
+use coding_agent::workflows::WorkflowCommand;
 use crossterm::event::{KeyCode, KeyModifiers};
 use elph_agent::harness::{AgentEvent, ApprovalDecision, ApprovalRequest};
 use elph_agent::hooks::{HookEvent, HookOutcome, PreToolUseOutcome, StopStatus};
@@ -17,6 +18,22 @@ use super::tui_support::{
     SESSION_ID, agent, ctrl_c, hooks_view, ok_run, pre_tool_dispatch, press, press_with, render, screen_text,
     started_app, type_text, worker,
 };
+
+fn palette_names(app: &App) -> Vec<String> {
+    app.palette()
+        .unwrap()
+        .iter()
+        .map(|c| c.name().to_string())
+        .collect()
+}
+
+fn workflow(name: &str, description: &str, hint: Option<&str>) -> WorkflowCommand {
+    WorkflowCommand {
+        name: name.into(),
+        description: description.into(),
+        hint: hint.map(Into::into),
+    }
+}
 
 fn send_prompt(app: &mut App, text: &str) -> tokio_util::sync::CancellationToken {
     type_text(app, text);
@@ -92,8 +109,7 @@ fn quit_command_ends_the_session() {
 fn typed_trust_runs_trust_even_where_the_palette_offers_untrust() {
     let mut app = started_app(true);
     type_text(&mut app, "/trust");
-    let offered: Vec<&str> = app.palette().unwrap().iter().map(|c| c.name()).collect();
-    assert_eq!(offered, vec!["untrust"]);
+    assert_eq!(palette_names(&app), vec!["untrust"]);
     press(&mut app, KeyCode::Enter);
     assert!(matches!(app.take_commands().as_slice(), [Op::Trust]));
 }
@@ -107,9 +123,9 @@ fn the_palette_refreshes_after_untrust() {
     worker(&mut app, UiMsg::Hooks(hooks_view(false)));
     worker(&mut app, UiMsg::Idle);
     type_text(&mut app, "/");
-    let names: Vec<&str> = app.palette().unwrap().iter().map(|c| c.name()).collect();
+    let names = palette_names(&app);
     assert!(
-        names.contains(&"trust") && !names.contains(&"untrust"),
+        names.iter().any(|n| n == "trust") && !names.iter().any(|n| n == "untrust"),
         "{names:?}"
     );
 }
@@ -538,4 +554,60 @@ fn no_color_strips_every_colour_but_keeps_the_text_and_emphasis() {
     assert_eq!(screen_text(plain), screen_text(&coloured), "the same text");
     let kept: Vec<Modifier> = plain.content.iter().map(|cell| cell.modifier).collect();
     assert_eq!(kept, emphasis, "bold, dim and reverse stay");
+}
+
+#[test]
+fn template_and_skill_commands_are_sent_as_prompts_for_the_session_to_expand() {
+    let mut app = started_app(true);
+    let mut view = hooks_view(true);
+    view.workflows = vec![
+        workflow("review", "Review a file", Some("FILE")),
+        workflow("skill:refactor", "Refactor safely", None),
+    ];
+    worker(&mut app, UiMsg::Hooks(view));
+    send_prompt(&mut app, "/review src/main.rs");
+    worker(&mut app, UiMsg::Idle);
+    send_prompt(&mut app, "/skill:refactor the parser");
+    worker(&mut app, UiMsg::Idle);
+    // An unknown skill goes to the session too, which says which skills there are.
+    send_prompt(&mut app, "/skill:nope x");
+    worker(&mut app, UiMsg::Idle);
+    // Anything else unknown stays an unknown command.
+    type_text(&mut app, "/nope x");
+    press(&mut app, KeyCode::Enter);
+    assert!(app.take_commands().is_empty());
+    let screen = render(&app, 80, 30);
+    assert!(screen.contains("unknown command /nope"), "{screen}");
+}
+
+#[test]
+fn the_palette_lists_templates_and_skills_after_the_built_ins_and_refreshes_after_reload() {
+    let mut app = started_app(true);
+    let mut view = hooks_view(true);
+    view.workflows = vec![workflow("review", "Review a file", Some("FILE"))];
+    worker(&mut app, UiMsg::Hooks(view.clone()));
+    type_text(&mut app, "/re");
+    assert_eq!(palette_names(&app), vec!["reload", "resume", "review"]);
+    let screen = render(&app, 80, 30);
+    assert!(
+        screen.contains("/review [FILE]") && screen.contains("Review a file"),
+        "{screen}"
+    );
+    // Enter on an exactly typed template sends it, not the selected built-in.
+    type_text(&mut app, "view");
+    press(&mut app, KeyCode::Enter);
+    match app.take_commands().as_slice() {
+        [Op::Prompt { text, .. }] => assert_eq!(text, "/review"),
+        other => panic!("{other:?}"),
+    }
+    worker(&mut app, UiMsg::Idle);
+    // `/reload` brings a new template and a skill: the palette shows them.
+    view.workflows.push(workflow("explain", "Explain code", None));
+    view.workflows
+        .push(workflow("skill:pdf", "Work with PDFs", Some("what to do")));
+    worker(&mut app, UiMsg::Hooks(view));
+    type_text(&mut app, "/");
+    let names = palette_names(&app);
+    assert_eq!(&names[names.len() - 3..], ["review", "explain", "skill:pdf"]);
+    assert!(names.iter().position(|n| n == "quit") < names.iter().position(|n| n == "review"));
 }

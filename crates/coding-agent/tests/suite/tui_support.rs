@@ -74,6 +74,7 @@ pub fn hooks_view(trusted: bool) -> HooksView {
         hooks,
         files,
         diagnostics: Vec::new(),
+        workflows: Vec::new(),
     }
 }
 
