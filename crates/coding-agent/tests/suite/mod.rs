@@ -3,6 +3,7 @@ mod acp_binary;
 mod acp_mcp;
 mod acp_policy;
 mod acp_projects;
+mod acp_workflows;
 mod claude_code_hooks;
 mod common;
 mod config_attacks;
