@@ -687,3 +687,38 @@ fn new_then_resume_brings_the_conversation_back() {
         ]
     );
 }
+
+#[test]
+fn a_template_is_in_the_palette_and_reaches_the_model_expanded() {
+    let env = TestEnv::new();
+    env.trust_project();
+    let prompts = env.project.join(".elph").join("prompts");
+    std::fs::create_dir_all(&prompts).unwrap();
+    std::fs::write(
+        prompts.join("review.md"),
+        "---\ndescription: Review a file\nargument-hint: <file>\n---\nReview $1 with care.\n",
+    )
+    .unwrap();
+    let model = Model::start();
+    model.server.enqueue(FakeReply::text("Reviewed."));
+    let mut tui = Tui::start(&env, &model, 24, 100);
+    tui.wait_idle();
+    tui.press(b"/rev");
+    tui.wait_for("/review [<file>]");
+    tui.wait_for("Review a file");
+    tui.press(b"iew src/lib.rs");
+    tui.wait_for("› /review src/lib.rs");
+    tui.press(b"\r");
+    tui.wait_for("● Reviewed.");
+    tui.wait_idle();
+    let requests = model.server.requests();
+    assert_eq!(requests.len(), 1);
+    assert!(
+        requests[0].to_string().contains("Review src/lib.rs with care."),
+        "{}",
+        requests[0]
+    );
+    tui.press(b"\x03");
+    tui.press(b"\x03");
+    assert_eq!(tui.exit_code(), 0, "screen:\n{}", tui.contents());
+}
