@@ -15,6 +15,7 @@ mod herdr;
 mod hooks_test_cli;
 mod hooks_validate_cli;
 mod host;
+mod install;
 mod lifecycle_acp;
 mod lifecycle_logs;
 mod lifecycle_orphans;

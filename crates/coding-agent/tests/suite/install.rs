@@ -1,0 +1,102 @@
+//! The README's install section, checked against what cargo itself reports for this workspace:
+//! `cargo run` at the root runs `elph`, `cargo install --path crates/coding-agent` installs a
+//! binary called `elph`, and the Rust version the README asks for is the one cargo enforces.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::Value;
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
+}
+
+/// `cargo metadata` for the workspace, without resolving dependencies (no network).
+async fn cargo_metadata() -> Value {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut command = tokio::process::Command::new(cargo);
+    command
+        .args(["metadata", "--no-deps", "--offline", "--format-version", "1"])
+        .current_dir(workspace_root())
+        .kill_on_drop(true);
+    let output = tokio::time::timeout(Duration::from_secs(120), command.output())
+        .await
+        .expect("cargo metadata finishes")
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+fn package<'a>(metadata: &'a Value, id: &str) -> &'a Value {
+    metadata["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|package| package["id"] == id)
+        .unwrap_or_else(|| panic!("no package {id}"))
+}
+
+fn binaries(package: &Value) -> Vec<&str> {
+    package["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|target| {
+            target["kind"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|kind| kind == "bin")
+        })
+        .map(|target| target["name"].as_str().unwrap())
+        .collect()
+}
+
+fn readme() -> String {
+    std::fs::read_to_string(workspace_root().join("README.md")).unwrap()
+}
+
+#[tokio::test]
+async fn cargo_run_at_the_root_runs_elph() {
+    let metadata = cargo_metadata().await;
+    let defaults = metadata["workspace_default_members"].as_array().unwrap();
+    assert_eq!(
+        defaults.len(),
+        1,
+        "`cargo run` needs exactly one default member: {defaults:?}"
+    );
+    let default = package(&metadata, defaults[0].as_str().unwrap());
+    assert_eq!(binaries(default), ["elph"]);
+}
+
+#[tokio::test]
+async fn the_readme_install_command_installs_elph_with_the_rust_version_cargo_enforces() {
+    let metadata = cargo_metadata().await;
+    let readme = readme();
+    let install = "cargo install --path crates/coding-agent";
+    assert!(readme.contains(install), "README lacks {install:?}");
+    let manifest = workspace_root().join("crates/coding-agent/Cargo.toml");
+    let installed = metadata["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|package| Path::new(package["manifest_path"].as_str().unwrap()) == manifest)
+        .expect("crates/coding-agent is a workspace package");
+    assert_eq!(binaries(installed), ["elph"]);
+
+    let rust_version = installed["rust_version"]
+        .as_str()
+        .expect("coding-agent declares rust-version");
+    let prerequisite = format!("Rust {rust_version} or newer");
+    assert!(readme.contains(&prerequisite), "README lacks {prerequisite:?}");
+    for tool in ["a C compiler", "python3"] {
+        assert!(readme.contains(tool), "README's prerequisites lack {tool:?}");
+    }
+}
