@@ -6,12 +6,10 @@ use std::path::{Path, PathBuf};
 pub enum PathsError {
     #[error("cannot find a home folder: set HOME (an absolute path), or ELPH_HOME and ELPH_DATA_DIR")]
     NoHome,
-    #[error("project folder {path} cannot be used: {source}")]
-    Project {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    // The OS error is in the message and deliberately not a `source`: anyhow's chain would print
+    // it a second time.
+    #[error("project folder {path} cannot be used: {error}")]
+    Project { path: PathBuf, error: std::io::Error },
     #[error("project folder {0} is not a directory")]
     NotADirectory(PathBuf),
 }
@@ -143,9 +141,9 @@ fn data_dir(env: &dyn Fn(&str) -> Option<String>) -> Result<PathBuf, PathsError>
 }
 
 fn canonical_project(path: &Path) -> Result<PathBuf, PathsError> {
-    let canonical = std::fs::canonicalize(path).map_err(|source| PathsError::Project {
+    let canonical = std::fs::canonicalize(path).map_err(|error| PathsError::Project {
         path: path.to_path_buf(),
-        source,
+        error,
     })?;
     if !canonical.is_dir() {
         return Err(PathsError::NotADirectory(canonical));

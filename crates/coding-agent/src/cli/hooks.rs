@@ -142,6 +142,8 @@ fn print_list(out: &mut impl Write, set: &HookSet) -> std::io::Result<()> {
         let state = match &file.state {
             crate::hooks::FileState::Loaded { hooks } => format!("loaded, {hooks} hook(s)"),
             crate::hooks::FileState::Missing => "not present".into(),
+            // Trust only matters for a file that is there.
+            crate::hooks::FileState::SkippedUntrusted if !file.path.exists() => "not present".into(),
             crate::hooks::FileState::SkippedUntrusted => "skipped: project not trusted".into(),
             crate::hooks::FileState::Malformed { .. } => "malformed, ignored".into(),
         };

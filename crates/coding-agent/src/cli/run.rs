@@ -33,9 +33,14 @@ pub struct RunArgs {
     pub model: Option<String>,
     #[arg(long, value_enum, default_value = "plain")]
     pub output_format: OutputFormat,
-    /// Model requests allowed in this turn.
-    #[arg(long, value_name = "N")]
-    pub max_turns: Option<u32>,
+    /// Model requests allowed in this turn (at least 1).
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = elph_agent::harness::DEFAULT_MAX_TURNS,
+        value_parser = clap::value_parser!(u32).range(1..)
+    )]
+    pub max_turns: u32,
     /// Native approval for tools that change files or run commands. Headless has no one to ask, so
     /// `ask` denies them.
     #[arg(long, value_enum, default_value = "auto")]
@@ -86,7 +91,7 @@ pub fn run(cwd: Option<&Path>, args: RunArgs) -> anyhow::Result<u8> {
     let options = SessionOptions {
         model: args.model.clone(),
         approval: args.approval.into(),
-        max_turns: args.max_turns,
+        max_turns: Some(args.max_turns),
         session,
         sandbox: args.sandbox.clone(),
         editor_mcp_servers: Vec::new(),

@@ -78,7 +78,7 @@ pub fn run_trust(cwd: Option<&Path>, args: TrustArgs) -> anyhow::Result<u8> {
     }
     writeln!(
         out,
-        "Its hooks in {} will load from the next session on (or now, with /reload).",
+        "Its hooks in {} will load from the next session on.",
         paths.project_hooks_file().display()
     )?;
     writeln!(out, "{}", recorded(&decision, &store))?;

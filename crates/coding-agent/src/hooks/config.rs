@@ -330,7 +330,7 @@ mod tests {
         let file = parse(
             br#"{
               "$schema": "https://elph.space/hooks-schema.json",
-              "hooks": [{"id": "audit-tool-calls", "event": "sessionStart", "command": "hooks/audit-tool-calls.sh", "timeoutMs": 5000, "enabled": true}]
+              "hooks": [{"id": "audit-session-starts", "event": "sessionStart", "command": "hooks/audit-session-starts.sh", "timeoutMs": 5000, "enabled": true}]
             }"#,
         )
         .unwrap();

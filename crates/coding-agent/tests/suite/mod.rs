@@ -11,6 +11,7 @@ mod config_corpus;
 mod demo;
 mod docs_examples;
 mod doctor;
+mod first_hour_cli;
 mod herdr;
 mod hooks_test_cli;
 mod hooks_validate_cli;

@@ -1,5 +1,5 @@
 //! The sample project hook in the repository root (`.elph/hooks.json` and
-//! `.elph/hooks/audit-tool-calls.sh`), copied as it is into a trusted temp project and run by a
+//! `.elph/hooks/audit-session-starts.sh`), copied as it is into a trusted temp project and run by a
 //! real `elph run` session against a fake model server.
 
 use std::os::unix::fs::PermissionsExt;
@@ -22,7 +22,7 @@ fn copy_sample(project: &Path) {
     let from = sample_dir();
     let to = project.join(".elph");
     std::fs::create_dir_all(to.join("hooks")).unwrap();
-    for file in ["hooks.json", "hooks/audit-tool-calls.sh"] {
+    for file in ["hooks.json", "hooks/audit-session-starts.sh"] {
         std::fs::copy(from.join(file), to.join(file)).unwrap_or_else(|err| panic!("copy {file}: {err}"));
     }
 }
@@ -35,7 +35,7 @@ async fn elph_run(env: &TestEnv, server: &FakeModelServer, prompt: &str) -> Outp
 async fn the_sample_hook_audits_session_start_and_prints_nothing() {
     let env = TestEnv::new();
     copy_sample(&env.project);
-    let script = env.project.join(".elph/hooks/audit-tool-calls.sh");
+    let script = env.project.join(".elph/hooks/audit-session-starts.sh");
     let mode = std::fs::metadata(&script).unwrap().permissions().mode();
     assert_ne!(
         mode & 0o111,
@@ -74,7 +74,7 @@ async fn the_sample_hook_audits_session_start_and_prints_nothing() {
         .flat_map(|dispatch| dispatch["runs"].as_array().unwrap())
         .collect();
     assert_eq!(runs.len(), 1, "{runs:#?}");
-    assert_eq!(runs[0]["hookId"], "audit-tool-calls");
+    assert_eq!(runs[0]["hookId"], "audit-session-starts");
     assert_eq!(runs[0]["status"], "ok");
     assert_eq!(
         (&runs[0]["stdoutBytes"], &runs[0]["stderrBytes"]),

@@ -43,6 +43,9 @@ pub use transcript::{Entry, Transcript, TranscriptSink};
 pub const DEFAULT_SYSTEM_PROMPT: &str = "You are Elph, a coding agent working in the user's project folder. \
 Use the tools to read, search and change files and to run commands. Keep answers short and concrete.";
 
+/// Model requests allowed in one turn unless the front end says otherwise.
+pub const DEFAULT_MAX_TURNS: u32 = 50;
+
 #[derive(Clone, Debug)]
 pub struct HarnessConfig {
     pub session_id: String,
@@ -76,7 +79,7 @@ impl HarnessConfig {
             shell_env: crate::shell_env::ShellEnvPolicy::default(),
             project_dir,
             system_prompt: DEFAULT_SYSTEM_PROMPT.to_string(),
-            max_turns: 50,
+            max_turns: DEFAULT_MAX_TURNS,
             approval: ApprovalPolicy::Auto,
             compaction: CompactionSettings::default(),
             mode: AgentMode::Build,
