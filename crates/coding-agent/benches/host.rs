@@ -53,6 +53,7 @@ impl Setup {
             args: Vec::new(),
             timeout: Duration::from_secs(10),
             enabled: true,
+            persistent: false,
             source: project.join("hooks.json"),
             scope: HookScope::Home,
             protocol: Protocol::Elph,

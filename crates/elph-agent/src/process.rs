@@ -260,21 +260,22 @@ pub fn kill_running_groups() {
     }
 }
 
-/// Kills the process group it owns when asked, and when dropped unless disarmed.
-struct GroupGuard {
+/// Kills the process group it owns when asked, and when dropped unless disarmed. While it lives,
+/// the group is one of the [`kill_running_groups`] kills.
+pub struct GroupGuard {
     pgid: Option<Pid>,
     armed: bool,
 }
 
 impl GroupGuard {
-    fn new(pgid: Option<Pid>) -> Self {
+    pub fn new(pgid: Option<Pid>) -> Self {
         if let Some(pgid) = pgid {
             running_groups().push(pgid.as_raw());
         }
         GroupGuard { pgid, armed: true }
     }
 
-    fn kill(&self) {
+    pub fn kill(&self) {
         if let Some(pgid) = self.pgid {
             // ESRCH (the group is already gone) is the normal case at the end of a run.
             let _ = killpg(pgid, Signal::SIGKILL);
@@ -517,7 +518,11 @@ where
     command.status().is_ok_and(|status| status.success())
 }
 
-async fn spawn(spec: &RunSpec<'_>) -> io::Result<Child> {
+/// Starts `spec`'s program the way [`run`] does — in a session and process group of its own, in
+/// `cwd`, with `env`, stdin piped for `Stdin::Bytes` (nothing is written), stdout and stderr piped —
+/// and returns at once. For children that outlive one exchange (persistent hooks); the caller owns
+/// the bounds, and should hold a [`GroupGuard`] for the group (its pid).
+pub async fn spawn(spec: &RunSpec<'_>) -> io::Result<Child> {
     let mut command = Command::new(spec.program);
     command
         .args(spec.args)

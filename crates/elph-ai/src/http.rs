@@ -174,7 +174,9 @@ impl SseEndpoint {
             value.set_sensitive(true);
             headers.insert(name, value);
         }
+        let tls = crate::tls::client_config().map_err(|e| client_error(e.to_string()))?;
         let client = reqwest::Client::builder()
+            .tls_backend_preconfigured(tls)
             .connect_timeout(CONNECT_TIMEOUT)
             .read_timeout(READ_TIMEOUT)
             .build()

@@ -16,6 +16,7 @@ pub mod provider;
 pub mod retry;
 pub mod scripted;
 pub mod select;
+mod tls;
 
 pub use anthropic::AnthropicProvider;
 pub use catalog::{Catalog, ProviderDef, WireApi};

@@ -97,7 +97,11 @@ fn print_list(out: &mut impl Write, set: &HookSet) -> std::io::Result<()> {
                     } else {
                         "-".into()
                     },
-                    format!("{}ms", hook.timeout.as_millis()),
+                    if hook.persistent {
+                        format!("{}ms persistent", hook.timeout.as_millis())
+                    } else {
+                        format!("{}ms", hook.timeout.as_millis())
+                    },
                     if hook.enabled { "yes".into() } else { "no".into() },
                     hook.sandbox.map_or("-".into(), |mode| mode.to_string()),
                     escape(&hook.source.display().to_string()),

@@ -257,6 +257,10 @@ struct HookLine {
     /// The sandbox it ran in (absent: unconfined).
     #[serde(skip_serializing_if = "Option::is_none")]
     sandbox: Option<elph_agent::sandbox::SandboxMode>,
+    /// Run as a persistent process (one JSON line in, one out), started for this test and stopped
+    /// after it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    persistent: bool,
 }
 
 /// The document `--json` prints, and what the text output is made from.
@@ -294,6 +298,7 @@ impl Report {
                 ran: dispatch.runs.iter().any(|run| run.hook_id == hook.id),
                 matcher: event.is_tool_event().then(|| hook.matcher.to_string()),
                 sandbox: hook.sandbox,
+                persistent: hook.persistent,
             })
             .collect();
         let stopped_by = dispatch
@@ -351,6 +356,13 @@ fn print_report(out: &mut impl Write, report: &Report, paths: &Paths) -> std::io
                 print_run(out, run, width)?;
                 if let Some(mode) = hook.sandbox {
                     writeln!(out, "    ran in the {mode} sandbox")?;
+                }
+                if hook.persistent {
+                    writeln!(
+                        out,
+                        "    persistent: one process for the session, one JSON line in and one out per \
+                         event (started for this test, stopped after it)"
+                    )?;
                 }
             }
             None if !hook.enabled => writeln!(out, "- {:<width$}  disabled", hook.id)?,

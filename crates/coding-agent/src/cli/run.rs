@@ -97,8 +97,11 @@ pub fn run(cwd: Option<&Path>, args: RunArgs) -> anyhow::Result<u8> {
         editor_mcp_servers: Vec::new(),
         mode: args.agent_mode,
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+    // One turn is one chain of awaits: the model stream, then the tools and hooks it asks for, one
+    // at a time. A current-thread runtime runs it on the main thread; worker threads would only
+    // add their stacks and malloc arenas to the peak memory (blocking file work still gets the
+    // runtime's blocking pool when a tool asks for it).
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;

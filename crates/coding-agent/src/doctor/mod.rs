@@ -126,6 +126,8 @@ pub struct HookReport {
     pub command: CommandReport,
     pub args: Vec<String>,
     pub timeout_ms: u64,
+    /// One process for the session, one JSON line per event.
+    pub persistent: bool,
     pub source: PathBuf,
     pub scope: HookScope,
     pub enabled: bool,
@@ -486,6 +488,7 @@ fn hook_report(hook: &HookDefinition, log: &LogRead, catalog: &ToolCatalog, path
         command,
         args: hook.args.clone(),
         timeout_ms: hook.timeout.as_millis() as u64,
+        persistent: hook.persistent,
         source: hook.source.clone(),
         scope: hook.scope,
         enabled: hook.enabled,

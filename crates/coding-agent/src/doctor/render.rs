@@ -164,6 +164,12 @@ fn render_hook(out: &mut impl Write, hook: &HookReport) -> io::Result<()> {
         writeln!(out, "      args     {}", args.join(" "))?;
     }
     writeln!(out, "      timeout  {} ms", hook.timeout_ms)?;
+    if hook.persistent {
+        writeln!(
+            out,
+            "      process  persistent: one for the session, one JSON line in and one out per event"
+        )?;
+    }
     writeln!(
         out,
         "      source   {} ({})",

@@ -73,6 +73,11 @@ pub struct HookConfig {
     /// projectHooks.sandbox of settings.json for a project hook. See docs/security.md.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<HookSandbox>,
+    /// Keep one process for the session instead of one per event: started at the hook's first
+    /// matching event, it reads one JSON payload per line on stdin and answers each with one JSON
+    /// outcome per line on stdout (an empty line: no change). See docs/hooks.md.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub persistent: bool,
 }
 
 /// The payload and answer format a hook speaks.
@@ -243,6 +248,17 @@ pub fn parse(bytes: &[u8]) -> Result<HooksFile, LoadError> {
                 format!(
                     "hook '{}': protocol claude-code is only for events Claude Code has (sessionStart, userPromptSubmit, preToolUse, postToolUse, postToolUseFailure, preCompact, stop, sessionEnd), not {}; file ignored",
                     hook.id, hook.event
+                ),
+            ));
+        }
+        if hook.protocol == Protocol::ClaudeCode && hook.persistent {
+            return Err(LoadError::new(
+                Some(format!("/hooks/{index}/persistent")),
+                format!(
+                    "hook '{}': a claude-code hook answers with its exit code, so it cannot be persistent \
+                     (one process answering line by line); remove \"persistent\" or use Elph's protocol; \
+                     file ignored",
+                    hook.id
                 ),
             ));
         }

@@ -40,6 +40,9 @@ pub struct HookDefinition {
     #[serde(rename = "timeoutMs", serialize_with = "as_millis")]
     pub timeout: Duration,
     pub enabled: bool,
+    /// One process for the session, one JSON line per event (see `hooks::persistent`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub persistent: bool,
     pub source: PathBuf,
     pub scope: HookScope,
     /// Elph's protocol, or Claude Code's.
@@ -296,6 +299,7 @@ fn definition(config: HookConfig, source: &Path, scope: HookScope, path_var: &st
         args: config.args,
         timeout: Duration::from_millis(config.timeout_ms),
         enabled: config.enabled,
+        persistent: config.persistent,
         source: source.to_path_buf(),
         scope,
         protocol: config.protocol,

@@ -28,6 +28,7 @@ use elph_agent::sandbox::SandboxPolicy;
 use super::claude_code;
 use super::config::Protocol;
 use super::discovery::{HookDefinition, HookSet};
+use super::persistent::{Exchange, PersistentHooks};
 use super::process::{self, Ending, ProcessOutput, ProcessSpec};
 use super::runlog::RunLog;
 
@@ -61,6 +62,8 @@ pub struct HookHost {
     pending_context: Mutex<Vec<(String, String)>>,
     /// The writable roots and read-only paths a sandboxed hook gets, in the hook's own mode.
     sandbox_base: SandboxPolicy,
+    /// The processes of persistent hooks; they end with the host.
+    persistent: PersistentHooks,
 }
 
 impl HookHost {
@@ -76,6 +79,7 @@ impl HookHost {
             parent_env: ParentEnv::Process,
             pending_context: Mutex::new(Vec::new()),
             sandbox_base,
+            persistent: PersistentHooks::new(),
         }
     }
 
@@ -109,9 +113,22 @@ impl HookHost {
             .clone()
     }
 
-    /// Swaps in a new hook set in one step; the next dispatch uses it.
+    /// Swaps in a new hook set in one step; the next dispatch uses it. Persistent processes of
+    /// hooks that are gone or whose definition changed are killed.
     pub fn replace_set(&self, set: impl Into<Arc<HookSet>>) {
-        *self.set.write().unwrap_or_else(|poisoned| poisoned.into_inner()) = set.into();
+        let set = set.into();
+        self.persistent.retain(&set.hooks);
+        *self.set.write().unwrap_or_else(|poisoned| poisoned.into_inner()) = set;
+    }
+
+    /// The processes of persistent hooks.
+    pub fn persistent(&self) -> &PersistentHooks {
+        &self.persistent
+    }
+
+    /// Kills every persistent hook's process group (session end; dropping the host does it too).
+    pub fn stop_persistent(&self) {
+        self.persistent.stop_all();
     }
 
     pub fn project_dir(&self) -> &Path {
@@ -177,19 +194,27 @@ impl HookHost {
                 run.process = Some(ProcessExit::default());
                 run
             } else {
-                let (output, env_file) = self.spawn_hook(hook, event, &session_id, &stdin).await;
-                match hook.protocol {
-                    Protocol::Elph => record(hook, event, &output),
-                    Protocol::ClaudeCode => {
-                        let (mut run, context) = claude_code::record(hook, event, &output, chain.payload());
-                        if let Some(note) = env_file.as_ref().and_then(claude_code::env_file_note) {
-                            run.notes.push(note);
-                        }
-                        if let Some(context) = context {
-                            self.pending().push((hook.id.clone(), context));
-                        }
+                let (exchange, env_file) = self.run_hook(hook, event, &session_id, &stdin).await;
+                match exchange {
+                    Exchange::Ran { output, notes } => {
+                        let mut run = match hook.protocol {
+                            Protocol::Elph => record(hook, event, &output),
+                            Protocol::ClaudeCode => {
+                                let (mut run, context) =
+                                    claude_code::record(hook, event, &output, chain.payload());
+                                if let Some(note) = env_file.as_ref().and_then(claude_code::env_file_note) {
+                                    run.notes.push(note);
+                                }
+                                if let Some(context) = context {
+                                    self.pending().push((hook.id.clone(), context));
+                                }
+                                run
+                            }
+                        };
+                        run.notes.extend(notes);
                         run
                     }
+                    Exchange::Skipped(cause) => HookRun::skipped(&hook.id, event, cause),
                 }
             };
             let flow = chain.record(&mut run);
@@ -211,15 +236,16 @@ impl HookHost {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Runs one hook. A Claude Code hook on sessionStart also gets a `CLAUDE_ENV_FILE` to write
-    /// to, returned so its contents can be reported.
-    async fn spawn_hook(
+    /// One hook's run for one event: a one-shot process, or a round trip to its persistent one.
+    /// A Claude Code hook on sessionStart also gets a `CLAUDE_ENV_FILE` to write to, returned so
+    /// its contents can be reported.
+    async fn run_hook(
         &self,
         hook: &HookDefinition,
         event: HookEvent,
         session_id: &str,
         stdin: &[u8],
-    ) -> (ProcessOutput, Option<tempfile::NamedTempFile>) {
+    ) -> (Exchange, Option<tempfile::NamedTempFile>) {
         let mut env = process::hook_environment(
             &|name| self.parent_env.get(name),
             &hook.id,
@@ -254,20 +280,30 @@ impl HookHost {
                 file.path().as_os_str().to_owned(),
             ));
         }
+        // Discovery already checked the range; the host holds the bound on its own too.
+        // After a signal, every hook shares the shutdown's short overall deadline.
+        let timeout =
+            crate::shutdown::bound_hook_timeout(hook.timeout.clamp(Duration::from_millis(1), MAX_TIMEOUT));
         let spec = ProcessSpec {
             program: &hook.command.path,
             args: &hook.args,
             cwd: &self.project_dir,
             env: &env,
             stdin,
-            // Discovery already checked the range; the host holds the bound on its own too.
-            // After a signal, every hook shares the shutdown's short overall deadline.
-            timeout: crate::shutdown::bound_hook_timeout(
-                hook.timeout.clamp(Duration::from_millis(1), MAX_TIMEOUT),
-            ),
+            timeout,
             sandbox: sandbox.as_ref(),
         };
-        (process::run(&spec).await, env_file)
+        if !hook.persistent {
+            let output = process::run(&spec).await;
+            return (
+                Exchange::Ran {
+                    output,
+                    notes: Vec::new(),
+                },
+                env_file,
+            );
+        }
+        (self.persistent.exchange(hook, &spec).await, env_file)
     }
 }
 

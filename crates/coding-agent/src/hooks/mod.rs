@@ -4,6 +4,7 @@ pub mod claude_code;
 pub mod config;
 pub mod discovery;
 pub mod host;
+pub mod persistent;
 pub mod process;
 pub mod reload;
 pub mod runlog;

@@ -72,6 +72,7 @@ impl Fixture {
             args: Vec::new(),
             timeout: Duration::from_secs(10),
             enabled: true,
+            persistent: false,
             source: self.scripts.parent().unwrap().join("hooks.json"),
             scope: HookScope::Home,
             protocol: Protocol::Elph,

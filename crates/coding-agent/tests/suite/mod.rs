@@ -25,6 +25,7 @@ mod lifecycle_signals;
 mod lifecycle_store_faults;
 mod lifecycle_support;
 mod mcp;
+mod persistent;
 mod reload;
 mod run_e2e;
 mod sample;

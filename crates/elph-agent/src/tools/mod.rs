@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use elph_ai::provider::ToolSpec;
@@ -170,10 +170,28 @@ pub trait Tool: Send + Sync {
 
 struct Entry {
     tool: Arc<dyn Tool>,
-    validator: jsonschema::Validator,
+    /// Compiled at the tool's first call: a run compiles only the schemas of the tools it uses,
+    /// and none before its first model request.
+    validator: OnceLock<jsonschema::Validator>,
 }
 
-/// The registered tools by name, each with its compiled argument schema.
+impl Entry {
+    fn validator(&self) -> &jsonschema::Validator {
+        self.validator.get_or_init(|| {
+            // Checked when the tool was registered (or, for native tools, by a unit test).
+            compile(self.tool.as_ref()).expect("a registered tool's schema compiles")
+        })
+    }
+}
+
+fn compile(tool: &dyn Tool) -> Result<jsonschema::Validator, CatalogError> {
+    jsonschema::validator_for(&tool.input_schema()).map_err(|err| CatalogError::BadSchema {
+        name: tool.name().to_string(),
+        reason: err.to_string(),
+    })
+}
+
+/// The registered tools by name, each with its argument schema (compiled on first use).
 #[derive(Default)]
 pub struct ToolCatalog {
     tools: BTreeMap<String, Entry>,
@@ -192,27 +210,30 @@ impl ToolCatalog {
         ToolCatalog::default()
     }
 
-    /// A catalog of the seven native tools.
+    /// A catalog of the seven native tools. Their schemas are compiled at each tool's first call
+    /// (a unit test compiles them all), not here: this runs before the first model request.
     pub fn native() -> Self {
         let mut catalog = ToolCatalog::new();
         for tool in native::all() {
-            catalog
-                .register(tool)
-                .expect("native tools have unique names and valid schemas");
+            let name = tool.name().to_string();
+            let entry = Entry {
+                tool,
+                validator: OnceLock::new(),
+            };
+            let previous = catalog.tools.insert(name, entry);
+            assert!(previous.is_none(), "native tools have unique names");
         }
         catalog
     }
 
+    /// Adds a tool from outside (an MCP server's): its schema is compiled now, so a bad one is
+    /// reported here rather than at the model's first call.
     pub fn register(&mut self, tool: Arc<dyn Tool>) -> Result<(), CatalogError> {
         let name = tool.name().to_string();
         if self.tools.contains_key(&name) {
             return Err(CatalogError::Duplicate(name));
         }
-        let validator =
-            jsonschema::validator_for(&tool.input_schema()).map_err(|err| CatalogError::BadSchema {
-                name: name.clone(),
-                reason: err.to_string(),
-            })?;
+        let validator = OnceLock::from(compile(tool.as_ref())?);
         self.tools.insert(name, Entry { tool, validator });
         Ok(())
     }
@@ -249,7 +270,7 @@ impl ToolCatalog {
             .tools
             .get(name)
             .ok_or_else(|| format!("unknown tool '{name}'"))?;
-        match entry.validator.iter_errors(input).next() {
+        match entry.validator().iter_errors(input).next() {
             None => Ok(()),
             Some(error) => {
                 let at = error.instance_path().as_str();

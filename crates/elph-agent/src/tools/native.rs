@@ -151,6 +151,16 @@ mod tests {
         }
     }
 
+    /// The catalog compiles native schemas lazily and trusts them to compile: this is the check.
+    #[test]
+    fn every_native_schema_compiles() {
+        for tool in all() {
+            if let Err(error) = jsonschema::validator_for(&tool.input_schema()) {
+                panic!("{}: {error}", tool.name());
+            }
+        }
+    }
+
     #[test]
     fn truncation_respects_char_boundaries() {
         let mut text = "aé".to_string();
