@@ -259,7 +259,7 @@ fn curl_post_spawn_to_first_request_byte(bencher: divan::Bencher) {
 }
 
 /// Peak resident set of one command in KiB, measured by test-support's `peak-rss`.
-fn peak_rss_kib(mut command: Command, out: &Path) -> u64 {
+fn peak_rss_kib(command: Command, out: &Path) -> u64 {
     let program = command.get_program().to_owned();
     let args: Vec<_> = command.get_args().map(|a| a.to_owned()).collect();
     let envs: Vec<_> = command
