@@ -1,5 +1,6 @@
-//! A headless agent run of 100 tool calls through the scripted provider: with no hooks, and with
-//! 10 trivial hooks on preToolUse and 10 on postToolUse (2,000 hook runs). The cost per hook run is
+//! A headless agent run of 100 tool calls through the scripted provider: with no hooks, with
+//! 10 trivial hooks on preToolUse and 10 on postToolUse (2,000 hook runs), and with 10 persistent
+//! hooks on preToolUse (1,000 round trips to 10 processes). The cost per hook run is
 //! compared with a bare spawn-and-wait of the same hook binary, measured in the same run.
 //!
 //! `cargo bench -p coding-agent --bench agent_run`
@@ -27,6 +28,7 @@ struct Fixture {
     project: PathBuf,
     script: PathBuf,
     hooks_file: PathBuf,
+    persistent_file: PathBuf,
     empty_file: PathBuf,
     hook_binary: PathBuf,
 }
@@ -51,6 +53,18 @@ fn fixture() -> Fixture {
     }
     let hooks_file = project.join("hooks.json");
     std::fs::write(&hooks_file, serde_json::json!({ "hooks": hooks }).to_string()).unwrap();
+    let line_hook = test_support::hook_scripts::test_support_binary("line-hook");
+    let persistent: Vec<_> = (0..HOOKS_PER_EVENT)
+        .map(|i| {
+            serde_json::json!({"id": format!("persistent-{i}"), "event": "preToolUse", "command": line_hook, "persistent": true})
+        })
+        .collect();
+    let persistent_file = project.join("persistent.json");
+    std::fs::write(
+        &persistent_file,
+        serde_json::json!({ "hooks": persistent }).to_string(),
+    )
+    .unwrap();
     let empty_file = project.join("empty.json");
     std::fs::write(&empty_file, r#"{"hooks": []}"#).unwrap();
     Fixture {
@@ -58,6 +72,7 @@ fn fixture() -> Fixture {
         project,
         script,
         hooks_file,
+        persistent_file,
         empty_file,
         hook_binary,
     }
@@ -103,6 +118,15 @@ fn run_100_tool_calls_with_20_hooks(bencher: divan::Bencher) {
     let fixture = fixture();
     let runtime = runtime();
     bencher.bench_local(|| run_once(&runtime, &fixture, &fixture.hooks_file));
+}
+
+/// Ten persistent hooks on every tool call (one process each for the run): compare with the run
+/// without hooks, and with one spawned hook's cost (`bare_spawn_of_the_hook_binary`).
+#[divan::bench(sample_count = 5)]
+fn run_100_tool_calls_with_10_persistent_hooks(bencher: divan::Bencher) {
+    let fixture = fixture();
+    let runtime = runtime();
+    bencher.bench_local(|| run_once(&runtime, &fixture, &fixture.persistent_file));
 }
 
 /// The baseline: one bare spawn-and-wait of the hook binary, writing a small payload.

@@ -3,7 +3,10 @@
 //! - one round trip of a trivial compiled hook (`trivial-hook` of test-support: reads stdin, prints
 //!   `{}`) through the host, against a bare spawn-and-wait of the same binary with the same payload
 //!   (target: at most 1.25x);
-//! - a chain of ten such hooks against one (target: at most 10.5x).
+//! - a chain of ten such hooks against one (target: at most 10.5x);
+//! - one round trip of a persistent hook (`line-hook` of test-support: answers `{}` to every
+//!   line) against one spawned hook (target: at most 0.1 ms);
+//! - ten persistent hooks against one spawned hook (target: less).
 //!
 //! Run with `cargo bench -p coding-agent --bench host`. divan prints each benchmark; then an
 //! interleaved measurement of the three prints the ratios and whether they meet their targets.
@@ -21,6 +24,7 @@ use serde_json::json;
 
 const ROUND_TRIP_TARGET: f64 = 1.25;
 const CHAIN_TARGET: f64 = 10.5;
+const PERSISTENT_TARGET: Duration = Duration::from_micros(100);
 
 fn main() {
     divan::main();
@@ -36,6 +40,8 @@ struct Setup {
     payload: HookPayload,
     one: HookHost,
     ten: HookHost,
+    one_persistent: HookHost,
+    ten_persistent: HookHost,
     runtime: tokio::runtime::Runtime,
 }
 
@@ -45,6 +51,7 @@ impl Setup {
         let project = std::fs::canonicalize(dir.path()).unwrap();
         let data = project.join("data");
         let binary = test_support::hook_scripts::trivial_hook_binary();
+        let line_binary = test_support::hook_scripts::test_support_binary("line-hook");
         let hook = |i: usize| HookDefinition {
             id: format!("trivial-{i}"),
             event: HookEvent::PreToolUse,
@@ -59,8 +66,18 @@ impl Setup {
             protocol: Protocol::Elph,
             sandbox: None,
         };
+        let persistent = |i: usize| HookDefinition {
+            id: format!("line-{i}"),
+            command: resolve_command(line_binary.to_str().unwrap(), &project, ""),
+            persistent: true,
+            ..hook(i)
+        };
         let set = |n: usize| HookSet {
             hooks: (0..n).map(hook).collect(),
+            ..HookSet::default()
+        };
+        let persistent_set = |n: usize| HookSet {
+            hooks: (0..n).map(persistent).collect(),
             ..HookSet::default()
         };
         let payload = HookPayload::PreToolUse(PreToolUsePayload {
@@ -76,6 +93,8 @@ impl Setup {
         Setup {
             one: HookHost::new(set(1), project.clone(), &data),
             ten: HookHost::new(set(10), project.clone(), &data),
+            one_persistent: HookHost::new(persistent_set(1), project.clone(), &data),
+            ten_persistent: HookHost::new(persistent_set(10), project.clone(), &data),
             _dir: dir,
             binary,
             payload,
@@ -125,6 +144,20 @@ fn ten_hooks_through_the_host(bencher: divan::Bencher) {
     bencher.bench_local(|| setup.through(&setup.ten));
 }
 
+#[divan::bench(sample_count = 500)]
+fn one_persistent_hook_through_the_host(bencher: divan::Bencher) {
+    let setup = Setup::new();
+    setup.through(&setup.one_persistent);
+    bencher.bench_local(|| setup.through(&setup.one_persistent));
+}
+
+#[divan::bench(sample_count = 200)]
+fn ten_persistent_hooks_through_the_host(bencher: divan::Bencher) {
+    let setup = Setup::new();
+    setup.through(&setup.ten_persistent);
+    bencher.bench_local(|| setup.through(&setup.ten_persistent));
+}
+
 /// The `q` quantile (0.5: the median) of `samples`.
 fn quantile(samples: &mut [Duration], q: f64) -> Duration {
     samples.sort();
@@ -140,9 +173,18 @@ fn ratio_summary() {
         setup.bare();
         setup.through(&setup.one);
     }
+    setup.through(&setup.one_persistent);
+    setup.through(&setup.ten_persistent);
     let rounds = 300;
     let (mut bare, mut one, mut ten, mut bare_ten) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut persistent, mut ten_persistent) = (Vec::new(), Vec::new());
     for round in 0..rounds {
+        let started = Instant::now();
+        setup.through(&setup.one_persistent);
+        persistent.push(started.elapsed());
+        let started = Instant::now();
+        setup.through(&setup.ten_persistent);
+        ten_persistent.push(started.elapsed());
         let started = Instant::now();
         setup.bare();
         bare.push(started.elapsed());
@@ -189,6 +231,17 @@ fn ratio_summary() {
         println!(
             "    control: ten bare spawns in a row    {bt:>10.1?}  {:.2}x one bare spawn",
             bt.as_secs_f64() / b.as_secs_f64()
+        );
+        let (p, pt) = (quantile(&mut persistent, q), quantile(&mut ten_persistent, q));
+        println!(
+            "    one persistent hook round trip       {p:>10.1?}  {:.4}x one spawned hook  (target <= 100µs: {})",
+            p.as_secs_f64() / o.as_secs_f64(),
+            verdict(p.as_secs_f64(), PERSISTENT_TARGET.as_secs_f64())
+        );
+        println!(
+            "    ten persistent hooks                 {pt:>10.1?}  {:.3}x one spawned hook  (target < 1x: {})",
+            pt.as_secs_f64() / o.as_secs_f64(),
+            verdict(pt.as_secs_f64() / o.as_secs_f64(), 0.999)
         );
     }
 }
