@@ -6,6 +6,7 @@ use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use coding_agent::hooks::config::Protocol;
 use coding_agent::hooks::discovery::resolve_command;
 use coding_agent::hooks::{HookDefinition, HookHost, HookScope, HookSet};
 use elph_agent::hooks::{
@@ -58,6 +59,7 @@ impl Fixture {
             timeout,
             enabled: true,
             persistent: true,
+            protocol: Protocol::Elph,
             source: self.scripts.join("hooks.json"),
             scope: HookScope::Home,
         }

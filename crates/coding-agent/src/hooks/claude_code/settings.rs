@@ -115,6 +115,7 @@ pub fn import(settings: &Value, taken: &[String]) -> Result<Imported, String> {
                     protocol: Protocol::ClaudeCode,
                     // Claude Code hooks run unconfined there; an import keeps that.
                     sandbox: None,
+                    persistent: false,
                 });
             }
         }
