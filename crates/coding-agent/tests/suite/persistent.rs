@@ -60,6 +60,7 @@ impl Fixture {
             enabled: true,
             persistent: true,
             protocol: Protocol::Elph,
+            sandbox: None,
             source: self.scripts.join("hooks.json"),
             scope: HookScope::Home,
         }
@@ -419,7 +420,12 @@ async fn a_sandboxed_persistent_hook_stays_confined_for_its_whole_life() {
     let host = fx.host(vec![hook]);
     for _ in 0..2 {
         let dispatch = within(host.dispatch(fx.payload("ls"))).await;
-        assert_eq!(reason(&dispatch).as_deref(), Some("refused"), "{:?}", dispatch.runs);
+        assert_eq!(
+            reason(&dispatch).as_deref(),
+            Some("refused"),
+            "{:?}",
+            dispatch.runs
+        );
     }
     assert!(!marker.exists());
 }
