@@ -10,7 +10,7 @@ use coding_agent::hooks::config::Protocol;
 use coding_agent::hooks::discovery::resolve_command;
 use coding_agent::hooks::{HookDefinition, HookHost, HookScope, HookSet};
 use elph_agent::hooks::{
-    Dispatch, HookEvent, HookPayload, HookRunner, Matcher, PayloadBase, PreToolUsePayload, Reduced, RunStatus,
+    Dispatch, HookEvent, HookPayload, Matcher, PayloadBase, PreToolUsePayload, Reduced, RunStatus,
 };
 use serde_json::json;
 use test_support::hook_scripts::{live_group_members, write_script};
@@ -122,7 +122,9 @@ done
 
 fn reason(dispatch: &Dispatch) -> Option<String> {
     match &dispatch.reduced {
-        Reduced::PreToolUse { blocked, .. } => blocked.as_ref().and_then(|v| v.reason.clone()),
+        Reduced::PreToolUse(elph_agent::hooks::PreToolUseReduced { blocked, .. }) => {
+            blocked.as_ref().and_then(|v| v.reason.clone())
+        }
         other => panic!("not a preToolUse reduction: {other:?}"),
     }
 }
@@ -149,7 +151,7 @@ async fn one_process_keeps_its_state_across_events_with_the_hook_environment() {
         Duration::from_secs(10),
     )]);
     for n in 1..=3 {
-        let dispatch = within(host.dispatch(fx.payload("ls"))).await;
+        let dispatch = within(host.run_chain(fx.payload("ls"))).await;
         assert!(dispatch.diagnostics.is_empty(), "{:?}", dispatch.diagnostics);
         assert_eq!(dispatch.runs[0].status, RunStatus::Ok);
         let reason = reason(&dispatch).unwrap();
@@ -169,7 +171,7 @@ async fn an_empty_line_is_no_change() {
         &counter_script(&fx.file("pids")),
         Duration::from_secs(10),
     )]);
-    let dispatch = within(host.dispatch(fx.payload("empty"))).await;
+    let dispatch = within(host.run_chain(fx.payload("empty"))).await;
     assert_eq!(dispatch.runs[0].status, RunStatus::Ok);
     assert!(dispatch.runs[0].outcome.is_none());
     assert_eq!(reason(&dispatch), None);
@@ -185,8 +187,8 @@ async fn a_crash_fails_open_and_the_next_event_starts_a_new_process() {
         &counter_script(&pid_file),
         Duration::from_secs(10),
     )]);
-    within(host.dispatch(fx.payload("ls"))).await;
-    let crashed = within(host.dispatch(fx.payload("crash"))).await;
+    within(host.run_chain(fx.payload("ls"))).await;
+    let crashed = within(host.run_chain(fx.payload("crash"))).await;
     assert_eq!(crashed.runs[0].status, RunStatus::Failed);
     assert_eq!(reason(&crashed), None, "a crash changes nothing");
     assert!(
@@ -201,7 +203,7 @@ async fn a_crash_fails_open_and_the_next_event_starts_a_new_process() {
         "the crashed group is gone"
     );
 
-    let after = within(host.dispatch(fx.payload("ls"))).await;
+    let after = within(host.run_chain(fx.payload("ls"))).await;
     let second = pids(&pid_file)[1];
     assert_ne!(first, second);
     assert!(reason(&after).unwrap().starts_with(&format!("1 pid {second} ")));
@@ -220,7 +222,7 @@ async fn exiting_0_without_an_answer_is_a_failure_not_a_silent_success() {
         &counter_script(&fx.file("pids")),
         Duration::from_secs(10),
     )]);
-    let dispatch = within(host.dispatch(fx.payload("quiet"))).await;
+    let dispatch = within(host.run_chain(fx.payload("quiet"))).await;
     assert_eq!(dispatch.runs[0].status, RunStatus::Failed);
     assert!(cause(&dispatch).contains("exited with code 0 without answering"));
 }
@@ -234,12 +236,12 @@ async fn a_timeout_kills_the_group_and_the_next_event_restarts_it() {
         &counter_script(&pid_file),
         Duration::from_millis(700),
     )]);
-    within(host.dispatch(fx.payload("ls"))).await;
+    within(host.run_chain(fx.payload("ls"))).await;
     let first = pids(&pid_file)[0];
-    let timed_out = within(host.dispatch(fx.payload("hang"))).await;
+    let timed_out = within(host.run_chain(fx.payload("hang"))).await;
     let run = &timed_out.runs[0];
     assert_eq!(run.status, RunStatus::Failed);
-    assert!(run.timed_out);
+    assert!(run.process.as_ref().is_some_and(|exit| exit.timed_out));
     assert!(
         cause(&timed_out).contains("timed out after 700 ms"),
         "{}",
@@ -249,7 +251,7 @@ async fn a_timeout_kills_the_group_and_the_next_event_restarts_it() {
         live_group_members(first, SETTLE).is_empty(),
         "the hung process and its sleep were killed"
     );
-    let after = within(host.dispatch(fx.payload("ls"))).await;
+    let after = within(host.run_chain(fx.payload("ls"))).await;
     let second = pids(&pid_file)[1];
     assert!(reason(&after).unwrap().starts_with(&format!("1 pid {second} ")));
 }
@@ -263,7 +265,7 @@ async fn a_garbage_line_is_rejected_like_a_one_shot_outcome_and_the_process_stay
         &counter_script(&pid_file),
         Duration::from_secs(10),
     )]);
-    let garbage = within(host.dispatch(fx.payload("garbage"))).await;
+    let garbage = within(host.run_chain(fx.payload("garbage"))).await;
     assert_eq!(garbage.runs[0].status, RunStatus::Failed);
     assert!(
         cause(&garbage).starts_with("outcome rejected"),
@@ -271,7 +273,7 @@ async fn a_garbage_line_is_rejected_like_a_one_shot_outcome_and_the_process_stay
         cause(&garbage)
     );
     assert_eq!(reason(&garbage), None);
-    let after = within(host.dispatch(fx.payload("ls"))).await;
+    let after = within(host.run_chain(fx.payload("ls"))).await;
     assert!(
         reason(&after).unwrap().starts_with("2 pid "),
         "the same process answers"
@@ -288,11 +290,11 @@ async fn an_over_long_line_kills_the_process_like_an_over_long_stdout() {
         &counter_script(&pid_file),
         Duration::from_secs(10),
     )]);
-    let long = within(host.dispatch(fx.payload("long"))).await;
+    let long = within(host.run_chain(fx.payload("long"))).await;
     assert_eq!(long.runs[0].status, RunStatus::Failed);
     assert!(cause(&long).contains("stdout passed 64 KiB"), "{}", cause(&long));
     assert!(live_group_members(pids(&pid_file)[0], SETTLE).is_empty());
-    let after = within(host.dispatch(fx.payload("ls"))).await;
+    let after = within(host.run_chain(fx.payload("ls"))).await;
     assert!(reason(&after).unwrap().starts_with("1 pid "));
     assert_eq!(pids(&pid_file).len(), 2);
 }
@@ -305,13 +307,13 @@ async fn stderr_reaches_the_run_record() {
         &counter_script(&fx.file("pids")),
         Duration::from_secs(10),
     )]);
-    let dispatch = within(host.dispatch(fx.payload("stderr"))).await;
+    let dispatch = within(host.run_chain(fx.payload("stderr"))).await;
     assert_eq!(dispatch.runs[0].status, RunStatus::Ok);
     // Read concurrently: give the stderr reader a moment, then look at the next event's record.
     tokio::time::sleep(Duration::from_millis(100)).await;
-    let dispatch = within(host.dispatch(fx.payload("ls"))).await;
+    let dispatch = within(host.run_chain(fx.payload("ls"))).await;
     assert!(
-        dispatch.runs[0].stderr_tail.contains("complaint 1"),
+        dispatch.runs[0].stderr_tail().contains("complaint 1"),
         "{:?}",
         dispatch.runs[0]
     );
@@ -327,10 +329,10 @@ async fn repeated_crashes_back_off_with_a_diagnostic() {
         Duration::from_secs(10),
     )]);
     for _ in 0..3 {
-        let crashed = within(host.dispatch(fx.payload("crash"))).await;
+        let crashed = within(host.run_chain(fx.payload("crash"))).await;
         assert_eq!(crashed.runs[0].status, RunStatus::Failed);
     }
-    let skipped = within(host.dispatch(fx.payload("ls"))).await;
+    let skipped = within(host.run_chain(fx.payload("ls"))).await;
     assert_eq!(skipped.runs[0].status, RunStatus::Skipped);
     assert!(
         cause(&skipped).contains("crashed 3 times in a row"),
@@ -348,7 +350,7 @@ async fn session_end_kills_the_whole_group() {
     // A helper the hook leaves running in its group must die with it.
     let body = format!("sleep 60 &\n{}", counter_script(&pid_file));
     let host = fx.host(vec![fx.hook("counter", &body, Duration::from_secs(10))]);
-    within(host.dispatch(fx.payload("ls"))).await;
+    within(host.run_chain(fx.payload("ls"))).await;
     let pgid = host.persistent().pgid("counter").unwrap();
     assert_eq!(pgid, pids(&pid_file)[0]);
     assert!(
@@ -368,9 +370,9 @@ async fn reload_keeps_an_unchanged_process_and_replaces_a_changed_one() {
     let pid_file = fx.file("pids");
     let hook = fx.hook("counter", &counter_script(&pid_file), Duration::from_secs(10));
     let host = fx.host(vec![hook.clone()]);
-    within(host.dispatch(fx.payload("ls"))).await;
+    within(host.run_chain(fx.payload("ls"))).await;
     host.replace_set(set(vec![hook.clone()]));
-    let same = within(host.dispatch(fx.payload("ls"))).await;
+    let same = within(host.run_chain(fx.payload("ls"))).await;
     assert!(
         reason(&same).unwrap().starts_with("2 pid "),
         "kept across an unchanged reload"
@@ -386,7 +388,7 @@ async fn reload_keeps_an_unchanged_process_and_replaces_a_changed_one() {
         live_group_members(first, SETTLE).is_empty(),
         "the old process is killed at the reload"
     );
-    let after = within(host.dispatch(fx.payload("ls"))).await;
+    let after = within(host.run_chain(fx.payload("ls"))).await;
     assert!(reason(&after).unwrap().starts_with("1 pid "));
     assert_eq!(pids(&pid_file).len(), 2);
 
@@ -419,7 +421,7 @@ async fn a_sandboxed_persistent_hook_stays_confined_for_its_whole_life() {
     hook.sandbox = Some(elph_agent::sandbox::SandboxMode::ReadOnly);
     let host = fx.host(vec![hook]);
     for _ in 0..2 {
-        let dispatch = within(host.dispatch(fx.payload("ls"))).await;
+        let dispatch = within(host.run_chain(fx.payload("ls"))).await;
         assert_eq!(
             reason(&dispatch).as_deref(),
             Some("refused"),
