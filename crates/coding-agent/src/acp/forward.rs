@@ -8,8 +8,8 @@ use std::path::PathBuf;
 
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    AvailableCommandsUpdate, ContentBlock, ContentChunk, PromptResponse, SessionId, SessionNotification,
-    SessionUpdate, StopReason, ToolCallStatus,
+    AvailableCommandsUpdate, ContentBlock, ContentChunk, CurrentModeUpdate, PromptResponse, SessionId,
+    SessionNotification, SessionUpdate, StopReason, ToolCallStatus,
 };
 use agent_client_protocol::{Client, Error, ErrorCode};
 use elph_agent::harness::{AgentEvent, CompactOutcome, TurnResult};
@@ -69,6 +69,7 @@ impl Forwarder {
     /// Forwards until the session has ended.
     pub async fn run(mut self, mut events: SessionEvents) {
         let mut hooks = None;
+        let mut mode = elph_agent::harness::AgentMode::default();
         while let Some(event) = events.recv().await {
             match event {
                 SessionEvent::Opened(opened) => {
@@ -80,10 +81,11 @@ impl Forwarder {
                         }
                     }
                     hooks = Some(opened.hooks);
+                    mode = opened.mode;
                 }
                 SessionEvent::Ready => {
                     if let Some(opening) = self.opening.take() {
-                        opening.succeed(&self.session_id);
+                        opening.succeed(&self.session_id, mode);
                     }
                     // Now that the client knows the session: its commands and what it should know
                     // about the project's hooks; then the hook notices of sessionStart.
@@ -246,6 +248,14 @@ impl Forwarder {
             Outcome::SwitchFailed(error) | Outcome::PromptRejected(error) => error,
             Outcome::Sessions(Ok(sessions)) => format!("{} stored session(s).", sessions.len()),
             Outcome::Sessions(Err(error)) => error,
+            // From `session/set_mode`, answered already: the client hears the mode it is in now.
+            Outcome::Mode(Ok(mode)) => {
+                self.notify(SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(
+                    mode.as_str(),
+                )));
+                return Ok(end_turn());
+            }
+            Outcome::Mode(Err(error)) => error,
         };
         self.say(reply);
         Ok(end_turn())

@@ -24,6 +24,7 @@ use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, CancelNotification, Implementation, InitializeRequest, InitializeResponse,
     LoadSessionRequest, McpCapabilities, NewSessionRequest, PromptCapabilities, PromptRequest,
+    SetSessionModeRequest,
 };
 use agent_client_protocol::{Agent, ConnectTo, Lines};
 use anyhow::Context;
@@ -182,6 +183,16 @@ pub async fn serve(
                 let sessions = sessions.clone();
                 async move |request: PromptRequest, responder, _cx| {
                     sessions.prompt(request, responder);
+                    Ok(())
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let sessions = sessions.clone();
+                async move |request: SetSessionModeRequest, responder, _cx| {
+                    sessions.set_mode(request, responder);
                     Ok(())
                 }
             },

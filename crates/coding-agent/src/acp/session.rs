@@ -10,10 +10,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use agent_client_protocol::v1::schema::{
     LoadSessionRequest, LoadSessionResponse, McpServer, NewSessionRequest, NewSessionResponse, PromptRequest,
-    PromptResponse, SessionId,
+    PromptResponse, SessionId, SessionMode, SessionModeState, SetSessionModeRequest, SetSessionModeResponse,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, Error, ErrorCode};
+use elph_agent::harness::AgentMode;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -58,12 +59,31 @@ impl Opening {
         };
     }
 
-    pub fn succeed(self, session_id: &SessionId) {
+    /// Answers with the session's modes, `mode` the current one.
+    pub fn succeed(self, session_id: &SessionId, mode: AgentMode) {
+        let modes = mode_state(mode);
         let _ = match self {
-            Opening::New(responder) => responder.respond(NewSessionResponse::new(session_id.clone())),
-            Opening::Load(responder) => responder.respond(LoadSessionResponse::new()),
+            Opening::New(responder) => {
+                responder.respond(NewSessionResponse::new(session_id.clone()).modes(modes))
+            }
+            Opening::Load(responder) => responder.respond(LoadSessionResponse::new().modes(modes)),
         };
     }
+}
+
+/// Every agent mode, with `current` the session's.
+fn mode_state(current: AgentMode) -> SessionModeState {
+    let available = AgentMode::ALL
+        .into_iter()
+        .map(|mode| {
+            let name = match mode {
+                AgentMode::Build => "Build",
+                AgentMode::Plan => "Plan",
+            };
+            SessionMode::new(mode.as_str(), name).description(mode.description().to_string())
+        })
+        .collect();
+    SessionModeState::new(current.as_str(), available)
 }
 
 pub fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -143,6 +163,29 @@ impl Sessions {
         let mut waiting = lock(&handle.waiting);
         let id = handle.session.submit(op);
         waiting.insert(id, responder);
+    }
+
+    /// `session/set_mode`: an unknown mode id is refused; a known one is queued as an operation and
+    /// answered at once. Operations run in order, so every prompt sent after the answer runs in the
+    /// new mode (one running now finishes in the old one).
+    pub fn set_mode(&self, request: SetSessionModeRequest, responder: Responder<SetSessionModeResponse>) {
+        let live = lock(&self.live);
+        let Some(handle) = live.sessions.get(&*request.session_id.0) else {
+            let error = agent_client_protocol::v1::schema::Error::session_not_found(request.session_id);
+            let _ = responder.respond_with_error(error.into());
+            return;
+        };
+        let mode = match request.mode_id.0.parse::<AgentMode>() {
+            Ok(mode) => mode,
+            Err(refusal) => {
+                let _ = responder.respond_with_error(Error::new(ErrorCode::INVALID_PARAMS, refusal));
+                return;
+            }
+        };
+        handle
+            .session
+            .submit(Op::SetMode(Some(mode.as_str().to_string())));
+        let _ = responder.respond(SetSessionModeResponse::new());
     }
 
     /// `session/cancel`: ends the running prompt (and any queued one) of the session.

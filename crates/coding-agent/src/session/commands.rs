@@ -17,6 +17,7 @@ pub enum SlashCommand {
     Compact,
     New,
     Resume,
+    Mode,
     Hooks,
     Quit,
 }
@@ -60,7 +61,7 @@ pub const IN_EDITORS: [SlashCommand; 4] = [
 ];
 
 /// Every command, in the order the palette and `/help` list them.
-pub const TABLE: [Spec; 9] = [
+pub const TABLE: [Spec; 10] = [
     Spec {
         command: SlashCommand::Help,
         name: "help",
@@ -117,6 +118,16 @@ pub const TABLE: [Spec; 9] = [
         handler: Handler::Session,
     },
     Spec {
+        command: SlashCommand::Mode,
+        name: "mode",
+        argument: Some(Argument {
+            name: "build|plan",
+            hint: "build or plan; none switches to the other",
+        }),
+        description: "Switch the agent mode (plan: read-only)",
+        handler: Handler::Session,
+    },
+    Spec {
         command: SlashCommand::Hooks,
         name: "hooks",
         argument: None,
@@ -133,8 +144,8 @@ pub const TABLE: [Spec; 9] = [
 ];
 
 impl SlashCommand {
-    pub const ALL: [SlashCommand; 9] = {
-        let mut all = [SlashCommand::Help; 9];
+    pub const ALL: [SlashCommand; 10] = {
+        let mut all = [SlashCommand::Help; 10];
         let mut i = 0;
         while i < TABLE.len() {
             all[i] = TABLE[i].command;
@@ -189,6 +200,7 @@ impl SlashCommand {
                 Some(id) => Op::Resume(id),
                 None => Op::ListSessions,
             }),
+            SlashCommand::Mode => Some(Op::SetMode(argument)),
             SlashCommand::Help | SlashCommand::Hooks | SlashCommand::Quit => None,
         }
     }

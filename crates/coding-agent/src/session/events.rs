@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use elph_agent::harness::{AgentEvent, CompactOutcome, Entry, TurnResult};
+use elph_agent::harness::{AgentEvent, AgentMode, CompactOutcome, Entry, TurnResult};
 
 use super::approval::PendingApproval;
 use crate::hooks::HookSet;
@@ -45,6 +45,8 @@ pub struct Opened {
     /// The stored conversation so far, to show again.
     pub entries: Vec<Entry>,
     pub hooks: HookState,
+    /// The agent mode its turns run in.
+    pub mode: AgentMode,
 }
 
 /// What `Trust` or `Untrust` did.
@@ -80,6 +82,8 @@ pub enum Outcome {
     PromptRejected(String),
     /// The project's stored sessions, newest first, or why there are none to show.
     Sessions(Result<Vec<SessionInfo>, String>),
+    /// The agent mode now, or why the one asked for is not one (the mode is unchanged).
+    Mode(Result<AgentMode, String>),
 }
 
 /// One thing a session tells its front end.

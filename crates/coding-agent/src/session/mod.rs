@@ -58,6 +58,10 @@ pub enum Op {
     Resume(String),
     /// The project's stored sessions, for a `/resume` picker.
     ListSessions,
+    /// `/mode [build|plan]`, Shift+Tab, ACP's `session/set_mode`: the agent mode for the next
+    /// turns, by name; `None` switches to the next mode in the cycle. It also holds for a session
+    /// opened by `New`/`Resume` in this one's place.
+    SetMode(Option<String>),
     /// Fire sessionEnd with `reason`, then stop (the last event is [`SessionEvent::Ended`]).
     End { reason: String },
 }
@@ -217,6 +221,7 @@ impl Session {
             context_window: harness.provider().context_window(),
             entries: harness.transcript().entries().to_vec(),
             hooks: self.hook_state(),
+            mode: harness.mode(),
         };
         self.channels.emit(SessionEvent::Opened(Box::new(opened)));
     }

@@ -1,5 +1,6 @@
 //! What each operation does, once for every front end.
 
+use elph_agent::harness::AgentMode;
 use elph_agent::hooks::CompactTrigger;
 
 use super::{Op, Outcome, Session, SessionChoice, SessionEvent, TrustOutcome};
@@ -33,6 +34,7 @@ impl Session {
             Op::Resume(id) if id == self.runtime.session_id() => Outcome::AlreadyInSession(id),
             Op::Resume(id) => self.switch(SessionChoice::Resume(id)).await,
             Op::ListSessions => Outcome::Sessions(self.list_sessions()),
+            Op::SetMode(name) => Outcome::Mode(self.set_mode(name.as_deref())),
             Op::End { reason } => {
                 self.end(&reason).await;
                 return None;
@@ -62,6 +64,17 @@ impl Session {
             }
         };
         Outcome::Trust { trust, outcome }
+    }
+
+    /// Switches the agent mode by name, or to the next one; the options keep it for `New`/`Resume`.
+    fn set_mode(&mut self, name: Option<&str>) -> Result<AgentMode, String> {
+        let mode = match name {
+            Some(name) => name.trim().parse::<AgentMode>()?,
+            None => self.runtime.harness().mode().next(),
+        };
+        self.runtime.harness_mut().set_mode(mode);
+        self.options.mode = mode;
+        Ok(mode)
     }
 
     fn list_sessions(&self) -> Result<Vec<crate::store::SessionInfo>, String> {

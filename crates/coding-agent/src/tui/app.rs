@@ -6,7 +6,7 @@ use std::cell::Cell;
 use std::time::{Duration, Instant};
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
-use elph_agent::harness::{ApprovalDecision, ApprovalRequest};
+use elph_agent::harness::{AgentMode, ApprovalDecision, ApprovalRequest};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
@@ -30,6 +30,7 @@ fn busy_label(op: &Op) -> &'static str {
         Op::New => "starting a new session",
         Op::Resume(_) => "resuming",
         Op::ListSessions => "listing sessions",
+        Op::SetMode(_) => "switching mode",
         Op::End { .. } => "ending the session",
     }
 }
@@ -83,6 +84,7 @@ pub struct Status {
     pub session_id: String,
     pub context_tokens: u64,
     pub context_window: u64,
+    pub mode: AgentMode,
 }
 
 #[derive(Debug)]
@@ -205,6 +207,15 @@ impl App {
         self.scroll = 0;
     }
 
+    /// Shift+Tab: the next agent mode, carried out by the session as `/mode` is.
+    fn cycle_mode(&mut self) {
+        if self.busy.is_some() {
+            self.set_hint("Shift+Tab switches the mode once the agent is idle · Ctrl+C cancels the turn");
+            return;
+        }
+        self.start("switching mode", Op::SetMode(None), None);
+    }
+
     fn key(&mut self, key: KeyEvent) {
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
         if ctrl && matches!(key.code, KeyCode::Char('c')) {
@@ -230,6 +241,10 @@ impl App {
             }
             KeyCode::End if ctrl => {
                 self.scroll = 0;
+                return;
+            }
+            KeyCode::BackTab => {
+                self.cycle_mode();
                 return;
             }
             _ => {}
@@ -417,7 +432,8 @@ impl App {
             | SlashCommand::Reload
             | SlashCommand::Compact
             | SlashCommand::New
-            | SlashCommand::Resume => {
+            | SlashCommand::Resume
+            | SlashCommand::Mode => {
                 let cancel = CancellationToken::new();
                 if let Some(op) = command.op(args, cancel.clone()) {
                     // Only a compaction runs long enough to be worth cancelling.

@@ -97,6 +97,7 @@ pub fn help_panel() -> Panel {
         ("Up/Down", "move between lines, recall earlier prompts"),
         ("Ctrl+C", "cancel the running turn and its hooks; twice to exit"),
         ("Ctrl+O", "expand or collapse tool output"),
+        ("Shift+Tab", "switch the agent mode (build, plan)"),
         (
             "PageUp/PageDown",
             "scroll the transcript (Ctrl+End: back to the end)",

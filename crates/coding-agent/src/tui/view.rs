@@ -394,8 +394,15 @@ fn status_line(app: &App, width: usize) -> Line<'static> {
     let active = app.hooks.active();
     let hooks = format!("{active} hook{}", if active == 1 { "" } else { "s" });
     let (tokens, window) = (app.status.context_tokens, app.status.context_window);
+    let mode = app.status.mode;
+    let mode_style = if mode.is_read_only() {
+        Style::default().fg(Color::Magenta)
+    } else {
+        dim()
+    };
     let full: Vec<(String, Style)> = vec![
         (app.status.model.clone(), Style::default().fg(Color::Cyan)),
+        (format!("mode {mode}"), mode_style),
         (format!("session {session}"), dim()),
         (trust.to_string(), trust_style),
         (hooks.clone(), dim()),
@@ -403,6 +410,7 @@ fn status_line(app: &App, width: usize) -> Line<'static> {
     ];
     let compact: Vec<(String, Style)> = vec![
         (app.status.model.clone(), Style::default().fg(Color::Cyan)),
+        (mode.to_string(), mode_style),
         (trust.to_string(), trust_style),
         (hooks, dim()),
         (context_use(tokens, window, true), dim()),

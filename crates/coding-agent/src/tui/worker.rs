@@ -2,7 +2,7 @@
 //! [`SessionEvent`] comes back as the [`UiMsg`]s the app understands — the harness's events,
 //! approval questions, and each operation's outcome as notices in the TUI's words.
 
-use elph_agent::harness::{AgentEvent, CompactOutcome, Entry};
+use elph_agent::harness::{AgentEvent, AgentMode, CompactOutcome, Entry};
 use elph_agent::messages::Message;
 use serde_json::Value;
 
@@ -44,6 +44,7 @@ pub struct SessionView {
     pub resumed: bool,
     pub context_window: u64,
     pub history: Vec<HistoryEntry>,
+    pub mode: AgentMode,
 }
 
 /// What the agent tells the UI.
@@ -59,6 +60,8 @@ pub enum UiMsg {
     },
     Notice(Level, String),
     Sessions(Vec<SessionInfo>),
+    /// The agent mode the session switched to.
+    Mode(AgentMode),
     /// The command finished; the agent waits for the next one.
     Idle,
     /// The session ended after `Op::End`.
@@ -75,6 +78,7 @@ pub fn ui_messages(event: SessionEvent) -> Vec<UiMsg> {
                 resumed: opened.resumed,
                 context_window: opened.context_window,
                 history: history(&opened.entries),
+                mode: opened.mode,
             })];
             hooks_and_problems(&mut messages, &opened.hooks, true);
             messages
@@ -143,6 +147,14 @@ fn outcome_messages(outcome: Outcome) -> Vec<UiMsg> {
         }
         Outcome::Sessions(Ok(sessions)) => messages.push(UiMsg::Sessions(sessions)),
         Outcome::Sessions(Err(error)) => messages.push(UiMsg::Notice(Level::Error, error)),
+        Outcome::Mode(Ok(mode)) => {
+            messages.push(UiMsg::Mode(mode));
+            messages.push(UiMsg::Notice(
+                Level::Info,
+                format!("mode {mode}: {}", mode.description()),
+            ));
+        }
+        Outcome::Mode(Err(error)) => messages.push(UiMsg::Notice(Level::Error, error)),
     }
     messages
 }

@@ -1,6 +1,7 @@
 mod acp;
 mod acp_binary;
 mod acp_mcp;
+mod acp_modes;
 mod acp_policy;
 mod acp_projects;
 mod acp_workflows;
@@ -41,6 +42,7 @@ mod trust_gate_pty;
 mod trust_keys_and_paths;
 mod trust_pinning;
 mod tui_app;
+mod tui_modes;
 mod tui_pty;
 mod tui_snapshots;
 mod tui_support;

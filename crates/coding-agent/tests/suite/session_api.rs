@@ -221,3 +221,48 @@ async fn dropping_every_handle_ends_the_session_and_new_opens_another() {
     )));
     tokio::time::timeout(DEADLINE, task).await.unwrap().unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn set_mode_switches_by_name_or_to_the_next_and_holds_for_a_new_session() {
+    use elph_agent::harness::AgentMode;
+    let env = TestEnv::new();
+    let (session, mut events) = open(&env, json!([{"text": "hi"}]));
+    let (handle, task) = session.spawn();
+    let start = until(&mut events, |event| matches!(event, SessionEvent::Ready)).await;
+    assert!(
+        start
+            .iter()
+            .any(|event| matches!(event, SessionEvent::Opened(opened) if opened.mode == AgentMode::Build))
+    );
+
+    handle.submit(Op::SetMode(None));
+    assert!(matches!(
+        finished(&mut events).await.1,
+        Outcome::Mode(Ok(AgentMode::Plan))
+    ));
+    handle.submit(Op::SetMode(Some("Build!".into())));
+    match finished(&mut events).await.1 {
+        Outcome::Mode(Err(error)) => assert!(error.contains("expected build or plan"), "{error}"),
+        other => panic!("{other:?}"),
+    }
+    handle.submit(Op::SetMode(Some("plan".into())));
+    assert!(matches!(
+        finished(&mut events).await.1,
+        Outcome::Mode(Ok(AgentMode::Plan))
+    ));
+
+    // The session opened by /new in this one's place runs in the mode chosen.
+    handle.submit(Op::New);
+    let switch = until(&mut events, |event| {
+        matches!(event, SessionEvent::Finished { .. })
+    })
+    .await;
+    assert!(
+        switch
+            .iter()
+            .any(|event| matches!(event, SessionEvent::Opened(opened) if opened.mode == AgentMode::Plan))
+    );
+    drop(handle);
+    until(&mut events, |event| matches!(event, SessionEvent::Ended { .. })).await;
+    tokio::time::timeout(DEADLINE, task).await.unwrap().unwrap();
+}

@@ -423,7 +423,7 @@ fn any_size_and_resizing_draw_cleanly() {
     let rows: Vec<&str> = screen.lines().collect();
     assert_eq!(rows.len(), 20);
     assert_eq!(
-        rows[19], "openai/gpt-test · trusted · 2 hooks · ctx 1% · 0197c1a2",
+        rows[19], "openai/gpt-test · build · trusted · 2 hooks · ctx 1%",
         "{screen}"
     );
     assert!(rows[18].starts_with("────"), "{screen}");

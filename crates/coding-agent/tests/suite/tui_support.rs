@@ -90,6 +90,7 @@ pub fn started_app(trusted: bool) -> App {
             resumed: false,
             context_window: 128_000,
             history: Vec::new(),
+            mode: elph_agent::harness::AgentMode::Build,
         }),
     );
     worker(&mut app, UiMsg::Hooks(hooks_view(trusted)));

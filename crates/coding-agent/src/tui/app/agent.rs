@@ -60,6 +60,7 @@ impl App {
                 self.scroll = 0;
             }
             UiMsg::Session(view) => self.session(view),
+            UiMsg::Mode(mode) => self.status.mode = mode,
             UiMsg::Hooks(view) => {
                 self.hooks = view;
                 self.palette_selected = 0;
@@ -97,6 +98,7 @@ impl App {
     fn session(&mut self, view: SessionView) {
         let switching = !self.status.session_id.is_empty();
         self.status.model = view.model;
+        self.status.mode = view.mode;
         self.status.context_window = view.context_window;
         if switching {
             self.items.clear();
