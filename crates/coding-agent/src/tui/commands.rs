@@ -124,7 +124,7 @@ mod tests {
             palette_matches(input, TrustSlashCommand::Untrust, &[])
                 .map(|m| m.iter().map(|c| c.name().to_string()).collect::<Vec<_>>())
         };
-        assert_eq!(names("/").unwrap().len(), 8);
+        assert_eq!(names("/").unwrap().len(), 9);
         assert_eq!(names("/re").unwrap(), vec!["reload", "resume"]);
         assert_eq!(names("/ust").unwrap(), vec!["untrust"]);
         assert_eq!(names("/compact now"), None);
