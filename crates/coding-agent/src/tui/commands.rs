@@ -151,7 +151,7 @@ mod tests {
         assert_eq!(matches[2].usage, " [FILE]");
         assert_eq!(matches[2].description, "Review a file");
         let all = palette_matches("/", TrustSlashCommand::Untrust, &workflows).unwrap();
-        assert_eq!(all.len(), 10);
+        assert_eq!(all.len(), 11);
         assert_eq!(all.last().map(|c| c.name()), Some("skill:refactor"));
     }
 }

@@ -104,7 +104,12 @@ fn shift_tab_cycles_the_mode_when_idle_and_waits_while_the_agent_works() {
 fn help_and_palette_list_the_mode_command_and_key() {
     let mut app = started_app(true);
     type_text(&mut app, "/mo");
-    let offered: Vec<&str> = app.palette().unwrap().iter().map(|c| c.name()).collect();
+    let offered: Vec<String> = app
+        .palette()
+        .unwrap()
+        .iter()
+        .map(|c| c.name().to_string())
+        .collect();
     assert_eq!(offered, ["mode"]);
     app.composer.set_text("");
     type_text(&mut app, "/help");
