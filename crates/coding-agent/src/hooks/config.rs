@@ -8,7 +8,9 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 use elph_agent::hooks::HookEvent;
-use elph_agent::hooks::limits::{DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS, MIN_TIMEOUT_MS};
+use elph_agent::hooks::limits::{
+    DEFAULT_TIMEOUT_MS, MAX_CONFIGURABLE_BYTES, MAX_TIMEOUT_MS, MIN_CONFIGURABLE_BYTES, MIN_TIMEOUT_MS,
+};
 use jsonschema::error::ValidationErrorKind;
 use schemars::{JsonSchema, Schema};
 use serde::{Deserialize, Serialize};
@@ -78,6 +80,19 @@ pub struct HookConfig {
     /// outcome per line on stdout (an empty line: no change). See docs/hooks.md.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub persistent: bool,
+    /// A guard: when this hook fails for any reason (it cannot start, exits non-zero, times out,
+    /// passes a limit, or prints an outcome that does not validate), what it guards does not go on.
+    /// Not on observation-only events (sessionStart, postCompact, stop, sessionEnd).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fail_closed: bool,
+    /// The largest payload sent to this hook, in bytes (default 131072); a larger one is not sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = MIN_CONFIGURABLE_BYTES, max = MAX_CONFIGURABLE_BYTES))]
+    pub max_input_bytes: Option<u64>,
+    /// The most stdout this hook may print, in bytes (default 65536); past it, it is killed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = MIN_CONFIGURABLE_BYTES, max = MAX_CONFIGURABLE_BYTES))]
+    pub max_output_bytes: Option<u64>,
 }
 
 /// The payload and answer format a hook speaks.
@@ -143,11 +158,48 @@ fn matcher_only_on_tool_events(schema: &mut Schema) {
         .filter(|event| !event.is_tool_event())
         .map(HookEvent::as_str)
         .collect();
+    let observing: Vec<&str> = HookEvent::ALL
+        .into_iter()
+        .filter(|event| !can_fail_closed(*event))
+        .map(HookEvent::as_str)
+        .collect();
     schema.insert(
-        "if".into(),
-        json!({ "properties": { "event": { "enum": non_tool } }, "required": ["event"] }),
+        "allOf".into(),
+        json!([
+            {
+                "if": { "properties": { "event": { "enum": non_tool } }, "required": ["event"] },
+                "then": { "properties": { "matcher": false } }
+            },
+            {
+                "if": { "properties": { "event": { "enum": observing } }, "required": ["event"] },
+                "then": { "properties": { "failClosed": { "const": false } } }
+            }
+        ]),
     );
-    schema.insert("then".into(), json!({ "properties": { "matcher": false } }));
+}
+
+/// Whether a failure of a hook of `event` has something to stop. Observation-only events run
+/// after the fact, so a fail-closed hook there could only pretend to guard.
+pub fn can_fail_closed(event: HookEvent) -> bool {
+    match event {
+        HookEvent::UserPromptSubmit
+        | HookEvent::BeforeAgent
+        | HookEvent::Context
+        | HookEvent::PreToolUse
+        | HookEvent::PostToolUse
+        | HookEvent::PostToolUseFailure
+        | HookEvent::PreCompact => true,
+        HookEvent::SessionStart | HookEvent::PostCompact | HookEvent::Stop | HookEvent::SessionEnd => false,
+    }
+}
+
+fn fail_closed_events() -> String {
+    HookEvent::ALL
+        .into_iter()
+        .filter(|event| can_fail_closed(*event))
+        .map(HookEvent::as_str)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The schema as published, generated from the types.
@@ -287,6 +339,20 @@ fn describe_schema_error(error: &jsonschema::ValidationError<'_>) -> (String, St
         ValidationErrorKind::Required { property } => format!("missing required field {property}"),
         ValidationErrorKind::FalseSchema if pointer.ends_with("/matcher") => {
             "a matcher is only allowed on preToolUse, postToolUse and postToolUseFailure".to_string()
+        }
+        ValidationErrorKind::Constant { .. } if pointer.ends_with("/failClosed") => format!(
+            "failClosed is only for events whose hooks guard something ({}); this event is \
+             observation-only: its hooks run after the fact, so a failure has nothing to stop",
+            fail_closed_events()
+        ),
+        ValidationErrorKind::Minimum { .. } | ValidationErrorKind::Maximum { .. }
+            if pointer.ends_with("/maxInputBytes") || pointer.ends_with("/maxOutputBytes") =>
+        {
+            format!(
+                "{} is {}; it must be between {MIN_CONFIGURABLE_BYTES} and {MAX_CONFIGURABLE_BYTES} bytes",
+                pointer.rsplit('/').next().unwrap_or_default(),
+                error.instance()
+            )
         }
         ValidationErrorKind::Enum { .. } if pointer.ends_with("/event") => {
             format!(

@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use elph_agent::hooks::{HookEvent, Matcher};
+use elph_agent::hooks::limits::{MAX_INPUT_BYTES, MAX_STDOUT_BYTES};
 use serde::Serialize;
 
 use super::config::{HookConfig, HooksFile, LoadError, Protocol, read_file};
@@ -52,6 +53,12 @@ pub struct HookDefinition {
     /// `None` runs it unconfined.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<elph_agent::sandbox::SandboxMode>,
+    /// A guard: a failure stops what it guards instead of letting it through.
+    pub fail_closed: bool,
+    /// The largest payload sent to it, in bytes.
+    pub max_input_bytes: usize,
+    /// The most stdout it may print, in bytes.
+    pub max_output_bytes: usize,
 }
 
 fn as_millis<S: serde::Serializer>(duration: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
@@ -304,6 +311,13 @@ fn definition(config: HookConfig, source: &Path, scope: HookScope, path_var: &st
         scope,
         protocol: config.protocol,
         sandbox: config.sandbox.map(Into::into),
+        fail_closed: config.fail_closed,
+        max_input_bytes: config
+            .max_input_bytes
+            .map_or(MAX_INPUT_BYTES, |bytes| usize::try_from(bytes).unwrap_or(MAX_INPUT_BYTES)),
+        max_output_bytes: config
+            .max_output_bytes
+            .map_or(MAX_STDOUT_BYTES, |bytes| usize::try_from(bytes).unwrap_or(MAX_STDOUT_BYTES)),
     }
 }
 

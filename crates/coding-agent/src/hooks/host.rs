@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-use elph_agent::hooks::limits::{MAX_INPUT_BYTES, MAX_TIMEOUT};
+use elph_agent::hooks::limits::MAX_TIMEOUT;
 use elph_agent::hooks::{
     BeforeAgentOutcome, ChainFlow, Dispatch, HookDiagnostic, HookEvent, HookOutcome, HookPayload, HookRun,
     HookRunner, ProcessExit, Ran, Reducer, RunStatus, parse_stdout,
@@ -29,7 +29,7 @@ use super::claude_code;
 use super::config::Protocol;
 use super::discovery::{HookDefinition, HookSet};
 use super::persistent::{Exchange, PersistentHooks};
-use super::process::{self, Ending, ProcessOutput, ProcessSpec};
+use super::process::{self, Ending, ProcessOutput, ProcessSpec, Stream};
 use super::runlog::RunLog;
 
 /// Where a hook's allowlisted variables come from.
@@ -182,13 +182,14 @@ impl HookHost {
                 Protocol::Elph => chain.payload().to_stdin_bytes(),
                 Protocol::ClaudeCode => claude_code::stdin_bytes(chain.payload()),
             };
-            let mut run = if stdin.len() - 1 > MAX_INPUT_BYTES {
+            let mut run = if stdin.len() - 1 > hook.max_input_bytes {
                 let mut run = HookRun::skipped(
                     &hook.id,
                     event,
                     format!(
-                        "not run: its payload is {} bytes, over the {MAX_INPUT_BYTES}-byte input limit",
-                        stdin.len() - 1
+                        "not run: its payload is {} bytes, over its {}-byte input limit (maxInputBytes)",
+                        stdin.len() - 1,
+                        hook.max_input_bytes
                     ),
                 );
                 run.process = Some(ProcessExit::default());
@@ -217,13 +218,17 @@ impl HookHost {
                     Exchange::Skipped(cause) => HookRun::skipped(&hook.id, event, cause),
                 }
             };
+            run.fail_closed = hook.fail_closed;
             let flow = chain.record(&mut run);
+            // A guard that could not decide has stopped the operation: the rest of the chain
+            // would run for nothing.
+            let stopped_by_guard = run.fail_closed && run.status != RunStatus::Ok;
             ran.diagnostics.extend(diagnostics_of(&run));
             if let Some(log) = &self.log {
                 log.append(&run);
             }
             ran.runs.push(run);
-            if flow == ChainFlow::Stop {
+            if flow == ChainFlow::Stop || stopped_by_guard {
                 break;
             }
         }
@@ -291,6 +296,7 @@ impl HookHost {
             env: &env,
             stdin,
             timeout,
+            stdout_cap: hook.max_output_bytes,
             sandbox: sandbox.as_ref(),
         };
         if !hook.persistent {
@@ -362,6 +368,7 @@ pub(crate) fn base_record(hook: &HookDefinition, event: HookEvent, output: &Proc
         cause: None,
         notes: Vec::new(),
         effects: Vec::new(),
+        fail_closed: hook.fail_closed,
     };
     if output.pipes_held_open {
         run.notes.push(format!(
@@ -376,6 +383,10 @@ pub(crate) fn base_record(hook: &HookDefinition, event: HookEvent, output: &Proc
 pub(crate) fn failure_cause(hook: &HookDefinition, ending: Ending) -> String {
     match ending {
         Ending::SpawnFailed(why) => format!("{why} (defined in {})", hook.source.display()),
+        Ending::OutputLimit(Stream::Stdout) => format!(
+            "stdout passed its {} bytes (maxOutputBytes); the hook's process group was killed and its output ignored",
+            hook.max_output_bytes
+        ),
         Ending::OutputLimit(stream) => format!(
             "{} passed {} KiB; the hook's process group was killed and its output ignored",
             stream.name(),

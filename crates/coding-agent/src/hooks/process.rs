@@ -91,6 +91,8 @@ pub struct ProcessSpec<'a> {
     pub timeout: Duration,
     /// The hook's confinement; `None` runs it unconfined.
     pub sandbox: Option<&'a elph_agent::sandbox::SandboxPolicy>,
+    /// The hook's stdout limit (`maxOutputBytes`).
+    pub stdout_cap: usize,
 }
 
 /// Which output stream.
@@ -242,7 +244,7 @@ pub async fn run(spec: &ProcessSpec<'_>) -> ProcessOutput {
         cwd: spec.cwd,
         env: Env::Exactly(spec.env),
         stdin: Stdin::Bytes(spec.stdin),
-        stdout: CaptureMode::KillPastCap(Stream::Stdout.cap()),
+        stdout: CaptureMode::KillPastCap(spec.stdout_cap),
         stderr: CaptureMode::KillPastCap(Stream::Stderr.cap()),
         timeout: spec.timeout,
         grace: EXIT_GRACE,

@@ -150,6 +150,11 @@ impl AgentHarness {
         let Some(dispatch) = unless_cancelled(cancel, self.dispatch(payload)).await else {
             return CompactOutcome::Interrupted;
         };
+        if let Some(failed) = dispatch.failed_closed() {
+            return CompactOutcome::CancelledByHook {
+                hook_id: failed.hook_id,
+            };
+        }
         let mut instructions = instructions;
         if let Some(reduced) = PreCompact::reduced_of(&dispatch.reduced) {
             if let Some(verdict) = &reduced.cancelled {

@@ -28,7 +28,7 @@ use crate::hooks::events::session_start::{SessionSource, SessionStartPayload};
 use crate::hooks::events::stop::{StopPayload, StopStatus};
 use crate::hooks::events::user_prompt_submit::UserPromptSubmitPayload;
 use crate::hooks::payload::PayloadBase;
-use crate::hooks::runner::Dispatch;
+use crate::hooks::runner::{Dispatch, FailedClosed};
 use crate::hooks::{HookPayload, HookRegistry, Listed};
 use crate::messages::Message;
 use crate::policy::{FilePolicy, WriteScope};
@@ -311,6 +311,16 @@ impl AgentHarness {
         }
     }
 
+    /// The turn a fail-closed prompt or context hook stopped: the provider request is not sent.
+    fn failed_closed(failed: &FailedClosed, text: String) -> TurnResult {
+        TurnResult {
+            status: StopStatus::Failed,
+            text,
+            error: Some(format!("{}; the model request was not sent", failed.reason())),
+            stop_reason: None,
+        }
+    }
+
     fn store(&mut self, message: Message) {
         if let Err(err) = self.transcript.push_message(message) {
             self.notice(format!("could not store the transcript entry: {err}"));
@@ -329,8 +339,11 @@ impl AgentHarness {
             base: self.base(),
             prompt: prompt.into(),
         });
-        if unless_cancelled(cancel, self.dispatch(payload)).await.is_none() {
+        let Some(submitted) = unless_cancelled(cancel, self.dispatch(payload)).await else {
             return self.cancelled(String::new());
+        };
+        if let Some(failed) = submitted.failed_closed() {
+            return Self::failed_closed(&failed, String::new());
         }
 
         let mode_prompt = self.config.mode_system_prompt();
@@ -342,6 +355,9 @@ impl AgentHarness {
         let Some(before) = unless_cancelled(cancel, self.dispatch(payload)).await else {
             return self.cancelled(String::new());
         };
+        if let Some(failed) = before.failed_closed() {
+            return Self::failed_closed(&failed, String::new());
+        }
         let mut scope = TurnScope {
             system_prompt: mode_prompt.clone(),
             ..Default::default()
@@ -366,6 +382,9 @@ impl AgentHarness {
                 let Some(context) = unless_cancelled(cancel, self.dispatch(payload)).await else {
                     return self.cancelled(last_text);
                 };
+                if let Some(failed) = context.failed_closed() {
+                    return Self::failed_closed(&failed, last_text);
+                }
                 match Context::reduced_of(&context.reduced).and_then(|r| r.messages.clone()) {
                     Some(replacement) => replacement,
                     None => messages,

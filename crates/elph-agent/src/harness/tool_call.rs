@@ -78,6 +78,10 @@ impl AgentHarness {
             .has_hooks(crate::hooks::HookEvent::PreToolUse, Some(&call.name))
         {
             let dispatch = self.dispatch(payload).await;
+            if let Some(failed) = dispatch.failed_closed() {
+                let text = format!("Tool call blocked: {}.", failed.reason());
+                return self.finish_call(call, ToolOutput::error(text), false, false);
+            }
             if let Some(reduced) = PreToolUse::reduced_of(&dispatch.reduced) {
                 if let Some(verdict) = &reduced.blocked {
                     let text = format!("Tool call {}.", verdict.describe("blocked"));
@@ -246,6 +250,14 @@ impl AgentHarness {
             PostToolUse::payload(result)
         };
         let dispatch = self.dispatch(payload).await;
+        if let Some(failed) = dispatch.failed_closed() {
+            // The result may hold what the hook was there to keep from the model.
+            let text = format!(
+                "The tool ran, but its result is withheld: a policy hook could not check it ({}).",
+                failed.reason()
+            );
+            return self.finish_call(call, ToolOutput::error(text), true, false);
+        }
         let reduced = PostToolUse::reduced_of(&dispatch.reduced)
             .or_else(|| PostToolUseFailure::reduced_of(&dispatch.reduced));
         match reduced {

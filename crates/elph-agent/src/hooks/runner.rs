@@ -43,6 +43,10 @@ pub struct HookRun {
     /// tool call"). Filled in by `Reducer::record`; front ends show these, never re-derive them.
     #[serde(skip)]
     pub effects: Vec<String>,
+    /// The hook is a guard (`"failClosed": true`): when this run did not succeed, the operation
+    /// it guards does not go on (see [`Dispatch::failed_closed`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fail_closed: bool,
 }
 
 /// How a command hook's process ended. Only a runner that starts processes fills this in.
@@ -72,6 +76,7 @@ impl HookRun {
             cause: Some(cause.into()),
             notes: Vec::new(),
             effects: Vec::new(),
+            fail_closed: false,
         }
     }
 
@@ -87,6 +92,7 @@ impl HookRun {
             cause: None,
             notes: Vec::new(),
             effects: Vec::new(),
+            fail_closed: false,
         }
     }
 
@@ -126,7 +132,39 @@ pub struct Dispatch {
     pub reduced: Reduced,
 }
 
+/// A fail-closed hook that could not decide: the operation it guards must not go on.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FailedClosed {
+    pub hook_id: String,
+    /// Why its run did not succeed: the timeout, the exit status, the rejected outcome, …
+    pub cause: String,
+}
+
+impl FailedClosed {
+    /// The reason given to the model and the user: which hook, what went wrong, and why that
+    /// stopped the operation.
+    pub fn reason(&self) -> String {
+        format!(
+            "fail-closed hook '{}' could not decide ({}), so it stopped what it guards",
+            self.hook_id, self.cause
+        )
+    }
+}
+
 impl Dispatch {
+    /// The first fail-closed hook whose run did not succeed (it failed, was skipped, or printed an
+    /// outcome that was rejected), if any.
+    pub fn failed_closed(&self) -> Option<FailedClosed> {
+        self.runs
+            .iter()
+            .find(|run| run.fail_closed && run.status != RunStatus::Ok)
+            .map(|run| FailedClosed {
+                hook_id: run.hook_id.clone(),
+                cause: run.cause.clone().unwrap_or_else(|| "it did not finish".into()),
+            })
+    }
+
     /// A dispatch in which no hook ran.
     pub fn empty(payload: HookPayload) -> Self {
         let event = payload.event();

@@ -116,6 +116,9 @@ pub fn import(settings: &Value, taken: &[String]) -> Result<Imported, String> {
                     // Claude Code hooks run unconfined there; an import keeps that.
                     sandbox: None,
                     persistent: false,
+                    fail_closed: false,
+                    max_input_bytes: None,
+                    max_output_bytes: None,
                 });
             }
         }
