@@ -65,6 +65,9 @@ impl Setup {
             scope: HookScope::Home,
             protocol: Protocol::Elph,
             sandbox: None,
+            fail_closed: false,
+            max_input_bytes: elph_agent::hooks::limits::MAX_INPUT_BYTES,
+            max_output_bytes: elph_agent::hooks::limits::MAX_STDOUT_BYTES,
         };
         let persistent = |i: usize| HookDefinition {
             id: format!("line-{i}"),

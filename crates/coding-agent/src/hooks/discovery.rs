@@ -3,8 +3,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use elph_agent::hooks::{HookEvent, Matcher};
 use elph_agent::hooks::limits::{MAX_INPUT_BYTES, MAX_STDOUT_BYTES};
+use elph_agent::hooks::{HookEvent, Matcher};
 use serde::Serialize;
 
 use super::config::{HookConfig, HooksFile, LoadError, Protocol, read_file};
@@ -312,12 +312,12 @@ fn definition(config: HookConfig, source: &Path, scope: HookScope, path_var: &st
         protocol: config.protocol,
         sandbox: config.sandbox.map(Into::into),
         fail_closed: config.fail_closed,
-        max_input_bytes: config
-            .max_input_bytes
-            .map_or(MAX_INPUT_BYTES, |bytes| usize::try_from(bytes).unwrap_or(MAX_INPUT_BYTES)),
-        max_output_bytes: config
-            .max_output_bytes
-            .map_or(MAX_STDOUT_BYTES, |bytes| usize::try_from(bytes).unwrap_or(MAX_STDOUT_BYTES)),
+        max_input_bytes: config.max_input_bytes.map_or(MAX_INPUT_BYTES, |bytes| {
+            usize::try_from(bytes).unwrap_or(MAX_INPUT_BYTES)
+        }),
+        max_output_bytes: config.max_output_bytes.map_or(MAX_STDOUT_BYTES, |bytes| {
+            usize::try_from(bytes).unwrap_or(MAX_STDOUT_BYTES)
+        }),
     }
 }
 

@@ -77,6 +77,9 @@ impl Fixture {
             scope: HookScope::Home,
             protocol: Protocol::Elph,
             sandbox: None,
+            fail_closed: false,
+            max_input_bytes: elph_agent::hooks::limits::MAX_INPUT_BYTES,
+            max_output_bytes: elph_agent::hooks::limits::MAX_STDOUT_BYTES,
         }
     }
 

@@ -13,6 +13,7 @@ mod demo;
 mod docs_examples;
 mod doctor;
 mod first_hour_cli;
+mod guards;
 mod herdr;
 mod hooks_test_cli;
 mod hooks_validate_cli;

@@ -63,6 +63,9 @@ impl Fixture {
             sandbox: None,
             source: self.scripts.join("hooks.json"),
             scope: HookScope::Home,
+            fail_closed: false,
+            max_input_bytes: elph_agent::hooks::limits::MAX_INPUT_BYTES,
+            max_output_bytes: elph_agent::hooks::limits::MAX_STDOUT_BYTES,
         }
     }
 

@@ -1,0 +1,241 @@
+//! Guards that hold: `failClosed` hooks and per-hook limits, through the real `elph run` with real
+//! hook processes and a fake provider that records what reached the model.
+
+use std::path::PathBuf;
+use std::process::Output;
+
+use serde_json::{Value, json};
+use test_support::env::TestEnv;
+use test_support::fake_model::{FakeModelServer, FakeReply, Wire};
+use test_support::hook_scripts::write_script;
+
+use super::run_e2e::{elph, run_elph};
+
+fn script(env: &TestEnv, name: &str, body: &str) -> PathBuf {
+    write_script(&env.root.path().join("scripts"), name, body)
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// The tool results the model got back, in order.
+fn tool_results(server: &FakeModelServer) -> Vec<String> {
+    server
+        .requests()
+        .last()
+        .map(|request| {
+            request["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|m| m["role"] == "tool")
+                .map(|m| m["content"].to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn guard(id: &str, command: &PathBuf, fail_closed: bool) -> Value {
+    json!({
+        "id": id,
+        "event": "preToolUse",
+        "matcher": {"toolNames": ["write_file"]},
+        "command": command.display().to_string(),
+        "failClosed": fail_closed,
+    })
+}
+
+async fn write_attempt(env: &TestEnv, hooks: Value, content: &str) -> (Output, FakeModelServer) {
+    env.write_home_hooks(&hooks);
+    let server = FakeModelServer::start(Wire::OpenAi).await;
+    server.enqueue(FakeReply::tool_call(
+        "write_file",
+        json!({"path": ".env", "content": content}),
+    ));
+    server.enqueue(FakeReply::text("done"));
+    let output = run_elph(env, &server, &["write the env file"]).await;
+    (output, server)
+}
+
+#[tokio::test]
+async fn a_write_too_big_for_the_guard_is_blocked_only_when_the_guard_fails_closed() {
+    let big = "S".repeat(140 * 1024);
+    let env = TestEnv::new();
+    let block = script(
+        &env,
+        "block.sh",
+        r#"cat >/dev/null; echo '{"block": true, "reason": "no writes"}'"#,
+    );
+
+    let (output, server) =
+        write_attempt(&env, json!({"hooks": [guard("no-writes", &block, true)]}), &big).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        !env.project.join(".env").exists(),
+        "the fail-closed guard let the write through"
+    );
+    let results = tool_results(&server);
+    assert!(
+        results[0].contains("fail-closed hook 'no-writes' could not decide"),
+        "{results:?}"
+    );
+    assert!(results[0].contains("input limit"), "{results:?}");
+
+    // The same guard failing open: the write happens, and the skip is reported.
+    let (output, _server) =
+        write_attempt(&env, json!({"hooks": [guard("no-writes", &block, false)]}), &big).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(
+        std::fs::read_to_string(env.project.join(".env")).unwrap().len(),
+        big.len()
+    );
+    assert!(
+        stderr(&output).contains("over its 131072-byte input limit"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[tokio::test]
+async fn a_guard_with_a_larger_input_limit_sees_the_big_write_and_blocks_it() {
+    let env = TestEnv::new();
+    let block = script(
+        &env,
+        "block.sh",
+        r#"cat >/dev/null; echo '{"block": true, "reason": "no writes"}'"#,
+    );
+    let mut hook = guard("no-writes", &block, true);
+    hook["maxInputBytes"] = json!(1024 * 1024);
+    let (output, server) = write_attempt(&env, json!({"hooks": [hook]}), &"S".repeat(140 * 1024)).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(!env.project.join(".env").exists());
+    let results = tool_results(&server);
+    assert!(results[0].contains("no writes"), "{results:?}");
+    assert!(!results[0].contains("could not decide"), "{results:?}");
+}
+
+#[tokio::test]
+async fn every_malformed_block_still_blocks_under_fail_closed() {
+    let long_reason = format!(r#"{{"block": true, "reason": "{}"}}"#, "r".repeat(32 * 1024 + 1));
+    let forms = [
+        r#"{"block": true, "reason": 123}"#.to_string(),
+        r#"{"block": "yes"}"#.to_string(),
+        r#"{"decision": "DENY"}"#.to_string(),
+        long_reason,
+    ];
+    for (index, form) in forms.iter().enumerate() {
+        let env = TestEnv::new();
+        std::fs::write(env.root.path().join("outcome.json"), form).unwrap();
+        let block = script(
+            &env,
+            "typo.sh",
+            &format!(
+                "cat >/dev/null; cat '{}'",
+                env.root.path().join("outcome.json").display()
+            ),
+        );
+        let (output, server) = write_attempt(
+            &env,
+            json!({"hooks": [guard("typo-guard", &block, true)]}),
+            "SECRET=1",
+        )
+        .await;
+        assert!(output.status.success(), "form {index}: {}", stderr(&output));
+        assert!(
+            !env.project.join(".env").exists(),
+            "form {index} ({}) let the write through",
+            &form[..form.len().min(60)]
+        );
+        let results = tool_results(&server);
+        assert!(
+            results[0].contains("fail-closed hook 'typo-guard'"),
+            "form {index}: {results:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_fail_closed_before_agent_hook_that_times_out_stops_the_request() {
+    let env = TestEnv::new();
+    let slow = script(&env, "slow.sh", "cat >/dev/null; sleep 5");
+    env.write_home_hooks(&json!({"hooks": [{
+        "id": "policy-context",
+        "event": "beforeAgent",
+        "command": slow.display().to_string(),
+        "timeoutMs": 300,
+        "failClosed": true,
+    }]}));
+    let server = FakeModelServer::start(Wire::OpenAi).await;
+    server.enqueue(FakeReply::text("should never be asked"));
+    let output = run_elph(&env, &server, &["hello"]).await;
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(server.requests().is_empty(), "the request was sent");
+    let err = stderr(&output);
+    assert!(
+        err.contains("fail-closed hook 'policy-context' could not decide"),
+        "{err}"
+    );
+    assert!(err.contains("timed out after 300 ms"), "{err}");
+}
+
+#[tokio::test]
+async fn a_fail_closed_post_tool_hook_that_crashes_withholds_the_result() {
+    let env = TestEnv::new();
+    std::fs::write(env.project.join("secret.txt"), "hunter2").unwrap();
+    let crash = script(&env, "crash.sh", "cat >/dev/null; echo boom >&2; exit 3");
+    env.write_home_hooks(&json!({"hooks": [{
+        "id": "redact-results",
+        "event": "postToolUse",
+        "command": crash.display().to_string(),
+        "failClosed": true,
+    }]}));
+    let server = FakeModelServer::start(Wire::OpenAi).await;
+    server.enqueue(FakeReply::tool_call("read_file", json!({"path": "secret.txt"})));
+    server.enqueue(FakeReply::text("done"));
+    let output = run_elph(&env, &server, &["read it"]).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let results = tool_results(&server);
+    assert!(
+        !results[0].contains("hunter2"),
+        "the unchecked result reached the model: {results:?}"
+    );
+    assert!(results[0].contains("result is withheld"), "{results:?}");
+}
+
+#[test]
+fn fail_closed_on_an_observation_event_is_refused_with_the_reason() {
+    let env = TestEnv::new();
+    env.write_home_hooks(&json!({"hooks": [{
+        "id": "audit", "event": "sessionStart", "command": "/bin/true", "failClosed": true
+    }]}));
+    let output = env.command(&elph()).args(["hooks", "validate"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let out = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(out.contains("/hooks/0/failClosed"), "{out}");
+    assert!(
+        out.contains("failClosed is only for events whose hooks guard something"),
+        "{out}"
+    );
+    assert!(out.contains("observation-only"), "{out}");
+}
+
+#[test]
+fn byte_limits_are_checked_with_their_own_pointer() {
+    let env = TestEnv::new();
+    env.write_home_hooks(&json!({"hooks": [{
+        "id": "g", "event": "preToolUse", "command": "/bin/true", "maxOutputBytes": 17 * 1024 * 1024
+    }]}));
+    let output = env.command(&elph()).args(["hooks", "validate"]).output().unwrap();
+    let out = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(out.contains("/hooks/0/maxOutputBytes"), "{out}");
+    assert!(out.contains("must be between 1024 and 16777216 bytes"), "{out}");
+}
