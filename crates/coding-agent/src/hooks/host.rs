@@ -383,10 +383,16 @@ pub(crate) fn base_record(hook: &HookDefinition, event: HookEvent, output: &Proc
 pub(crate) fn failure_cause(hook: &HookDefinition, ending: Ending) -> String {
     match ending {
         Ending::SpawnFailed(why) => format!("{why} (defined in {})", hook.source.display()),
-        Ending::OutputLimit(Stream::Stdout) => format!(
-            "stdout passed its {} bytes (maxOutputBytes); the hook's process group was killed and its output ignored",
-            hook.max_output_bytes
-        ),
+        Ending::OutputLimit(Stream::Stdout) => {
+            let limit = if hook.max_output_bytes % 1024 == 0 {
+                format!("{} KiB", hook.max_output_bytes / 1024)
+            } else {
+                format!("{} bytes", hook.max_output_bytes)
+            };
+            format!(
+                "stdout passed {limit} (its maxOutputBytes); the hook's process group was killed and its output ignored"
+            )
+        }
         Ending::OutputLimit(stream) => format!(
             "{} passed {} KiB; the hook's process group was killed and its output ignored",
             stream.name(),
