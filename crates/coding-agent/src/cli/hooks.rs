@@ -88,6 +88,9 @@ fn print_list(out: &mut impl Write, set: &HookSet) -> std::io::Result<()> {
                 if hook.protocol == crate::hooks::config::Protocol::ClaudeCode {
                     command.push_str("  (protocol: claude-code)");
                 }
+                if hook.fail_closed {
+                    command.push_str("  (fail-closed)");
+                }
                 let escape = |text: &str| crate::terminal_text::escape(text).into_owned();
                 [
                     escape(&hook.id),

@@ -261,6 +261,9 @@ struct HookLine {
     /// after it.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     persistent: bool,
+    /// A guard: its failure stops what it guards.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    fail_closed: bool,
 }
 
 /// The document `--json` prints, and what the text output is made from.
@@ -281,6 +284,18 @@ struct Report {
     /// Why a rewritten toolInput fails the native tool's schema (a real session would fail the call).
     #[serde(skip_serializing_if = "Option::is_none")]
     rewritten_input_error: Option<String>,
+    /// A fail-closed hook that could not decide, and what a session would do about it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    failed_closed: Option<FailedClosedReport>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct FailedClosedReport {
+    #[serde(flatten)]
+    failed: elph_agent::hooks::runner::FailedClosed,
+    /// What a real session would do.
+    consequence: &'static str,
 }
 
 impl Report {
@@ -299,6 +314,7 @@ impl Report {
                 matcher: event.is_tool_event().then(|| hook.matcher.to_string()),
                 sandbox: hook.sandbox,
                 persistent: hook.persistent,
+                fail_closed: hook.fail_closed,
             })
             .collect();
         let stopped_by = dispatch
@@ -324,6 +340,10 @@ impl Report {
             configuration: set.diagnostics.clone(),
             stopped_by,
             rewritten_input_error,
+            failed_closed: dispatch.failed_closed().map(|failed| FailedClosedReport {
+                failed,
+                consequence: elph_agent::hooks::runner::FailedClosed::consequence(event),
+            }),
         }
     }
 }
@@ -459,6 +479,14 @@ fn print_reduced(out: &mut impl Write, report: &Report) -> std::io::Result<()> {
         writeln!(
             out,
             "  ✗ the rewritten input fails the tool's schema, so a real session fails the call: {error}"
+        )?;
+    }
+    if let Some(report) = &report.failed_closed {
+        writeln!(
+            out,
+            "  ✗ {}: in a session, {}",
+            report.failed.reason(),
+            report.consequence
         )?;
     }
     Ok(())

@@ -239,3 +239,57 @@ fn byte_limits_are_checked_with_their_own_pointer() {
     assert!(out.contains("/hooks/0/maxOutputBytes"), "{out}");
     assert!(out.contains("must be between 1024 and 16777216 bytes"), "{out}");
 }
+
+#[test]
+fn hooks_test_and_hooks_list_show_a_fail_closed_guard_and_what_its_failure_does() {
+    let env = TestEnv::new();
+    let crash = script(&env, "crash.sh", "cat >/dev/null; exit 7");
+    env.write_home_hooks(&json!({"hooks": [guard("no-writes", &crash, true)]}));
+    let output = env
+        .command(&elph())
+        .args([
+            "hooks",
+            "test",
+            "preToolUse",
+            "--tool",
+            "write_file",
+            "--input",
+            r#"{"path":"a","content":"b"}"#,
+        ])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        out.contains("fail-closed hook 'no-writes' could not decide (exited with code 7"),
+        "{out}"
+    );
+    assert!(out.contains("in a session, the tool call is blocked"), "{out}");
+    let output = env
+        .command(&elph())
+        .args([
+            "hooks",
+            "test",
+            "preToolUse",
+            "--tool",
+            "write_file",
+            "--input",
+            r#"{"path":"a","content":"b"}"#,
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["failedClosed"]["hookId"], "no-writes");
+    assert_eq!(report["failedClosed"]["consequence"], "the tool call is blocked");
+    assert_eq!(report["hooks"][0]["failClosed"], true);
+
+    let list = env.command(&elph()).args(["hooks", "list"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&list.stdout).contains("(fail-closed)"));
+    let list = env
+        .command(&elph())
+        .args(["hooks", "list", "--json"])
+        .output()
+        .unwrap();
+    let list: Value = serde_json::from_slice(&list.stdout).unwrap();
+    assert_eq!(list["hooks"][0]["failClosed"], true, "{list}");
+}

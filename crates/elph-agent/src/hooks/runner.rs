@@ -142,6 +142,23 @@ pub struct FailedClosed {
 }
 
 impl FailedClosed {
+    /// What a session does when a fail-closed hook of `event` cannot decide.
+    pub fn consequence(event: HookEvent) -> &'static str {
+        match event {
+            HookEvent::PreToolUse => "the tool call is blocked",
+            HookEvent::UserPromptSubmit | HookEvent::BeforeAgent | HookEvent::Context => {
+                "the model request is not sent and the turn fails"
+            }
+            HookEvent::PostToolUse | HookEvent::PostToolUseFailure => {
+                "the tool's result is withheld from the model"
+            }
+            HookEvent::PreCompact => "compaction is cancelled",
+            HookEvent::SessionStart | HookEvent::PostCompact | HookEvent::Stop | HookEvent::SessionEnd => {
+                "nothing: observation-only events cannot fail closed"
+            }
+        }
+    }
+
     /// The reason given to the model and the user: which hook, what went wrong, and why that
     /// stopped the operation.
     pub fn reason(&self) -> String {
