@@ -286,10 +286,21 @@ impl AgentHarness {
 
     /// Runs one user turn to its end. Cancelling kills running hooks and tools; stop hooks run anyway.
     pub async fn run_turn(&mut self, prompt: &str, cancel: &CancellationToken) -> TurnResult {
+        self.run_turn_from_template(prompt, None, cancel).await
+    }
+
+    /// [`run_turn`](Self::run_turn) for a prompt expanded from a prompt template: its name reaches
+    /// `userPromptSubmit` hooks as `template`.
+    pub async fn run_turn_from_template(
+        &mut self,
+        prompt: &str,
+        template: Option<&str>,
+        cancel: &CancellationToken,
+    ) -> TurnResult {
         self.emit(AgentEvent::TurnStarted {
             prompt: prompt.to_string(),
         });
-        let result = self.turn(prompt, cancel).await;
+        let result = self.turn(prompt, template, cancel).await;
         let payload = HookPayload::Stop(StopPayload {
             base: self.base(),
             status: result.status,
@@ -334,10 +345,11 @@ impl AgentHarness {
         self.storage_error.as_deref()
     }
 
-    async fn turn(&mut self, prompt: &str, cancel: &CancellationToken) -> TurnResult {
+    async fn turn(&mut self, prompt: &str, template: Option<&str>, cancel: &CancellationToken) -> TurnResult {
         let payload = HookPayload::UserPromptSubmit(UserPromptSubmitPayload {
             base: self.base(),
             prompt: prompt.into(),
+            template: template.map(str::to_string),
         });
         let Some(submitted) = unless_cancelled(cancel, self.dispatch(payload)).await else {
             return self.cancelled(String::new());

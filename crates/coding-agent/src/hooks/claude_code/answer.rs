@@ -404,6 +404,7 @@ mod tests {
         let payload = HookPayload::UserPromptSubmit(UserPromptSubmitPayload {
             base: PayloadBase::new("s", "/p"),
             prompt: "hi".into(),
+            template: None,
         });
         let out = exit_zero(HookEvent::UserPromptSubmit, &payload, "Today is Tuesday.\n").unwrap();
         assert_eq!(out.context.as_deref(), Some("Today is Tuesday."));

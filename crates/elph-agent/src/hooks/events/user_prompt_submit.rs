@@ -14,6 +14,9 @@ pub struct UserPromptSubmitPayload {
     #[serde(flatten)]
     pub base: PayloadBase,
     pub prompt: String,
+    /// The prompt template the prompt was expanded from (`/review args` → `review`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template: Option<String>,
 }
 
 impl Event for UserPromptSubmit {
@@ -43,6 +46,7 @@ impl Event for UserPromptSubmit {
         UserPromptSubmitPayload {
             base,
             prompt: sample.prompt.to_string(),
+            template: None,
         }
     }
 }
