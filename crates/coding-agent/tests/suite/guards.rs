@@ -293,3 +293,85 @@ fn hooks_test_and_hooks_list_show_a_fail_closed_guard_and_what_its_failure_does(
     let list: Value = serde_json::from_slice(&list.stdout).unwrap();
     assert_eq!(list["hooks"][0]["failClosed"], true, "{list}");
 }
+
+#[tokio::test]
+async fn the_redaction_recipe_keeps_a_secret_out_of_every_request_of_a_300_kib_conversation() {
+    let env = TestEnv::new();
+    let redact = script(&env, "redact.py", "");
+    // A Python script rather than sh: the hook rewrites the whole message list.
+    std::fs::write(
+        &redact,
+        "#!/usr/bin/env python3\nimport json, sys\npayload = json.load(sys.stdin)\n\
+         text = json.dumps({\"messages\": payload[\"messages\"]})\n\
+         print(text.replace(\"hunter2\", \"[redacted]\"))\n",
+    )
+    .unwrap();
+    env.write_home_hooks(&json!({"hooks": [{
+        "id": "redact-secrets",
+        "event": "context",
+        "command": redact.display().to_string(),
+        "failClosed": true,
+        "maxInputBytes": 4 * 1024 * 1024,
+        "maxOutputBytes": 4 * 1024 * 1024,
+    }]}));
+    let line = "DB_PASSWORD=hunter2 and some padding to make the conversation long enough\n";
+    let prompt = line.repeat(310 * 1024 / line.len());
+    std::fs::write(env.project.join("notes.txt"), line.repeat(200)).unwrap();
+    let server = FakeModelServer::start(Wire::OpenAi).await;
+    server.enqueue(FakeReply::tool_call("read_file", json!({"path": "notes.txt"})));
+    server.enqueue(FakeReply::tool_call("read_file", json!({"path": "notes.txt"})));
+    server.enqueue(FakeReply::text("done"));
+    // Past the kernel's limit for one argument: the prompt goes on stdin.
+    let mut command = env.command(&elph());
+    command
+        .env("OPENAI_API_KEY", "sk-test")
+        .env("OPENAI_BASE_URL", server.base_url())
+        .args(["run", "--model", "openai/gpt-test"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let output = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        tokio::task::spawn_blocking(move || {
+            use std::io::Write as _;
+            let mut child = command.spawn().unwrap();
+            child.stdin.take().unwrap().write_all(prompt.as_bytes()).unwrap();
+            child.wait_with_output().unwrap()
+        }),
+    )
+    .await
+    .expect("elph run finished within 60 s")
+    .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    for (index, request) in requests.iter().enumerate() {
+        let body = request.to_string();
+        assert!(
+            body.len() > 300 * 1024,
+            "request {index} is only {} bytes",
+            body.len()
+        );
+        assert!(!body.contains("hunter2"), "request {index} carried the secret");
+        assert!(body.contains("[redacted]"), "request {index}");
+    }
+}
+
+#[tokio::test]
+async fn a_context_hook_returning_no_messages_is_rejected_and_under_fail_closed_stops_the_request() {
+    let env = TestEnv::new();
+    let empty = script(&env, "empty.sh", r#"cat >/dev/null; echo '{"messages": []}'"#);
+    env.write_home_hooks(&json!({"hooks": [{
+        "id": "empty-context", "event": "context", "command": empty.display().to_string(), "failClosed": true
+    }]}));
+    let server = FakeModelServer::start(Wire::OpenAi).await;
+    server.enqueue(FakeReply::text("never"));
+    let output = run_elph(&env, &server, &["hello"]).await;
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(server.requests().is_empty());
+    assert!(
+        stderr(&output).contains("an empty list would send the model nothing"),
+        "{}",
+        stderr(&output)
+    );
+}

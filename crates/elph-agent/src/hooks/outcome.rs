@@ -155,8 +155,14 @@ pub(crate) fn check_blocks_len(field: &str, blocks: &[ContentBlock]) -> Result<(
 
 /// A message list an outcome returns: well formed, and within the limit.
 pub(crate) fn check_messages(messages: &[Message]) -> Result<(), OutcomeError> {
-    validate_messages(messages).map_err(OutcomeError::InvalidMessages)?;
+    check_message_shapes(messages)?;
     check_messages_len(messages)
+}
+
+/// A message list that replaces the request's messages: well formed. Its size is bounded by the
+/// hook's `maxOutputBytes`, not by the limit on context a hook adds (see docs/hooks.md, Limits).
+pub(crate) fn check_message_shapes(messages: &[Message]) -> Result<(), OutcomeError> {
+    validate_messages(messages).map_err(OutcomeError::InvalidMessages)
 }
 
 fn check_messages_len(messages: &[Message]) -> Result<(), OutcomeError> {

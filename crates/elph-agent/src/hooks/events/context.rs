@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::words::describe_message;
 use super::{Event, Sample, Step};
-use crate::hooks::outcome::{OutcomeError, check_messages};
+use crate::hooks::outcome::{OutcomeError, check_message_shapes};
 use crate::hooks::payload::PayloadBase;
 use crate::hooks::reduce::ChainFlow;
 use crate::messages::Message;
@@ -46,7 +46,13 @@ impl Event for Context {
 
     fn validate(outcome: &ContextOutcome) -> Result<(), OutcomeError> {
         match &outcome.messages {
-            Some(messages) => check_messages(messages),
+            Some(messages) if messages.is_empty() => Err(OutcomeError::InvalidMessages(
+                "an empty list would send the model nothing; print nothing (or {}) to keep the messages"
+                    .into(),
+            )),
+            // A replacement may be as large as the hook's output limit: a redaction hook returns
+            // the whole conversation.
+            Some(messages) => check_message_shapes(messages),
             None => Ok(()),
         }
     }
