@@ -384,7 +384,7 @@ pub(crate) fn failure_cause(hook: &HookDefinition, ending: Ending) -> String {
     match ending {
         Ending::SpawnFailed(why) => format!("{why} (defined in {})", hook.source.display()),
         Ending::OutputLimit(Stream::Stdout) => {
-            let limit = if hook.max_output_bytes % 1024 == 0 {
+            let limit = if hook.max_output_bytes.is_multiple_of(1024) {
                 format!("{} KiB", hook.max_output_bytes / 1024)
             } else {
                 format!("{} bytes", hook.max_output_bytes)

@@ -36,7 +36,7 @@ fn tool_results(server: &FakeModelServer) -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn guard(id: &str, command: &PathBuf, fail_closed: bool) -> Value {
+fn guard(id: &str, command: &std::path::Path, fail_closed: bool) -> Value {
     json!({
         "id": id,
         "event": "preToolUse",
