@@ -12,7 +12,11 @@ impl Session {
         let outcome = match op {
             Op::Prompt { text, cancel } => match self.runtime.expand_prompt(&text) {
                 Ok(expanded) => {
-                    let turn = self.runtime.harness_mut().run_turn(&expanded.text, &cancel);
+                    let turn = self.runtime.harness_mut().run_turn_from_template(
+                        &expanded.text,
+                        expanded.template.as_deref(),
+                        &cancel,
+                    );
                     Outcome::Turn(self.channels.pump(turn).await)
                 }
                 Err(message) => Outcome::PromptRejected(message),

@@ -160,6 +160,7 @@ async fn a_template_is_expanded_and_the_user_prompt_submit_hook_sees_it() {
     let seen = json_lines(&log);
     assert_eq!(seen.len(), 1, "{seen:?}");
     assert_eq!(seen[0]["prompt"], expected);
+    assert_eq!(seen[0]["template"], "review");
 }
 
 #[tokio::test]
