@@ -55,7 +55,9 @@ impl<W: std::io::Write> std::io::Write for Escaping<W> {
 
 /// `eprintln!` for text that may hold project-controlled parts: the line goes through [`escape_lines`].
 pub fn eprint_line(text: &str) {
-    eprintln!("{}", escape_lines(text));
+    use std::io::Write as _;
+    // Never a panic when stderr is gone (a closed terminal after SIGHUP).
+    let _ = writeln!(std::io::stderr().lock(), "{}", escape_lines(text));
 }
 
 fn escape_keeping(text: &str, keep_newlines: bool) -> Cow<'_, str> {

@@ -14,6 +14,23 @@ use crate::notices::{self, NoticeKind};
 use crate::paths::Paths;
 use crate::session::{Approvals, Op, Outcome, Session, SessionChoice, SessionEvent, SessionOptions};
 
+/// `println!` that never panics: after a SIGHUP the terminal may be gone, and a closed stdout must
+/// not turn an honest exit code (129, 143, …) into a panic's 101. What cannot be written is lost
+/// either way.
+macro_rules! err_line {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+    }};
+}
+
+macro_rules! out_line {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum OutputFormat {
     /// The final answer on stdout; hook notices and progress on stderr.
@@ -75,7 +92,7 @@ pub fn run(cwd: Option<&Path>, args: RunArgs) -> anyhow::Result<u8> {
         None => String::new(),
     };
     if prompt.trim().is_empty() {
-        eprintln!("elph run: no prompt; pass one as an argument or on stdin");
+        err_line!("elph run: no prompt; pass one as an argument or on stdin");
         return Ok(exit::USAGE);
     }
     let paths = Paths::from_env(cwd)?;
@@ -189,7 +206,7 @@ async fn run_async(
     }
     if let Some(error) = storage_error {
         // The answer was shown, but the session on disk lacks part of this turn: not a success.
-        eprintln!("elph: this turn was not stored in full, so `elph run -c` will not see all of it: {error}");
+        err_line!("elph: this turn was not stored in full, so `elph run -c` will not see all of it: {error}");
         return Ok(exit::ERROR);
     }
     Ok(match result.status {
@@ -202,7 +219,7 @@ async fn run_async(
 fn emit_diagnostic(format: OutputFormat, message: &str) {
     match format {
         OutputFormat::StreamJson => {
-            println!("{}", json!({"type": "diagnostic", "message": message}));
+            out_line!("{}", json!({"type": "diagnostic", "message": message}));
         }
         _ => crate::terminal_text::eprint_line(&format!("elph: {message}")),
     }
@@ -249,7 +266,7 @@ fn print_event(format: OutputFormat, event: &AgentEvent) {
             }
             AgentEvent::Notice { message } => crate::terminal_text::eprint_line(&format!("! {message}")),
             AgentEvent::Compacted { entries_compacted } => {
-                eprintln!("• compacted {entries_compacted} earlier message(s) into a summary");
+                err_line!("• compacted {entries_compacted} earlier message(s) into a summary");
             }
             _ => {}
         },
@@ -293,11 +310,11 @@ fn print_result(
                 crate::terminal_text::eprint_line(&format!("elph: {error}"));
             }
             if !result.text.is_empty() {
-                println!("{}", result.text);
+                out_line!("{}", result.text);
             }
         }
         OutputFormat::StreamJson => {
-            println!(
+            out_line!(
                 "{}",
                 json!({"type": "result", "sessionId": session_id, "model": model, "status": status_name(result.status), "result": result.text, "error": result.error, "stopReason": result.stop_reason})
             );
@@ -324,7 +341,7 @@ fn print_result(
                 "toolCalls": tool_calls,
                 "hooks": hooks,
             });
-            println!("{}", serde_json::to_string_pretty(&document)?);
+            out_line!("{}", serde_json::to_string_pretty(&document)?);
         }
     }
     Ok(())
