@@ -127,6 +127,9 @@ impl Runtime {
         let workflows = Workflows::for_project(&paths, trust.trusted);
         config.policy = Arc::new(file_policy(&paths, &config.sandbox, &workflows));
         config.read_deadline = settings.read_tools.deadline();
+        if let Some(bytes) = settings.hooks.max_added_context_bytes {
+            config.max_added_context_bytes = usize::try_from(bytes).unwrap_or(usize::MAX);
+        }
         config.mode = options.mode;
         config.compaction = CompactionSettings {
             threshold: settings

@@ -27,8 +27,19 @@ pub struct Settings {
     /// `false`: trust projects by path only, without pinning what they held when trusted
     /// (docs/trust.md, "Pinned trust").
     pub trust_pinning: Option<bool>,
+    /// Bounds across all hooks.
+    #[serde(default)]
+    pub hooks: HooksSettings,
     #[serde(rename = "$schema")]
     pub schema: Option<String>,
+}
+
+/// `"hooks": {"maxAddedContextBytes": 131072}`.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HooksSettings {
+    /// The most context all beforeAgent hooks together may add to one request (default 128 KiB).
+    pub max_added_context_bytes: Option<u64>,
 }
 
 /// `"sandbox": {"mode": "workspace-write", "network": false, "writableRoots": ["~/scratch"]}`.

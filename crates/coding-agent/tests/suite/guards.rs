@@ -375,3 +375,52 @@ async fn a_context_hook_returning_no_messages_is_rejected_and_under_fail_closed_
         stderr(&output)
     );
 }
+
+#[tokio::test]
+async fn a_hundred_hooks_adding_32_kib_each_stay_under_the_total_cap() {
+    let env = TestEnv::new();
+    let chunk = "c".repeat(32 * 1024 - 16);
+    std::fs::write(
+        env.root.path().join("chunk.json"),
+        json!({"additionalContext": chunk}).to_string(),
+    )
+    .unwrap();
+    let add = script(
+        &env,
+        "add.sh",
+        &format!(
+            "cat >/dev/null; cat '{}'",
+            env.root.path().join("chunk.json").display()
+        ),
+    );
+    let hooks: Vec<Value> = (0..100)
+        .map(|i| json!({"id": format!("add-{i}"), "event": "beforeAgent", "command": add.display().to_string()}))
+        .collect();
+    env.write_home_hooks(&json!({ "hooks": hooks }));
+    let server = FakeModelServer::start(Wire::OpenAi).await;
+    server.enqueue(FakeReply::text("ok"));
+    let output = run_elph(&env, &server, &["hello"]).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let request = server.requests()[0].to_string();
+    let added = request.matches(&chunk).count();
+    assert_eq!(added, 4, "128 KiB holds four 32 KiB additions");
+    assert!(
+        stderr(&output).contains(
+            "beforeAgent hooks added more than 131072 bytes of context in total; 96 later addition(s)"
+        ),
+        "{}",
+        stderr(&output)
+    );
+
+    // The cap is a setting.
+    std::fs::write(
+        env.config_dir.join("settings.json"),
+        json!({"hooks": {"maxAddedContextBytes": 64 * 1024}}).to_string(),
+    )
+    .unwrap();
+    let server = FakeModelServer::start(Wire::OpenAi).await;
+    server.enqueue(FakeReply::text("ok"));
+    let output = run_elph(&env, &server, &["hello"]).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(server.requests()[0].to_string().matches(&chunk).count(), 2);
+}

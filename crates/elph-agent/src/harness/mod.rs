@@ -55,6 +55,8 @@ pub struct HarnessConfig {
     pub max_turns: u32,
     pub approval: ApprovalPolicy,
     pub compaction: CompactionSettings,
+    /// The most context all beforeAgent hooks together may add to one turn's requests.
+    pub max_added_context_bytes: usize,
     /// The confinement of `shell_exec` (in build mode; plan mode runs it `read-only`).
     pub sandbox: crate::sandbox::SandboxPolicy,
     /// Which of Elph's environment variables `shell_exec` passes on.
@@ -82,6 +84,7 @@ impl HarnessConfig {
             max_turns: DEFAULT_MAX_TURNS,
             approval: ApprovalPolicy::Auto,
             compaction: CompactionSettings::default(),
+            max_added_context_bytes: crate::hooks::limits::DEFAULT_MAX_ADDED_CONTEXT_BYTES,
             mode: AgentMode::Build,
             read_deadline: DEFAULT_READ_DEADLINE,
         }
@@ -375,8 +378,17 @@ impl AgentHarness {
             ..Default::default()
         };
         if let Some(before) = BeforeAgent::reduced_of(&before.reduced) {
+            let mut before = before.clone();
+            let cap = self.config.max_added_context_bytes;
+            let (dropped, bytes) = before.cap_added_context(cap);
+            if dropped > 0 {
+                self.notice(format!(
+                    "beforeAgent hooks added more than {cap} bytes of context in total; {dropped} later \
+                     addition(s) ({bytes} bytes) were dropped (settings.json hooks.maxAddedContextBytes)"
+                ));
+            }
             scope.system_prompt = before.system_prompt(&mode_prompt);
-            scope.extra_messages = before.messages.clone();
+            scope.extra_messages = before.messages;
         }
 
         self.store(Message::user(prompt));

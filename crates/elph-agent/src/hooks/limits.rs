@@ -6,6 +6,9 @@ use std::time::Duration;
 pub const MAX_INPUT_BYTES: usize = 128 * 1024;
 /// stdout past this many bytes kills the hook's process group.
 pub const MAX_STDOUT_BYTES: usize = 64 * 1024;
+/// The context all beforeAgent hooks together may add to one request, unless settings say
+/// otherwise (`hooks.maxAddedContextBytes`).
+pub const DEFAULT_MAX_ADDED_CONTEXT_BYTES: usize = 128 * 1024;
 /// The largest `maxInputBytes` or `maxOutputBytes` a hook may set.
 pub const MAX_CONFIGURABLE_BYTES: usize = 16 * 1024 * 1024;
 /// The smallest `maxInputBytes` or `maxOutputBytes` a hook may set.

@@ -52,6 +52,29 @@ impl BeforeAgentReduced {
     }
 }
 
+impl BeforeAgentReduced {
+    /// Keeps the additions, in the order the hooks made them, while their total stays within
+    /// `max_bytes`; drops the rest. Returns how many were dropped and their size in bytes.
+    pub fn cap_added_context(&mut self, max_bytes: usize) -> (usize, usize) {
+        let mut total = 0usize;
+        let mut dropped = (0usize, 0usize);
+        let mut fits = |bytes: usize| {
+            if total + bytes <= max_bytes {
+                total += bytes;
+                true
+            } else {
+                dropped = (dropped.0 + 1, dropped.1 + bytes);
+                false
+            }
+        };
+        self.system_prompt_additions
+            .retain(|addition| fits(addition.len()));
+        self.messages
+            .retain(|message| fits(serde_json::to_string(message).map_or(0, |text| text.len())));
+        dropped
+    }
+}
+
 impl Event for BeforeAgent {
     type Payload = BeforeAgentPayload;
     type Outcome = BeforeAgentOutcome;
