@@ -228,7 +228,7 @@ impl PersistentHooks {
                         slot.crashes += 1;
                         slot.not_before = Some(Instant::now() + backoff(slot.crashes));
                         slot.restart_pending = true;
-                        let mut output = empty_output(started);
+                        let mut output = ProcessOutput::nothing(started.elapsed());
                         output.spawn_error = Some(process::describe_spawn_error(&hook.command.path, &error));
                         return Exchange::Ran { output, notes };
                     }
@@ -239,7 +239,7 @@ impl PersistentHooks {
 
         let stderr_before = running.stderr.lock().unwrap_or_else(|p| p.into_inner()).total;
         let result = tokio::time::timeout_at(deadline, round_trip(&mut running, payload)).await;
-        let mut output = empty_output(started);
+        let mut output = ProcessOutput::nothing(started.elapsed());
         output.pgid = running.pgid;
         let (stderr_bytes, stderr_tail) = {
             let stderr = running.stderr.lock().unwrap_or_else(|p| p.into_inner());
@@ -384,25 +384,6 @@ async fn start(spec: &ProcessSpec<'_>) -> std::io::Result<Running> {
 
 fn fingerprint(hook: &HookDefinition) -> String {
     serde_json::to_string(hook).unwrap_or_default()
-}
-
-fn empty_output(started: Instant) -> ProcessOutput {
-    ProcessOutput {
-        spawn_error: None,
-        exit_code: None,
-        signal: None,
-        timed_out: false,
-        overflow: None,
-        wait_error: None,
-        stdout: Vec::new(),
-        stderr: Vec::new(),
-        stdout_bytes: 0,
-        stderr_bytes: 0,
-        duration: started.elapsed(),
-        exited_after: None,
-        pipes_held_open: false,
-        pgid: None,
-    }
 }
 
 fn crash_note(crashes: u32) -> String {

@@ -163,6 +163,27 @@ pub struct ProcessOutput {
 }
 
 impl ProcessOutput {
+    /// A run in which no process produced anything (yet): the base for runs that never started
+    /// or whose outcome comes from elsewhere.
+    pub fn nothing(duration: Duration) -> Self {
+        ProcessOutput {
+            spawn_error: None,
+            exit_code: None,
+            signal: None,
+            timed_out: false,
+            overflow: None,
+            wait_error: None,
+            stdout: Vec::new(),
+            stderr: Vec::new(),
+            stdout_bytes: 0,
+            stderr_bytes: 0,
+            duration,
+            exited_after: None,
+            pipes_held_open: false,
+            pgid: None,
+        }
+    }
+
     pub fn ending(&self) -> Ending {
         if let Some(error) = &self.spawn_error {
             return Ending::SpawnFailed(error.clone());
@@ -222,19 +243,7 @@ pub async fn run(spec: &ProcessSpec<'_>) -> ProcessOutput {
                  are skipped); write the command as an absolute path",
                 spec.program.display()
             )),
-            exit_code: None,
-            signal: None,
-            timed_out: false,
-            overflow: None,
-            wait_error: None,
-            stdout: Vec::new(),
-            stderr: Vec::new(),
-            stdout_bytes: 0,
-            stderr_bytes: 0,
-            duration: Duration::ZERO,
-            exited_after: None,
-            pipes_held_open: false,
-            pgid: None,
+            ..ProcessOutput::nothing(Duration::ZERO)
         };
     }
     let args: Vec<&OsStr> = spec.args.iter().map(OsStr::new).collect();

@@ -6,7 +6,7 @@ mod frontmatter;
 pub mod prompts;
 pub mod skills;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde::Serialize;
 
@@ -224,12 +224,6 @@ impl Workflows {
             hint: Some("what to do with the skill".to_string()),
         });
         templates.chain(skills).collect()
-    }
-
-    /// Whether `path` lies in a skill's folder, where reads need no approval.
-    pub fn is_skill_path(&self, path: &Path) -> bool {
-        let resolved = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
-        self.skills.iter().any(|s| resolved.starts_with(&s.dir))
     }
 
     /// The section of the system prompt that lists the skills (empty when there are none): each
