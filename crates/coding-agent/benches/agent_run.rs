@@ -4,6 +4,11 @@
 //! compared with a bare spawn-and-wait of the same hook binary, measured in the same run.
 //!
 //! `cargo bench -p coding-agent --bench agent_run`
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failure should stop loudly"
+)]
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

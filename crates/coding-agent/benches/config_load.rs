@@ -1,5 +1,10 @@
 //! Loading and validating a 1,000-hook hooks.json, against reading and parsing the same file as
 //! plain JSON (the baseline). Run with `cargo bench -p coding-agent --bench config_load`.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failure should stop loudly"
+)]
 
 use std::path::PathBuf;
 

@@ -10,6 +10,11 @@
 //!
 //! Run with `cargo bench -p coding-agent --bench host`. divan prints each benchmark; then an
 //! interleaved measurement of the three prints the ratios and whether they meet their targets.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failure should stop loudly"
+)]
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

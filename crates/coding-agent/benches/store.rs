@@ -2,6 +2,11 @@
 //! (the baseline: the encoding work every store must do anyway). Appends are one transaction
 //! each, as in real use. The database sits under the target folder, on a real disk.
 //! Run with `cargo bench -p coding-agent --bench store`.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failure should stop loudly"
+)]
 
 use std::path::Path;
 

@@ -1,3 +1,8 @@
 //! The coding-agent integration tests: one binary, one module per area.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failure should stop loudly"
+)]
 
 mod suite;

@@ -2,6 +2,11 @@
 //! (Landlock, the seccomp network filter, and the mount namespace that keeps `.elph/` read-only)
 //! against the same call under `full-access` (no confinement), in the same run. The claim is the
 //! ratio of the two medians (target: at most 1.2×).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failure should stop loudly"
+)]
 
 use std::sync::OnceLock;
 

@@ -47,7 +47,7 @@ pub fn watcher_pid() -> Option<i32> {
 /// Makes the child that `command` will start register its own process group (its pid: the child
 /// must lead its group, with `setsid` or `process_group(0)`) with the watcher before it runs its
 /// program. Add this after the `pre_exec` that creates the group.
-#[allow(unsafe_code)]
+#[expect(unsafe_code, reason = "pre_exec runs code in the forked child")]
 pub fn die_with_elph(command: &mut Command) {
     let Some(fd) = watcher() else {
         return;
@@ -66,7 +66,7 @@ pub fn die_with_elph(command: &mut Command) {
 
 /// Tells the watcher that group `pgid` is gone (killed, or empty), so that a later process reusing
 /// the number is never killed for it.
-#[allow(unsafe_code)]
+#[expect(unsafe_code, reason = "a raw write to the watcher's pipe")]
 pub fn forget(pgid: i32) {
     let Some(Some(fd)) = WATCHER.get().copied() else {
         return;
@@ -168,7 +168,7 @@ fn start_watcher() -> Option<RawFd> {
 }
 
 #[cfg(target_os = "linux")]
-#[allow(unsafe_code)]
+#[expect(unsafe_code, reason = "pipe and fork for the watcher process")]
 fn start_watcher() -> Option<RawFd> {
     let mut fds = [0 as libc::c_int; 2];
     // SAFETY: plain system calls on owned arrays and fresh descriptors.
@@ -206,7 +206,7 @@ fn start_watcher() -> Option<RawFd> {
 
 /// The watcher, in the forked child: only async-signal-safe calls from here on.
 #[cfg(target_os = "linux")]
-#[allow(unsafe_code)]
+#[expect(unsafe_code, reason = "raw system calls in the forked watcher")]
 fn watch(read_end: RawFd, devnull: RawFd, groups: &mut Groups) -> ! {
     // SAFETY: raw system calls on descriptors this process owns; nothing allocates.
     unsafe {

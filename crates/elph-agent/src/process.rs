@@ -448,7 +448,7 @@ fn new_session(command: &mut std::process::Command) {
 }
 
 /// The one place that runs code in a forked child before exec.
-#[allow(unsafe_code)]
+#[expect(unsafe_code, reason = "pre_exec runs code in the forked child")]
 fn in_child_before_exec<F>(command: &mut std::process::Command, setup: F)
 where
     F: FnMut() -> io::Result<()> + Send + Sync + 'static,

@@ -1,3 +1,8 @@
 //! The one integration-test binary of elph-agent (see DESIGN.md: one binary per crate).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failure should stop loudly"
+)]
 
 mod suite;

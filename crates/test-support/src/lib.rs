@@ -1,4 +1,9 @@
 //! Helpers for Elph's tests.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failure should stop loudly"
+)]
 
 pub mod env;
 pub mod fake_model;

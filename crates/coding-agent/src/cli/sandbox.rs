@@ -31,6 +31,7 @@ pub struct SandboxCommandArgs {
     pub command: Vec<OsString>,
 }
 
+#[expect(clippy::expect_used, reason = "clap requires at least one word")]
 pub fn run(cwd: Option<&Path>, args: SandboxCommandArgs) -> anyhow::Result<u8> {
     let paths = Paths::from_env(cwd)?;
     let settings = Settings::load(&paths.config_dir)?;

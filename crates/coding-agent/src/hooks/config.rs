@@ -203,18 +203,30 @@ fn fail_closed_events() -> String {
 }
 
 /// The schema as published, generated from the types.
+#[expect(
+    clippy::expect_used,
+    reason = "the schema is plain data generated from our own types"
+)]
 pub fn generated_schema() -> Value {
     serde_json::to_value(schemars::schema_for!(HooksFile)).expect("the schema serializes")
 }
 
 /// The published schema as pretty JSON with a trailing newline: the exact bytes of
 /// `schemas/hooks-schema.json`.
+#[expect(
+    clippy::expect_used,
+    reason = "the schema is plain data generated from our own types"
+)]
 pub fn generated_schema_text() -> String {
     let mut text = serde_json::to_string_pretty(&generated_schema()).expect("the schema serializes");
     text.push('\n');
     text
 }
 
+#[expect(
+    clippy::expect_used,
+    reason = "the schema generated from our own types compiles (tested)"
+)]
 fn validator() -> &'static jsonschema::Validator {
     static VALIDATOR: OnceLock<jsonschema::Validator> = OnceLock::new();
     VALIDATOR

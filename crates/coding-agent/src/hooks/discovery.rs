@@ -291,6 +291,7 @@ pub fn merge(files: Vec<FileLoad>, path_var: Option<&str>) -> HookSet {
     set
 }
 
+#[expect(clippy::expect_used, reason = "the schema already checked every pattern")]
 fn definition(config: HookConfig, source: &Path, scope: HookScope, path_var: &str) -> HookDefinition {
     let folder = source.parent().unwrap_or(Path::new("/"));
     let matcher = config

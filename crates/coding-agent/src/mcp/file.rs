@@ -26,7 +26,7 @@ pub(crate) struct McpFile {
     /// The schema this file follows; editors use it for completion.
     #[serde(rename = "$schema", default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "String")]
-    #[allow(dead_code)]
+    #[allow(dead_code, reason = "read by serde and the schema, never by code")]
     pub schema: Option<String>,
     /// Servers by name (the shape Claude Desktop, Claude Code and Cursor use).
     #[serde(rename = "mcpServers", default, skip_serializing_if = "Option::is_none")]
@@ -88,11 +88,19 @@ fn enabled_by_default() -> bool {
 }
 
 /// The published schema, generated from the types.
+#[expect(
+    clippy::expect_used,
+    reason = "the schema is plain data generated from our own types"
+)]
 pub fn generated_schema() -> Value {
     serde_json::to_value(schemars::schema_for!(McpFile)).expect("the schema serializes")
 }
 
 /// The exact bytes of `schemas/mcp-schema.json`.
+#[expect(
+    clippy::expect_used,
+    reason = "the schema is plain data generated from our own types"
+)]
 pub fn generated_schema_text() -> String {
     let mut text = serde_json::to_string_pretty(&generated_schema()).expect("the schema serializes");
     text.push('\n');

@@ -41,7 +41,10 @@ pub const DOUBLE_PRESS: Duration = Duration::from_millis(1000);
 const HINT_TIME: Duration = Duration::from_secs(3);
 
 #[derive(Debug)]
-#[allow(clippy::large_enum_variant)] // moved once, from the channel into `update`
+#[expect(
+    clippy::large_enum_variant,
+    reason = "moved once, from the channel into `update`"
+)]
 pub enum Msg {
     Key(KeyEvent),
     Paste(String),

@@ -248,6 +248,7 @@ impl Composer {
     }
 
     /// The text as rows of at most `width` cells, and the cursor's (row, column).
+    #[expect(clippy::expect_used, reason = "the row list is never empty")]
     pub fn layout(&self, width: usize) -> (Vec<String>, (usize, usize)) {
         let width = width.max(1);
         let mut rows = vec![String::new()];

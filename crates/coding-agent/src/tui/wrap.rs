@@ -38,6 +38,7 @@ pub fn sanitize(text: &str) -> String {
 
 /// Wraps `spans` (one logical line, no newlines) to `width` cells. The first row starts with
 /// `first`, the others with `rest`; both prefixes should have the same width.
+#[expect(clippy::expect_used, reason = "the row list is never empty")]
 pub fn wrap(
     spans: &[Span<'_>],
     width: usize,

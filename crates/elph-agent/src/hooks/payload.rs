@@ -37,6 +37,7 @@ impl PayloadBase {
 
 impl HookPayload {
     /// The bytes a hook receives on stdin: the JSON object and a newline.
+    #[expect(clippy::expect_used, reason = "a payload is plain data and always serializes")]
     pub fn to_stdin_bytes(&self) -> Vec<u8> {
         let mut bytes = serde_json::to_vec(self).expect("payloads always serialize");
         bytes.push(b'\n');

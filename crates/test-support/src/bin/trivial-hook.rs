@@ -1,5 +1,10 @@
 //! The smallest useful hook: reads its payload from stdin to EOF and prints `{}`.
 //! The hook-host benchmark measures its round trip against a bare spawn-and-wait of this binary.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failure should stop loudly"
+)]
 
 use std::io::{Read, Write};
 

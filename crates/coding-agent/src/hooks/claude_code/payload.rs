@@ -24,6 +24,7 @@ pub fn claude_event(event: HookEvent) -> Option<&'static str> {
 }
 
 /// The payload as Claude Code would send it, one line of JSON with a newline.
+#[expect(clippy::expect_used, reason = "a payload is plain data and always serializes")]
 pub fn stdin_bytes(payload: &HookPayload) -> Vec<u8> {
     let mut bytes = serde_json::to_vec(&payload_json(payload)).expect("a payload serializes");
     bytes.push(b'\n');

@@ -126,6 +126,7 @@ pub fn import(settings: &Value, taken: &[String]) -> Result<Imported, String> {
     Ok(out)
 }
 
+#[expect(clippy::expect_used, reason = "an invariant of the function")]
 fn unique_id(event: HookEvent, used: &mut Vec<String>) -> String {
     let stem = format!("claude-{}", kebab(event.as_str()));
     let id = (1..)
