@@ -9,6 +9,11 @@
 //!
 //! `cargo bench -p coding-agent --bench startup`. divan prints each benchmark; then an interleaved
 //! measurement prints the ratios. Needs `curl` on PATH.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failure should stop loudly"
+)]
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
