@@ -4,9 +4,19 @@
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-elph="${ELPH_BIN:-$root/target/debug/elph}"
+# Which elph: $ELPH_BIN, else the one on PATH (the README installs it), else the checkout's debug build.
+if [ -n "${ELPH_BIN:-}" ]; then
+  elph=$ELPH_BIN
+elif command -v elph >/dev/null 2>&1; then
+  elph=$(command -v elph)
+else
+  elph=$root/target/debug/elph
+fi
 if [ ! -x "$elph" ]; then
-  echo "build Elph first: cargo build -p coding-agent" >&2
+  echo "no elph found (not on PATH, not at $elph)." >&2
+  echo "install it: cargo install --locked --path crates/coding-agent" >&2
+  echo "  (then make sure ~/.cargo/bin is on your PATH: . \"\$HOME/.cargo/env\")" >&2
+  echo "or build it here: cargo build" >&2
   exit 1
 fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/elph-demo.XXXXXX")
@@ -17,6 +27,8 @@ ELPH_DATA_DIR="$work/data"
 export ELPH_HOME ELPH_DATA_DIR
 unset ELPH_PROJECT_DIR ELPH_MODEL
 
+echo "== Using $elph ($("$elph" --version))"
+echo
 echo "== Trusting the demo project (a temporary copy), so its .elph/hooks.json loads"
 "$elph" trust "$work/project"
 echo

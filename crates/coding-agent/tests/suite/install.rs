@@ -1,6 +1,7 @@
 //! The README's install section, checked against what cargo itself reports for this workspace:
-//! `cargo run` at the root runs `elph`, `cargo install --path crates/coding-agent` installs a
-//! binary called `elph`, and the Rust version the README asks for is the one cargo enforces.
+//! `cargo run` at the root runs `elph`, `cargo install --locked --path crates/coding-agent` installs
+//! a binary called `elph`, and the Rust version the README asks for is the one cargo enforces. And
+//! the README opens with the two commands a newcomer runs: install + demo, then the tests.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -80,7 +81,7 @@ async fn cargo_run_at_the_root_runs_elph() {
 async fn the_readme_install_command_installs_elph_with_the_rust_version_cargo_enforces() {
     let metadata = cargo_metadata().await;
     let readme = readme();
-    let install = "cargo install --path crates/coding-agent";
+    let install = "cargo install --locked --path crates/coding-agent";
     assert!(readme.contains(install), "README lacks {install:?}");
     let manifest = workspace_root().join("crates/coding-agent/Cargo.toml");
     let installed = metadata["packages"]
@@ -99,4 +100,48 @@ async fn the_readme_install_command_installs_elph_with_the_rust_version_cargo_en
     for tool in ["a C compiler", "python3"] {
         assert!(readme.contains(tool), "README's prerequisites lack {tool:?}");
     }
+}
+
+/// The commands (not comments, not blank) of the README's first `sh` block.
+fn readme_opening_commands(readme: &str) -> Vec<String> {
+    let block = readme
+        .split("```sh\n")
+        .nth(1)
+        .expect("the README has an sh block")
+        .split("```")
+        .next()
+        .unwrap();
+    block
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with('#'))
+        .map(String::from)
+        .collect()
+}
+
+#[test]
+fn the_readme_opens_with_install_and_demo_then_the_tests_that_ci_runs() {
+    let readme = readme();
+    assert_eq!(
+        readme_opening_commands(&readme),
+        [
+            "cargo install --locked --path crates/coding-agent && examples/demo/run.sh",
+            "cargo test --workspace",
+        ]
+    );
+    assert!(
+        readme.contains("~/.cargo/bin"),
+        "the README says where `elph` is installed"
+    );
+    let ci = std::fs::read_to_string(workspace_root().join(".ci/run")).unwrap();
+    let last = ci
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with('#'))
+        .last()
+        .unwrap();
+    assert_eq!(
+        last, "cargo test --workspace",
+        "CI runs the README's test command"
+    );
 }
