@@ -137,8 +137,7 @@ fn the_readme_opens_with_install_and_demo_then_the_tests_that_ci_runs() {
     let last = ci
         .lines()
         .map(str::trim)
-        .filter(|line| !line.is_empty() && !line.starts_with('#'))
-        .last()
+        .rfind(|line| !line.is_empty() && !line.starts_with('#'))
         .unwrap();
     assert_eq!(
         last, "cargo test --workspace",
