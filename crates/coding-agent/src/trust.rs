@@ -898,7 +898,7 @@ mod tests {
         let home_dir = std::fs::canonicalize(home.path()).unwrap();
         let code = project_in(&home_dir, "code");
         let other = project_in(&home_dir, "other");
-        let store = TrustStore::with_home(config.path(), Some(home_dir.clone()));
+        let store = TrustStore::with_home(config.path(), Some(home_dir));
         std::fs::write(
             store.path(),
             r#"{"default_project_trust": "never", "note": {"keep": [1, 2]},

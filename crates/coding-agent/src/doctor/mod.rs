@@ -320,7 +320,7 @@ pub fn gather(paths: &Paths, sources: &PathSources, path_var: &str) -> Report {
         safety,
         workflows,
         sandbox,
-        diagnostics: set.diagnostics.clone(),
+        diagnostics: set.diagnostics,
         problems,
         summary,
     }

@@ -200,7 +200,7 @@ pub struct RunStats {
 }
 
 impl RunStats {
-    fn of<'a>(runs: impl DoubleEndedIterator<Item = &'a Run> + Clone) -> Self {
+    fn of<'a>(mut runs: impl DoubleEndedIterator<Item = &'a Run> + Clone) -> Self {
         let mut durations = Vec::new();
         let (mut count, mut ok, mut failures, mut timeouts, mut skipped) = (0, 0, 0, 0, 0);
         for run in runs.clone() {
@@ -248,7 +248,7 @@ impl RunStats {
             p95_ms: percentile(&durations, 95),
             recent_failures,
             recent_window: ran.len(),
-            last_run: runs.clone().next_back().and_then(|run| run.time.clone()),
+            last_run: runs.next_back().and_then(|run| run.time.clone()),
             last_failure,
         }
     }

@@ -625,9 +625,9 @@ mod tests {
         std::fs::create_dir_all(project.join(".elph")).unwrap();
         std::fs::create_dir_all(&config_dir).unwrap();
         let paths = Paths {
-            config_dir: config_dir.clone(),
+            config_dir,
             data_dir: root.path().join("data"),
-            project_dir: project.clone(),
+            project_dir: project,
         };
         std::fs::write(
             home_file(&paths),

@@ -135,7 +135,7 @@ impl Reader<'_> {
         match (decision.as_deref(), self.event) {
             (None, _) => {}
             (Some("approve" | "allow"), HookEvent::PreToolUse) => {} // never loosens approval
-            (Some("block" | "deny"), HookEvent::PreToolUse) => self.block(reason.clone()),
+            (Some("block" | "deny"), HookEvent::PreToolUse) => self.block(reason),
             (Some("block"), HookEvent::PostToolUse | HookEvent::PostToolUseFailure) => {
                 if let Some(reason) = &reason {
                     self.feedback.push(reason.clone());
@@ -158,7 +158,7 @@ impl Reader<'_> {
         if !keep_going {
             match self.event {
                 HookEvent::PreToolUse => {
-                    self.block(stop_reason.clone());
+                    self.block(stop_reason);
                     self.out.notes.push(
                         "continue: false ends the whole turn in Claude Code; in Elph preToolUse blocks the call instead"
                             .into(),
@@ -220,7 +220,7 @@ impl Reader<'_> {
         } else {
             match permission.as_deref() {
                 None | Some("allow") => {} // hooks never loosen approval
-                Some("deny") => self.block(permission_reason.clone()),
+                Some("deny") => self.block(permission_reason),
                 Some("ask") => {
                     self.elph.insert("decision".into(), json!("ask"));
                     if let Some(reason) = &permission_reason {
