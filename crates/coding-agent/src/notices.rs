@@ -12,8 +12,12 @@ use elph_agent::hooks::{Dispatch, RunStatus};
 pub enum NoticeKind {
     /// The hook changed something.
     Effect,
-    /// The hook failed or its output was rejected; the operation went on.
+    /// A remark about a run that succeeded (an ignored field, a pipe held open).
     Problem,
+    /// The hook failed, was not run, or its output was rejected: the operation went on without
+    /// it (a guard that failed open) or was stopped (a fail-closed hook). Shown louder than a
+    /// problem: a guard that failed open let something through unchecked.
+    Warning,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -35,11 +39,11 @@ pub fn describe(dispatch: &Dispatch) -> Vec<Notice> {
         };
         match run.status {
             RunStatus::Failed | RunStatus::Skipped => {
-                let cause = run.cause.clone().unwrap_or_else(|| "failed".into());
+                let failure = crate::hooks::host::failure_text(run).unwrap_or_default();
                 notices.push(Notice {
-                    kind: NoticeKind::Problem,
+                    kind: NoticeKind::Warning,
                     hook_id: Some(id.clone()),
-                    text: format!("hook '{id}' ({}) failed open: {cause}", run.event),
+                    text: format!("hook '{id}' ({}) {failure}", run.event),
                 });
                 continue;
             }

@@ -198,7 +198,7 @@ impl Forwarder {
                 for notice in notices::describe(&dispatch) {
                     let mark = match notice.kind {
                         NoticeKind::Effect => HOOK_MARK,
-                        NoticeKind::Problem => HOOK_PROBLEM_MARK,
+                        NoticeKind::Problem | NoticeKind::Warning => HOOK_PROBLEM_MARK,
                     };
                     self.notice(mark, &notice.text);
                 }

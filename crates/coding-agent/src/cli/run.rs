@@ -6,7 +6,7 @@ use std::path::Path;
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use elph_agent::harness::{AgentEvent, TurnResult};
-use elph_agent::hooks::StopStatus;
+use elph_agent::hooks::{Severity, StopStatus};
 use serde_json::json;
 
 use super::exit;
@@ -216,10 +216,14 @@ async fn run_async(
     })
 }
 
+/// A problem with the hook configuration, at the start: the session goes on without what it names.
 fn emit_diagnostic(format: OutputFormat, message: &str) {
     match format {
         OutputFormat::StreamJson => {
-            out_line!("{}", json!({"type": "diagnostic", "message": message}));
+            out_line!(
+                "{}",
+                json!({"type": "diagnostic", "severity": Severity::Warning, "message": message})
+            );
         }
         _ => crate::terminal_text::eprint_line(&format!("elph: {message}")),
     }
@@ -231,15 +235,33 @@ fn print_event(format: OutputFormat, event: &AgentEvent) {
             let mut out = std::io::stdout().lock();
             let _ = serde_json::to_writer(&mut out, event);
             let _ = writeln!(out);
+            // Each diagnostic of a hook run also gets a line of its own, so a consumer that
+            // watches `diagnostic` lines sees a guard that failed open (severity `warning`)
+            // without digging through `hooks` events.
+            if let AgentEvent::Hooks { dispatch } = event {
+                for diagnostic in &dispatch.diagnostics {
+                    let _ = serde_json::to_writer(
+                        &mut out,
+                        &json!({
+                            "type": "diagnostic",
+                            "severity": diagnostic.severity,
+                            "hookId": diagnostic.hook_id,
+                            "event": diagnostic.event,
+                            "message": diagnostic.message,
+                        }),
+                    );
+                    let _ = writeln!(out);
+                }
+            }
             let _ = out.flush();
         }
         OutputFormat::Plain => match event {
             AgentEvent::Hooks { dispatch } => {
                 for notice in notices::describe(dispatch) {
-                    let mark = if notice.kind == NoticeKind::Problem {
-                        "!"
-                    } else {
-                        "•"
+                    let mark = match notice.kind {
+                        NoticeKind::Effect => "•",
+                        NoticeKind::Problem => "!",
+                        NoticeKind::Warning => "! warning:",
                     };
                     crate::terminal_text::eprint_line(&format!("{mark} {}", notice.text));
                 }

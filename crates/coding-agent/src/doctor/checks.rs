@@ -7,7 +7,7 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use elph_agent::hooks::ToolPattern;
+use elph_agent::hooks::{ToolPattern, went_on_unchecked};
 use elph_agent::tools::ToolCatalog;
 use serde::Serialize;
 
@@ -284,18 +284,34 @@ pub fn check_runs(hook: &HookDefinition, stats: &RunStats) -> Vec<Finding> {
         ),
         None => {}
     }
-    if stats.failing() {
-        let last = stats
-            .last_failure
-            .as_ref()
-            .and_then(|failure| failure.cause.as_deref())
-            .map(|cause| format!("; last: {}", first_sentence(cause)))
-            .unwrap_or_default();
-        let tool = if hook.event.is_tool_event() {
-            " --tool NAME"
-        } else {
-            ""
-        };
+    let last = stats
+        .last_failure
+        .as_ref()
+        .and_then(|failure| failure.cause.as_deref())
+        .map(|cause| format!("; last: {}", first_sentence(cause)))
+        .unwrap_or_default();
+    let tool = if hook.event.is_tool_event() {
+        " --tool NAME"
+    } else {
+        ""
+    };
+    let test = format!(
+        "run `elph hooks test {}{tool}` to see its exit code, stderr and outcome",
+        hook.event
+    );
+    // A hook that failed on every recent run does nothing it was written for: a problem, not a ✓.
+    if stats.always_failing() {
+        findings.push(
+            Finding::new(
+                Level::Error,
+                format!(
+                    "failed on every one of its last {} run(s){last}",
+                    stats.recent_window
+                ),
+            )
+            .fix(test.clone()),
+        );
+    } else if stats.failing() {
         findings.push(
             Finding::new(
                 Level::Warning,
@@ -304,9 +320,22 @@ pub fn check_runs(hook: &HookDefinition, stats: &RunStats) -> Vec<Finding> {
                     stats.recent_failures, stats.recent_window
                 ),
             )
+            .fix(test.clone()),
+        );
+    }
+    if stats.failed_open > 0
+        && let Some(went_on) = went_on_unchecked(hook.event)
+    {
+        findings.push(
+            Finding::new(
+                Level::Warning,
+                format!(
+                    "failed open {} time(s) in its last {} runs: each time, {went_on}",
+                    stats.failed_open, stats.count
+                ),
+            )
             .fix(format!(
-                "run `elph hooks test {}{tool}` to see its exit code, stderr and outcome",
-                hook.event
+                "{test}; if it is a guard, set \"failClosed\": true in {source} so that a failure stops what it guards"
             )),
         );
     }

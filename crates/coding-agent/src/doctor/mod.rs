@@ -134,6 +134,10 @@ pub struct HookReport {
     /// The sandbox the hook runs in; absent: unconfined.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<elph_agent::sandbox::SandboxMode>,
+    /// A guard: when it fails, what it guards does not go on.
+    pub fail_closed: bool,
+    pub max_input_bytes: usize,
+    pub max_output_bytes: usize,
     /// The worst of `findings`: `ok`, `info` (disabled), `warning` or `error`.
     pub status: Level,
     pub findings: Vec<Finding>,
@@ -493,6 +497,9 @@ fn hook_report(hook: &HookDefinition, log: &LogRead, catalog: &ToolCatalog, path
         scope: hook.scope,
         enabled: hook.enabled,
         sandbox: hook.sandbox,
+        fail_closed: hook.fail_closed,
+        max_input_bytes: hook.max_input_bytes,
+        max_output_bytes: hook.max_output_bytes,
         status,
         findings,
         recent_runs,

@@ -164,6 +164,23 @@ fn render_hook(out: &mut impl Write, hook: &HookReport) -> io::Result<()> {
         writeln!(out, "      args     {}", args.join(" "))?;
     }
     writeln!(out, "      timeout  {} ms", hook.timeout_ms)?;
+    match elph_agent::hooks::went_on_unchecked(hook.event) {
+        Some(_) if hook.fail_closed => writeln!(
+            out,
+            "      fails    closed (failClosed): if it fails, {}",
+            elph_agent::hooks::runner::FailedClosed::consequence(hook.event)
+        )?,
+        Some(_) => writeln!(
+            out,
+            "      fails    open (the default): if it fails, what it guards goes on without it"
+        )?,
+        None => {}
+    }
+    writeln!(
+        out,
+        "      limits   input {} bytes, output {} bytes",
+        hook.max_input_bytes, hook.max_output_bytes
+    )?;
     if hook.persistent {
         writeln!(
             out,

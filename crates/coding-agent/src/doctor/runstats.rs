@@ -11,6 +11,7 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::time::Duration;
 
+use elph_agent::hooks::{HookEvent, went_on_unchecked};
 use serde::{Deserialize, Serialize};
 
 /// Runs kept per hook: the most recent ones.
@@ -37,6 +38,8 @@ struct Run {
     status: Status,
     timed_out: bool,
     cause: Option<String>,
+    /// A failure of this run let what the hook guards go on without its check.
+    failed_open_guard: bool,
 }
 
 /// One line of the log. Only `hookId`, `durationMs` and `status` are required.
@@ -52,6 +55,11 @@ struct Line {
     timed_out: bool,
     #[serde(default)]
     cause: Option<String>,
+    /// Absent in old lines, or for an event name this version does not know.
+    #[serde(default)]
+    event: Option<String>,
+    #[serde(default)]
+    fail_closed: bool,
 }
 
 impl Line {
@@ -62,6 +70,12 @@ impl Line {
             "skipped" => Status::Skipped,
             _ => return None,
         };
+        let guards = self
+            .event
+            .as_deref()
+            .and_then(|name| name.parse::<HookEvent>().ok())
+            .is_some_and(|event| went_on_unchecked(event).is_some());
+        let failed = status != Status::Ok || self.timed_out;
         Some((
             self.hook_id,
             Run {
@@ -71,6 +85,7 @@ impl Line {
                 // A timed-out run failed, whatever its status field says.
                 timed_out: self.timed_out,
                 cause: self.cause,
+                failed_open_guard: failed && guards && !self.fail_closed,
             },
         ))
     }
@@ -197,6 +212,9 @@ pub struct RunStats {
     pub recent_window: usize,
     pub last_run: Option<String>,
     pub last_failure: Option<LastFailure>,
+    /// Runs that failed or were not run while what the hook guards went on without its check (a
+    /// guard without `failClosed`).
+    pub failed_open: usize,
 }
 
 impl RunStats {
@@ -250,6 +268,7 @@ impl RunStats {
             recent_window: ran.len(),
             last_run: runs.next_back().and_then(|run| run.time.clone()),
             last_failure,
+            failed_open: runs.clone().filter(|run| run.failed_open_guard).count(),
         }
     }
 
@@ -272,6 +291,11 @@ impl RunStats {
     /// Whether the hook keeps failing: at least 3 of its last 5 runs failed.
     pub fn failing(&self) -> bool {
         self.recent_failures >= FAILING_THRESHOLD
+    }
+
+    /// Whether every one of its last runs that ran (up to 5) failed: a hook that never works.
+    pub fn always_failing(&self) -> bool {
+        self.recent_window > 0 && self.recent_failures == self.recent_window
     }
 }
 
@@ -363,6 +387,7 @@ mod tests {
             },
             timed_out: *timed_out,
             cause: Some(format!("cause {i}")),
+            failed_open_guard: false,
         })
         .collect();
         let stats = RunStats::of(runs.iter());

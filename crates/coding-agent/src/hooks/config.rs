@@ -181,16 +181,7 @@ fn matcher_only_on_tool_events(schema: &mut Schema) {
 /// Whether a failure of a hook of `event` has something to stop. Observation-only events run
 /// after the fact, so a fail-closed hook there could only pretend to guard.
 pub fn can_fail_closed(event: HookEvent) -> bool {
-    match event {
-        HookEvent::UserPromptSubmit
-        | HookEvent::BeforeAgent
-        | HookEvent::Context
-        | HookEvent::PreToolUse
-        | HookEvent::PostToolUse
-        | HookEvent::PostToolUseFailure
-        | HookEvent::PreCompact => true,
-        HookEvent::SessionStart | HookEvent::PostCompact | HookEvent::Stop | HookEvent::SessionEnd => false,
-    }
+    elph_agent::hooks::went_on_unchecked(event).is_some()
 }
 
 fn fail_closed_events() -> String {

@@ -18,9 +18,10 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use elph_agent::hooks::limits::MAX_TIMEOUT;
+use elph_agent::hooks::runner::FailedClosed;
 use elph_agent::hooks::{
     BeforeAgentOutcome, ChainFlow, Dispatch, HookDiagnostic, HookEvent, HookOutcome, HookPayload, HookRun,
-    HookRunner, ProcessExit, Ran, Reducer, RunStatus, parse_stdout,
+    HookRunner, ProcessExit, Ran, Reducer, RunStatus, Severity, parse_stdout,
 };
 
 use elph_agent::sandbox::SandboxPolicy;
@@ -411,22 +412,48 @@ pub(crate) fn failure_cause(hook: &HookDefinition, ending: Ending) -> String {
     }
 }
 
-/// The diagnostics one run leaves: its failure (with up to 1 KiB of stderr) and every note.
+/// The diagnostics one run leaves: its failure (see [`failure_text`]) and every note.
 pub fn diagnostics_of(run: &HookRun) -> Vec<HookDiagnostic> {
-    let diagnostic = |message: String| HookDiagnostic {
+    let diagnostic = |severity: Severity, message: String| HookDiagnostic {
         hook_id: Some(run.hook_id.clone()),
         event: run.event,
+        severity,
         message,
     };
-    let mut diagnostics = Vec::new();
-    if let Some(cause) = &run.cause {
-        let message = if run.status == RunStatus::Failed && !run.stderr_tail().is_empty() {
-            format!("{cause}; stderr: {}", run.stderr_tail())
-        } else {
-            cause.clone()
-        };
-        diagnostics.push(diagnostic(message));
-    }
-    diagnostics.extend(run.notes.iter().cloned().map(diagnostic));
+    let mut diagnostics: Vec<HookDiagnostic> = failure_text(run)
+        .map(|message| diagnostic(run.severity(), message))
+        .into_iter()
+        .collect();
+    diagnostics.extend(
+        run.notes
+            .iter()
+            .cloned()
+            .map(|note| diagnostic(Severity::Note, note)),
+    );
     diagnostics
+}
+
+/// What a failed or skipped run did to the operation, in words, with its cause and up to 1 KiB of
+/// its stderr: "failed open, so the tool call went ahead without its check: …" for a guard that
+/// failed open, "failed closed, so the tool call is blocked: …" for a fail-closed hook, "failed: …"
+/// on an observation-only event. `None` for a run that succeeded.
+pub fn failure_text(run: &HookRun) -> Option<String> {
+    if run.status == RunStatus::Ok {
+        return None;
+    }
+    let cause = run.cause.as_deref().unwrap_or("it did not finish");
+    let mut text = if let Some(went_on) = run.failed_open_guard() {
+        format!("failed open, so {went_on}: {cause}")
+    } else if run.fail_closed {
+        format!(
+            "failed closed, so {}: {cause}",
+            FailedClosed::consequence(run.event)
+        )
+    } else {
+        format!("failed: {cause}")
+    };
+    if !run.stderr_tail().is_empty() {
+        text = format!("{text}; stderr: {}", run.stderr_tail());
+    }
+    Some(text)
 }

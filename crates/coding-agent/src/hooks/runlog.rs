@@ -31,6 +31,10 @@ pub struct RunLogEntry {
     /// `ok`, `failed` or `skipped`.
     pub status: String,
     pub cause: Option<String>,
+    /// The hook is fail-closed: a failure stopped what it guards instead of letting it go on.
+    /// (Absent in lines written before the field existed: those hooks failed open.)
+    #[serde(default)]
+    pub fail_closed: bool,
 }
 
 impl RunLogEntry {
@@ -51,6 +55,7 @@ impl RunLogEntry {
             }
             .into(),
             cause: run.cause.clone(),
+            fail_closed: run.fail_closed,
         }
     }
 }

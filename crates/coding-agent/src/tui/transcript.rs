@@ -98,6 +98,10 @@ pub fn level_style(level: Level) -> (&'static str, Style) {
         Level::Info => ("· ", dim()),
         Level::Effect => ("◆ ", Style::default().fg(Color::Magenta)),
         Level::Problem => ("! ", Style::default().fg(Color::Yellow)),
+        Level::Warning => (
+            "⚠ ",
+            Style::default().fg(Color::Yellow).add_modifier(Modifier::BOLD),
+        ),
         Level::Error => ("✗ ", Style::default().fg(Color::Red)),
     }
 }

@@ -17,8 +17,10 @@ pub enum Level {
     Info,
     /// A hook changed something.
     Effect,
-    /// A hook failed or a configuration problem; the operation went on.
+    /// A configuration problem or a remark about a hook run; the operation went on.
     Problem,
+    /// A hook failed: a guard that failed open let the operation go on without its check.
+    Warning,
     Error,
 }
 

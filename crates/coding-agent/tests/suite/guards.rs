@@ -81,6 +81,11 @@ async fn a_write_too_big_for_the_guard_is_blocked_only_when_the_guard_fails_clos
         "{results:?}"
     );
     assert!(results[0].contains("input limit"), "{results:?}");
+    assert!(
+        stderr(&output).contains("hook 'no-writes' (preToolUse) failed closed, so the tool call is blocked"),
+        "{}",
+        stderr(&output)
+    );
 
     // The same guard failing open: the write happens, and the skip is reported.
     let (output, _server) =
@@ -89,6 +94,14 @@ async fn a_write_too_big_for_the_guard_is_blocked_only_when_the_guard_fails_clos
     assert_eq!(
         std::fs::read_to_string(env.project.join(".env")).unwrap().len(),
         big.len()
+    );
+    assert!(
+        stderr(&output).contains(
+            "! warning: hook 'no-writes' (preToolUse) failed open, so the tool call went ahead without \
+             its check: not run: its payload is"
+        ),
+        "{}",
+        stderr(&output)
     );
     assert!(
         stderr(&output).contains("over its 131072-byte input limit"),

@@ -14,6 +14,7 @@ mod docs_examples;
 mod doctor;
 mod first_hour_cli;
 mod guards;
+mod guards_loud;
 mod herdr;
 mod hooks_test_cli;
 mod hooks_validate_cli;

@@ -151,6 +151,7 @@ mod tests {
                 diagnostics: vec![HookDiagnostic {
                     hook_id: Some("command".into()),
                     event,
+                    severity: crate::hooks::Severity::Note,
                     message: "ran".into(),
                 }],
             }

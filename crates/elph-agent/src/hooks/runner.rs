@@ -102,6 +102,63 @@ impl HookRun {
             .as_ref()
             .map_or("", |process| process.stderr_tail.as_str())
     }
+
+    /// How loudly a failure of this run must be reported: a fail-closed hook that failed stopped
+    /// what it guards (`Error`); any other failure is a `Warning`, since the operation went on
+    /// without the hook. A run that succeeded has only notes.
+    pub fn severity(&self) -> Severity {
+        match self.status {
+            RunStatus::Ok => Severity::Note,
+            RunStatus::Failed | RunStatus::Skipped if self.fail_closed => Severity::Error,
+            RunStatus::Failed | RunStatus::Skipped => Severity::Warning,
+        }
+    }
+
+    /// For a guard that failed open (it failed, it is not fail-closed, and its event guards
+    /// something): what went on without its check.
+    pub fn failed_open_guard(&self) -> Option<&'static str> {
+        (self.severity() == Severity::Warning)
+            .then(|| went_on_unchecked(self.event))
+            .flatten()
+    }
+}
+
+/// How serious a diagnostic is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Severity {
+    /// A remark that changed nothing (an ignored field, a pipe held open).
+    Note,
+    /// A hook failed open: the operation went on as if it had printed nothing.
+    Warning,
+    /// A fail-closed hook failed: the operation it guards was stopped.
+    Error,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Note => "note",
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        }
+    }
+}
+
+/// What goes on without a hook of `event` that fails open; `None` for observation-only events,
+/// whose hooks run after the fact and guard nothing (so they cannot be fail-closed either).
+pub fn went_on_unchecked(event: HookEvent) -> Option<&'static str> {
+    match event {
+        HookEvent::PreToolUse => Some("the tool call went ahead without its check"),
+        HookEvent::UserPromptSubmit | HookEvent::BeforeAgent | HookEvent::Context => {
+            Some("the model request was sent without its check")
+        }
+        HookEvent::PostToolUse | HookEvent::PostToolUseFailure => {
+            Some("the tool's result reached the model without its check")
+        }
+        HookEvent::PreCompact => Some("compaction went ahead without its check"),
+        HookEvent::SessionStart | HookEvent::PostCompact | HookEvent::Stop | HookEvent::SessionEnd => None,
+    }
 }
 
 /// Something a person should know about a hook run.
@@ -110,6 +167,7 @@ impl HookRun {
 pub struct HookDiagnostic {
     pub hook_id: Option<String>,
     pub event: HookEvent,
+    pub severity: Severity,
     pub message: String,
 }
 

@@ -287,6 +287,7 @@ impl App {
             let level = match notice.kind {
                 NoticeKind::Effect => Level::Effect,
                 NoticeKind::Problem => Level::Problem,
+                NoticeKind::Warning => Level::Warning,
             };
             let attach = dispatch.event.is_tool_event();
             match self.active_tool().filter(|_| attach) {
