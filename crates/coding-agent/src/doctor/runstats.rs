@@ -256,6 +256,8 @@ impl RunStats {
                 timed_out: run.timed_out,
                 cause: run.cause.clone(),
             });
+        // Counted before `last_run` below takes the last run off `runs`.
+        let failed_open = runs.clone().filter(|run| run.failed_open_guard).count();
         RunStats {
             count,
             ok,
@@ -268,7 +270,7 @@ impl RunStats {
             recent_window: ran.len(),
             last_run: runs.next_back().and_then(|run| run.time.clone()),
             last_failure,
-            failed_open: runs.clone().filter(|run| run.failed_open_guard).count(),
+            failed_open,
         }
     }
 
@@ -387,7 +389,7 @@ mod tests {
             },
             timed_out: *timed_out,
             cause: Some(format!("cause {i}")),
-            failed_open_guard: false,
+            failed_open_guard: *status == "failed",
         })
         .collect();
         let stats = RunStats::of(runs.iter());
@@ -402,6 +404,7 @@ mod tests {
             (5, 1, 3, 1, 1)
         );
         assert_eq!((stats.recent_failures, stats.recent_window), (3, 4));
+        assert_eq!(stats.failed_open, 2, "the last run counts too");
         assert!(stats.failing());
         assert_eq!(
             stats.last_failure.as_ref().unwrap().cause.as_deref(),
