@@ -80,12 +80,12 @@ fn writable_root(entry: &str) -> anyhow::Result<PathBuf> {
 /// provider's key variable (built in and custom) excluded.
 pub fn shell_env_policy(paths: &Paths, settings: &Settings) -> ShellEnvPolicy {
     let mut provider_key_vars = vec![
-        elph_ai::openai::API_KEY_ENV.to_string(),
-        elph_ai::anthropic::API_KEY_ENV.to_string(),
+        elph_ai::OPENAI_API_KEY_ENV.to_string(),
+        elph_ai::ANTHROPIC_API_KEY_ENV.to_string(),
     ];
     // A catalog that does not load is reported where the provider is chosen; its keys that did
     // parse are still excluded here.
-    if let Ok(catalog) = elph_ai::catalog::Catalog::load(&paths.config_dir) {
+    if let Ok(catalog) = elph_ai::Catalog::load(&paths.config_dir) {
         provider_key_vars.extend(
             catalog
                 .providers()

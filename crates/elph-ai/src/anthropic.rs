@@ -14,11 +14,12 @@ use crate::provider::{
     Provider, ProviderError, Request, StopReason, StreamEvent, Turn, Usage, provider_schema,
 };
 
-pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
+pub(crate) const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
+/// The environment variable the Anthropic key is read from.
 pub const API_KEY_ENV: &str = "ANTHROPIC_API_KEY";
-pub const BASE_URL_ENV: &str = "ANTHROPIC_BASE_URL";
-pub const API_VERSION: &str = "2023-06-01";
-pub const DEFAULT_MAX_TOKENS: u32 = 8192;
+pub(crate) const BASE_URL_ENV: &str = "ANTHROPIC_BASE_URL";
+pub(crate) const API_VERSION: &str = "2023-06-01";
+pub(crate) const DEFAULT_MAX_TOKENS: u32 = 8192;
 
 /// A Messages API model.
 #[derive(Debug)]
@@ -28,6 +29,7 @@ pub struct AnthropicProvider {
 }
 
 impl AnthropicProvider {
+    /// An adapter for `config`; fails only if the HTTP client cannot be set up.
     pub fn new(config: HttpProviderConfig) -> Result<Self, ProviderError> {
         let endpoint = SseEndpoint::new(
             &config,

@@ -13,14 +13,16 @@ use serde::{Deserialize, Serialize};
 use crate::provider::{DEFAULT_CONTEXT_WINDOW, ProviderError};
 
 /// Provider names that are built in and cannot be redefined by a file.
-pub const BUILTIN_PROVIDERS: [&str; 3] = ["openai", "anthropic", "scripted"];
+pub(crate) const BUILTIN_PROVIDERS: [&str; 3] = ["openai", "anthropic", "scripted"];
 
 /// The wire format a custom provider speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum WireApi {
     #[serde(rename = "openai-chat")]
+    /// OpenAI's chat completions (`openai-chat`).
     OpenAiChat,
     #[serde(rename = "anthropic-messages")]
+    /// Anthropic's messages (`anthropic-messages`).
     AnthropicMessages,
 }
 
@@ -28,13 +30,17 @@ pub enum WireApi {
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ProviderDef {
+    /// The name used in `PROVIDER/MODEL`.
     pub name: String,
+    /// The wire format it speaks.
     pub api: WireApi,
+    /// Where requests go (for OpenAI-compatible servers, up to and including `/v1`).
     pub base_url: String,
     /// The environment variable holding the key; none for servers that need no key.
     #[serde(default)]
     pub api_key_env: Option<String>,
     #[serde(default)]
+    /// Models with known context windows.
     pub models: Vec<ModelDef>,
     /// The file it was read from.
     #[serde(skip)]
@@ -151,17 +157,19 @@ impl Catalog {
         Ok(catalog)
     }
 
+    /// The provider defined under this name, if any.
     pub fn get(&self, name: &str) -> Option<&ProviderDef> {
         self.providers.iter().find(|p| p.name == name)
     }
 
+    /// Every provider defined, in file-name order.
     pub fn providers(&self) -> &[ProviderDef] {
         &self.providers
     }
 }
 
 /// `config_dir/providers`.
-pub fn providers_dir(config_dir: &Path) -> PathBuf {
+pub(crate) fn providers_dir(config_dir: &Path) -> PathBuf {
     config_dir.join("providers")
 }
 
@@ -184,7 +192,7 @@ fn load_file(path: &Path) -> Result<ProviderDef, ProviderError> {
 }
 
 /// Context windows of well-known model families; [`DEFAULT_CONTEXT_WINDOW`] for the rest.
-pub fn known_context_window(model: &str) -> u64 {
+pub(crate) fn known_context_window(model: &str) -> u64 {
     let model = model.rsplit('/').next().unwrap_or(model);
     let table: [(&str, u64); 7] = [
         ("claude-", 200_000),

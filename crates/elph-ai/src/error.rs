@@ -7,10 +7,15 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// What replaces a secret wherever one would have appeared.
-pub const REDACTED: &str = "[REDACTED]";
+pub(crate) const REDACTED: &str = "[REDACTED]";
 
+/// Every way a model call or a model selection can fail; the message names the provider and the cause.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 #[non_exhaustive]
+#[expect(
+    missing_docs,
+    reason = "each variant's fields are the words of its #[error] message"
+)]
 pub enum ProviderError {
     /// The environment variable that should hold the API key is unset or empty.
     #[error("{var} is not set; export it, or use --model scripted/PATH to run offline")]
@@ -205,7 +210,7 @@ impl ProviderError {
 }
 
 /// `text` with every occurrence of `secret` replaced by `[REDACTED]`.
-pub fn redact_text(text: &str, secret: &str) -> String {
+pub(crate) fn redact_text(text: &str, secret: &str) -> String {
     if secret.is_empty() {
         text.to_string()
     } else {

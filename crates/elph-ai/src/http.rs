@@ -27,6 +27,7 @@ const MAX_MESSAGE_CHARS: usize = 2_000;
 pub struct ApiKey(String);
 
 impl ApiKey {
+    /// Wraps a key (kept out of `Debug`).
     pub fn new(key: impl Into<String>) -> Self {
         ApiKey(key.into())
     }
@@ -47,17 +48,22 @@ impl fmt::Debug for ApiKey {
 pub struct HttpProviderConfig {
     /// "openai", "anthropic", or a catalog name.
     pub provider_name: String,
+    /// The model id sent with each request.
     pub model: String,
     /// For OpenAI-compatible servers, the URL up to and including `/v1`; for Anthropic, the host.
     pub base_url: String,
+    /// The key, if the server needs one.
     pub api_key: Option<ApiKey>,
     /// Where the key came from, named in authentication errors ("check the API key in …").
     pub api_key_env: Option<String>,
+    /// The model's context window in tokens.
     pub context_window: u64,
+    /// When and how long to retry.
     pub retry: RetryPolicy,
 }
 
 impl HttpProviderConfig {
+    /// A config with no key, the default context window and the default retries.
     pub fn new(
         provider_name: impl Into<String>,
         model: impl Into<String>,
@@ -74,21 +80,25 @@ impl HttpProviderConfig {
         }
     }
 
+    /// Sends this key.
     pub fn with_api_key(mut self, key: impl Into<String>) -> Self {
         self.api_key = Some(ApiKey::new(key));
         self
     }
 
+    /// Names the variable the key came from (for error messages).
     pub fn with_api_key_env(mut self, var: impl Into<String>) -> Self {
         self.api_key_env = Some(var.into());
         self
     }
 
+    /// Sets the context window in tokens.
     pub fn with_context_window(mut self, tokens: u64) -> Self {
         self.context_window = tokens;
         self
     }
 
+    /// Sets the retry policy.
     pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
         self.retry = retry;
         self

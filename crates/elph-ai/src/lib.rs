@@ -1,29 +1,35 @@
-//! Model providers for Elph: one streaming `Provider` trait and its adapters.
+//! Model providers for Elph: one streaming [`Provider`] trait and its adapters.
 //!
-//! - [`provider`]: the trait, requests, stream events, turns.
-//! - [`openai`], [`anthropic`]: the two HTTP wire formats (server-sent events), over [`http`].
-//! - [`scripted`]: an offline provider that plays a JSON script.
-//! - [`retry`]: when and how long to retry.
-//! - [`catalog`], [`select`]: custom providers and choosing the model.
+//! The public surface is what the harness and the `elph` binary use, re-exported here; the modules
+//! behind it are private:
+//!
+//! - the trait and its data: [`Provider`], [`Request`], [`StreamEvent`], [`Turn`], [`ToolSpec`],
+//!   [`StopReason`], [`Usage`], and the conversation in [`messages`];
+//! - the two HTTP wire formats (server-sent events): [`OpenAiProvider`], [`AnthropicProvider`],
+//!   configured by [`HttpProviderConfig`] and retried by [`RetryPolicy`];
+//! - [`ScriptedProvider`]: an offline provider that plays a JSON script;
+//! - custom providers and choosing the model: [`Catalog`], [`resolve`], [`ModelSelection`];
+//! - every failure: [`ProviderError`].
+#![warn(unreachable_pub, missing_docs)]
 
-pub mod anthropic;
-pub mod catalog;
-pub mod error;
-pub mod http;
+mod anthropic;
+mod catalog;
+mod error;
+mod http;
 pub mod messages;
-pub mod openai;
-pub mod provider;
-pub mod retry;
-pub mod scripted;
-pub mod select;
+mod openai;
+mod provider;
+mod retry;
+mod scripted;
+mod select;
 mod tls;
 
-pub use anthropic::AnthropicProvider;
+pub use anthropic::{API_KEY_ENV as ANTHROPIC_API_KEY_ENV, AnthropicProvider};
 pub use catalog::{Catalog, ProviderDef, WireApi};
 pub use error::ProviderError;
 pub use http::{ApiKey, HttpProviderConfig};
 pub use messages::{Content, ContentBlock, Message, ToolCall};
-pub use openai::OpenAiProvider;
+pub use openai::{API_KEY_ENV as OPENAI_API_KEY_ENV, OpenAiProvider};
 pub use provider::{Provider, Request, StopReason, StreamEvent, ToolSpec, Turn, Usage};
 pub use retry::RetryPolicy;
 pub use scripted::ScriptedProvider;

@@ -8,29 +8,40 @@ use serde_json::Value;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "lowercase", rename_all_fields = "camelCase")]
 pub enum Message {
+    /// What the user (or a hook on their behalf) said.
     User {
+        /// The text or blocks.
         content: Content,
     },
+    /// What the model answered.
     Assistant {
+        /// The text or blocks.
         content: Content,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        /// The tools it asked to call, in order.
         tool_calls: Vec<ToolCall>,
     },
+    /// A tool's result, answering one call.
     Tool {
+        /// The call it answers (`ToolCall::id`).
         tool_call_id: String,
+        /// The result.
         content: Content,
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        /// Whether the tool failed.
         is_error: bool,
     },
 }
 
 impl Message {
+    /// A user message of plain text.
     pub fn user(text: impl Into<String>) -> Self {
         Message::User {
             content: Content::Text(text.into()),
         }
     }
 
+    /// An assistant message of plain text and its tool calls.
     pub fn assistant(text: impl Into<String>, tool_calls: Vec<ToolCall>) -> Self {
         Message::Assistant {
             content: Content::Text(text.into()),
@@ -38,6 +49,7 @@ impl Message {
         }
     }
 
+    /// A tool result of blocks.
     pub fn tool_result(tool_call_id: impl Into<String>, content: Vec<ContentBlock>, is_error: bool) -> Self {
         Message::Tool {
             tool_call_id: tool_call_id.into(),
@@ -46,6 +58,7 @@ impl Message {
         }
     }
 
+    /// `user`, `assistant` or `tool`.
     pub fn role(&self) -> &'static str {
         match self {
             Message::User { .. } => "user",
@@ -54,6 +67,7 @@ impl Message {
         }
     }
 
+    /// The message's content, whatever its role.
     pub fn content(&self) -> &Content {
         match self {
             Message::User { content }
@@ -67,7 +81,9 @@ impl Message {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum Content {
+    /// A plain string.
     Text(String),
+    /// A list of blocks.
     Blocks(Vec<ContentBlock>),
 }
 
@@ -101,11 +117,22 @@ impl Content {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
 pub enum ContentBlock {
-    Text { text: String },
-    Image { data: String, mime_type: String },
+    /// Text.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// An image, inline.
+    Image {
+        /// The image, base64-encoded.
+        data: String,
+        /// Its type, such as `image/png`.
+        mime_type: String,
+    },
 }
 
 impl ContentBlock {
+    /// A text block.
     pub fn text(text: impl Into<String>) -> Self {
         ContentBlock::Text { text: text.into() }
     }
@@ -114,8 +141,11 @@ impl ContentBlock {
 /// A tool call requested by the model.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ToolCall {
+    /// The provider's id for the call; the result names it.
     pub id: String,
+    /// The tool's name.
     pub name: String,
+    /// The input, as the model wrote it.
     pub input: Value,
 }
 

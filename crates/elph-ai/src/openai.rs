@@ -14,9 +14,10 @@ use crate::provider::{
     Provider, ProviderError, Request, StopReason, StreamEvent, Turn, Usage, provider_schema,
 };
 
-pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+pub(crate) const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+/// The environment variable the OpenAI key is read from.
 pub const API_KEY_ENV: &str = "OPENAI_API_KEY";
-pub const BASE_URL_ENV: &str = "OPENAI_BASE_URL";
+pub(crate) const BASE_URL_ENV: &str = "OPENAI_BASE_URL";
 
 /// A Chat Completions model.
 #[derive(Debug)]
@@ -26,6 +27,7 @@ pub struct OpenAiProvider {
 }
 
 impl OpenAiProvider {
+    /// An adapter for `config`; fails only if the HTTP client cannot be set up.
     pub fn new(config: HttpProviderConfig) -> Result<Self, ProviderError> {
         let endpoint = SseEndpoint::new(
             &config,

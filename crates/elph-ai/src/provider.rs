@@ -2,17 +2,19 @@
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::error::ProviderError;
+pub(crate) use crate::error::ProviderError;
 use crate::messages::{Message, ToolCall};
 
 /// Context window assumed when neither the catalog nor the built-in table knows the model.
-pub const DEFAULT_CONTEXT_WINDOW: u64 = 128_000;
+pub(crate) const DEFAULT_CONTEXT_WINDOW: u64 = 128_000;
 
 /// A tool the model may call.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolSpec {
+    /// The name the model calls it by.
     pub name: String,
+    /// What it does, for the model.
     pub description: String,
     /// A JSON Schema object for the tool's input.
     pub input_schema: serde_json::Value,
@@ -21,8 +23,11 @@ pub struct ToolSpec {
 /// One model turn's worth of input.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Request {
+    /// The system prompt.
     pub system_prompt: String,
+    /// The conversation so far.
     pub messages: Vec<Message>,
+    /// The tools the model may call.
     pub tools: Vec<ToolSpec>,
     /// Output token limit; adapters use their own default when `None`.
     pub max_tokens: Option<u32>,
@@ -31,9 +36,11 @@ pub struct Request {
 /// Something that arrived while a turn was streaming.
 #[derive(Clone, Debug, PartialEq)]
 pub enum StreamEvent {
+    /// A piece of the answer's text.
     TextDelta(String),
     /// Emitted once the call is complete (its input fully received).
     ToolCall(ToolCall),
+    /// Token counts, when the server reports them.
     Usage(Usage),
 }
 
@@ -41,14 +48,18 @@ pub enum StreamEvent {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Usage {
+    /// Tokens read.
     pub input_tokens: u64,
+    /// Tokens written.
     pub output_tokens: u64,
 }
 
 /// Why the model stopped.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum StopReason {
+    /// The model finished its answer.
     EndTurn,
+    /// The model asked for tool calls.
     ToolUse,
     /// The output token limit cut the answer short (OpenAI `length`, Anthropic `max_tokens`).
     MaxTokens,
@@ -59,6 +70,7 @@ pub enum StopReason {
     /// A long server-side turn was paused; sending the conversation back continues it (Anthropic
     /// `pause_turn`).
     PauseTurn,
+    /// A reason this code does not know, as the server named it.
     Other(String),
 }
 
@@ -97,7 +109,7 @@ impl StopReason {
 
 /// Removes the top-level `$schema` keyword from a tool's input schema: it describes the document,
 /// not the input, and strict or OpenAI-compatible servers may refuse a schema that carries it.
-pub fn provider_schema(schema: &serde_json::Value) -> serde_json::Value {
+pub(crate) fn provider_schema(schema: &serde_json::Value) -> serde_json::Value {
     match schema {
         serde_json::Value::Object(map) if map.contains_key("$schema") => {
             let mut map = map.clone();
@@ -111,9 +123,13 @@ pub fn provider_schema(schema: &serde_json::Value) -> serde_json::Value {
 /// A finished model turn, assembled from the stream.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Turn {
+    /// The answer's text.
     pub text: String,
+    /// The tool calls it asked for.
     pub tool_calls: Vec<ToolCall>,
+    /// Token counts, if reported.
     pub usage: Option<Usage>,
+    /// Why it stopped.
     pub stop_reason: StopReason,
 }
 
@@ -122,6 +138,7 @@ pub struct Turn {
 pub trait Provider: Send + Sync {
     /// "openai", "anthropic", "scripted", or a catalog name
     fn provider_name(&self) -> &str;
+    /// The model id.
     fn model_id(&self) -> &str;
     /// tokens; from the catalog, else a sane default (128_000)
     fn context_window(&self) -> u64;

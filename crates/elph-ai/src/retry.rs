@@ -62,7 +62,7 @@ impl RetryPolicy {
 }
 
 /// Parses a `Retry-After` header given in seconds (the HTTP-date form is not used by model APIs).
-pub fn parse_retry_after(value: &str) -> Option<Duration> {
+pub(crate) fn parse_retry_after(value: &str) -> Option<Duration> {
     let value = value.trim();
     if let Ok(seconds) = value.parse::<u64>() {
         return Some(Duration::from_secs(seconds));

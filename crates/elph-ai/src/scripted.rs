@@ -126,6 +126,7 @@ impl ScriptedProvider {
         })
     }
 
+    /// The script file it plays.
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -226,7 +227,7 @@ impl Provider for ScriptedProvider {
 }
 
 /// Splits text after each run of whitespace, keeping the whitespace: "a b  c" → "a ", "b  ", "c".
-pub fn text_chunks(text: &str) -> Vec<&str> {
+pub(crate) fn text_chunks(text: &str) -> Vec<&str> {
     let mut chunks = Vec::new();
     let mut start = 0;
     let mut in_space = false;

@@ -15,7 +15,9 @@ use crate::scripted::ScriptedProvider;
 /// Where a model string came from; named in errors.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ModelOrigin {
+    /// `--model`.
     Flag,
+    /// `ELPH_MODEL`.
     Env,
     /// `model` in this settings file.
     Settings(PathBuf),
@@ -34,7 +36,9 @@ impl fmt::Display for ModelOrigin {
 /// A parsed `PROVIDER/MODEL`. For `scripted/PATH` the model is the path, slashes and all.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ModelSelection {
+    /// The provider name before the first '/'.
     pub provider: String,
+    /// The model id after it (for `scripted`, the script path).
     pub model: String,
 }
 
@@ -55,6 +59,7 @@ impl ModelSelection {
         })
     }
 
+    /// Whether it names the offline scripted provider.
     pub fn is_scripted(&self) -> bool {
         self.provider == "scripted"
     }
@@ -67,12 +72,12 @@ impl fmt::Display for ModelSelection {
 }
 
 /// `CONFIG_DIR/settings.json`.
-pub fn settings_path(config_dir: &Path) -> PathBuf {
+pub(crate) fn settings_path(config_dir: &Path) -> PathBuf {
     config_dir.join("settings.json")
 }
 
 /// The first model string that is set and non-empty: flag, then `ELPH_MODEL`, then settings.
-pub fn choose<'a>(
+pub(crate) fn choose<'a>(
     flag: Option<&'a str>,
     env_model: Option<&'a str>,
     settings_model: Option<&'a str>,
@@ -104,7 +109,7 @@ pub fn resolve(
 
 /// Builds the provider for a selection. A relative `scripted/PATH` from settings.json is taken
 /// relative to CONFIG_DIR; from the flag or `ELPH_MODEL`, relative to the current directory.
-pub fn build(
+pub(crate) fn build(
     selection: &ModelSelection,
     origin: &ModelOrigin,
     config_dir: &Path,

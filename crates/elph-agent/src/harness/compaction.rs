@@ -1,7 +1,7 @@
 //! Compaction: summarize the older part of the transcript through the provider, keep the recent part
 //! verbatim, and let preCompact cancel it or change its instructions.
 
-use elph_ai::provider::{Request, StreamEvent};
+use elph_ai::{Request, StreamEvent};
 use tokio_util::sync::CancellationToken;
 
 use super::transcript::Entry;

@@ -12,7 +12,7 @@ use crate::hooks::HookEvent;
 use crate::hooks::StopStatus;
 use crate::hooks::runner::Dispatch;
 use crate::messages::{ContentBlock, ToolCall};
-use elph_ai::provider::Usage;
+use elph_ai::Usage;
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "camelCase", rename_all_fields = "camelCase")]

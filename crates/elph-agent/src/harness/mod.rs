@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use elph_ai::provider::{Provider, Request, StopReason, StreamEvent, Usage};
+use elph_ai::{Provider, Request, StopReason, StreamEvent, Usage};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
@@ -557,7 +557,7 @@ impl AgentHarness {
     }
 
     /// The tools the model is offered in the current mode.
-    pub fn offered_tools(&self) -> Vec<elph_ai::provider::ToolSpec> {
+    pub fn offered_tools(&self) -> Vec<elph_ai::ToolSpec> {
         match self.config.mode {
             AgentMode::Build => self.tools.specs(),
             AgentMode::Plan => self.tools.specs_where(|tool| tool.offered_in_plan_mode()),

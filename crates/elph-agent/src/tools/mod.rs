@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use elph_ai::provider::ToolSpec;
+use elph_ai::ToolSpec;
 use serde_json::Value;
 
 use crate::messages::ContentBlock;

@@ -15,7 +15,7 @@ use elph_agent::policy::FilePolicy;
 use elph_agent::tools::ToolCatalog;
 use elph_ai::ProviderError;
 use elph_ai::ScriptedProvider;
-use elph_ai::provider::{Provider, Request, StreamEvent, Turn};
+use elph_ai::{Provider, Request, StreamEvent, Turn};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
