@@ -437,3 +437,71 @@ async fn a_hundred_hooks_adding_32_kib_each_stay_under_the_total_cap() {
     assert!(output.status.success(), "{}", stderr(&output));
     assert_eq!(server.requests()[0].to_string().matches(&chunk).count(), 2);
 }
+
+#[tokio::test]
+async fn a_post_tool_image_block_with_bad_data_or_type_is_rejected_and_under_fail_closed_withholds_the_result()
+ {
+    let cases = [
+        ("iVBORw0KGgo=", "image/png", true),
+        ("not base64!", "image/png", false),
+        ("iVBORw0KGgo=", "image/svg+xml", false),
+    ];
+    for (data, mime, valid) in cases {
+        for fail_closed in [false, true] {
+            let env = TestEnv::new();
+            std::fs::write(env.project.join("notes.txt"), "original-result-text").unwrap();
+            let outcome = json!({"content": [{"type": "image", "data": data, "mime_type": mime}]});
+            std::fs::write(env.root.path().join("outcome.json"), outcome.to_string()).unwrap();
+            let hook = script(
+                &env,
+                "image.sh",
+                &format!(
+                    "cat >/dev/null; cat '{}'",
+                    env.root.path().join("outcome.json").display()
+                ),
+            );
+            env.write_home_hooks(&json!({"hooks": [{
+                "id": "screenshot",
+                "event": "postToolUse",
+                "matcher": {"toolNames": ["read_file"]},
+                "command": hook.display().to_string(),
+                "failClosed": fail_closed,
+            }]}));
+            let server = FakeModelServer::start(Wire::OpenAi).await;
+            server.enqueue(FakeReply::tool_call("read_file", json!({"path": "notes.txt"})));
+            server.enqueue(FakeReply::text("done"));
+            let output = run_elph(&env, &server, &["read it"]).await;
+            assert!(output.status.success(), "{}", stderr(&output));
+            let last_request = server.requests().last().unwrap().to_string();
+            let results = tool_results(&server);
+            let case = format!("{data} {mime} failClosed={fail_closed}");
+            if valid {
+                assert!(last_request.contains(data), "{case}: {last_request}");
+                assert!(
+                    !results[0].contains("original-result-text"),
+                    "{case}: {results:?}"
+                );
+                continue;
+            }
+            let err = stderr(&output);
+            assert!(
+                err.contains("content[0] is not a valid image block"),
+                "{case}: {err}"
+            );
+            assert!(
+                !last_request.contains(data),
+                "{case}: the bad image reached the model"
+            );
+            if fail_closed {
+                assert!(results[0].contains("result is withheld"), "{case}: {results:?}");
+                assert!(
+                    !results[0].contains("original-result-text"),
+                    "{case}: {results:?}"
+                );
+            } else {
+                assert!(err.contains("! warning: hook 'screenshot'"), "{case}: {err}");
+                assert!(results[0].contains("original-result-text"), "{case}: {results:?}");
+            }
+        }
+    }
+}

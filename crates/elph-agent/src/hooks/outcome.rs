@@ -44,7 +44,12 @@ pub enum OutcomeError {
     InvalidMessages(String),
     #[error("{field} is {bytes} bytes; at most {limit} bytes may reach the model from one outcome", limit = MAX_RETURNED_CONTEXT_BYTES)]
     TooLarge { field: String, bytes: usize },
+    #[error("{at} is not a valid image block: {reason}")]
+    InvalidImage { at: String, reason: String },
 }
+
+/// The image types every provider accepts in a content block.
+pub const IMAGE_MIME_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
 
 /// The fields an event honours, as written in JSON: the fields of its outcome type.
 pub fn honoured_fields(event: HookEvent) -> &'static [&'static str] {
@@ -141,8 +146,61 @@ fn blocks_text_len(blocks: &[ContentBlock]) -> usize {
         .sum()
 }
 
+/// Content blocks an outcome puts into the model's context: every image valid, the text within the
+/// limit.
+pub(crate) fn check_blocks(field: &str, blocks: &[ContentBlock]) -> Result<(), OutcomeError> {
+    check_images(field, blocks)?;
+    check_blocks_len(field, blocks)
+}
+
+/// Every image block carries a known image type and standard base64 data: a provider would reject
+/// the whole request for a bad one (or the model would get garbage), so the outcome is invalid.
+fn check_images(field: &str, blocks: &[ContentBlock]) -> Result<(), OutcomeError> {
+    for (index, block) in blocks.iter().enumerate() {
+        let ContentBlock::Image { data, mime_type } = block else {
+            continue;
+        };
+        let invalid = |reason: String| OutcomeError::InvalidImage {
+            at: format!("{field}[{index}]"),
+            reason,
+        };
+        if !IMAGE_MIME_TYPES.contains(&mime_type.as_str()) {
+            return Err(invalid(format!(
+                "mime_type '{mime_type}' is not one of {}",
+                IMAGE_MIME_TYPES.join(", ")
+            )));
+        }
+        if let Err(reason) = check_base64(data) {
+            return Err(invalid(format!("data is not base64 ({reason})")));
+        }
+    }
+    Ok(())
+}
+
+/// Standard base64 (RFC 4648 §4) with padding, as the providers take it: no line breaks, no
+/// URL-safe alphabet, no data: URL prefix.
+fn check_base64(data: &str) -> Result<(), String> {
+    if data.is_empty() {
+        return Err("it is empty".into());
+    }
+    if !data.len().is_multiple_of(4) {
+        return Err(format!("its length {} is not a multiple of 4", data.len()));
+    }
+    let body = data.trim_end_matches('=');
+    if data.len() - body.len() > 2 {
+        return Err("more than two '=' at the end".into());
+    }
+    match body
+        .char_indices()
+        .find(|(_, c)| !(c.is_ascii_alphanumeric() || *c == '+' || *c == '/'))
+    {
+        Some((at, c)) => Err(format!("{c:?} at byte {at}")),
+        None => Ok(()),
+    }
+}
+
 /// Content blocks an outcome puts into the model's context must fit the limit.
-pub(crate) fn check_blocks_len(field: &str, blocks: &[ContentBlock]) -> Result<(), OutcomeError> {
+fn check_blocks_len(field: &str, blocks: &[ContentBlock]) -> Result<(), OutcomeError> {
     let bytes = blocks_text_len(blocks);
     if bytes > MAX_RETURNED_CONTEXT_BYTES {
         return Err(OutcomeError::TooLarge {
@@ -162,7 +220,13 @@ pub(crate) fn check_messages(messages: &[Message]) -> Result<(), OutcomeError> {
 /// A message list that replaces the request's messages: well formed. Its size is bounded by the
 /// hook's `maxOutputBytes`, not by the limit on context a hook adds (see docs/hooks.md, Limits).
 pub(crate) fn check_message_shapes(messages: &[Message]) -> Result<(), OutcomeError> {
-    validate_messages(messages).map_err(OutcomeError::InvalidMessages)
+    validate_messages(messages).map_err(OutcomeError::InvalidMessages)?;
+    for (index, message) in messages.iter().enumerate() {
+        if let Content::Blocks(blocks) = message.content() {
+            check_images(&format!("messages[{index}].content"), blocks)?;
+        }
+    }
+    Ok(())
 }
 
 fn check_messages_len(messages: &[Message]) -> Result<(), OutcomeError> {
@@ -224,6 +288,42 @@ mod tests {
         ] {
             assert!(fields(event).is_empty(), "{event}");
         }
+    }
+
+    #[test]
+    fn post_tool_image_blocks_need_a_known_type_and_base64_data() {
+        let outcome = |data: &str, mime: &str| json!({"content": [{"type": "text", "text": "see"}, {"type": "image", "data": data, "mime_type": mime}]});
+        for mime in IMAGE_MIME_TYPES {
+            assert!(parse_outcome(HookEvent::PostToolUse, &outcome("iVBORw0KGgo=", mime)).is_ok());
+        }
+        let rejected = |data: &str, mime: &str| {
+            parse_outcome(HookEvent::PostToolUse, &outcome(data, mime))
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(
+            rejected("iVBORw0KGgo=", "image/bmp"),
+            "content[1] is not a valid image block: mime_type 'image/bmp' is not one of image/png, \
+             image/jpeg, image/gif, image/webp"
+        );
+        assert!(rejected("iVBORw0KGgo=", "text/plain").contains("'text/plain'"));
+        assert!(rejected("not base64!", "image/png").contains("data is not base64"));
+        assert!(rejected("", "image/png").contains("it is empty"));
+        assert!(rejected("abc", "image/png").contains("not a multiple of 4"));
+        assert!(rejected("ab-_", "image/png").contains("'-' at byte 2"));
+        assert!(rejected("a===", "image/png").contains("more than two '='"));
+        assert!(rejected("ab=c", "image/png").contains("'=' at byte 2"));
+        // The same check on images in messages a context hook returns.
+        let messages = json!({"messages": [{"role": "user", "content": [
+            {"type": "image", "data": "%%%%", "mime_type": "image/png"}
+        ]}]});
+        let error = parse_outcome(HookEvent::Context, &messages)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.starts_with("messages[0].content[0] is not a valid image block"),
+            "{error}"
+        );
     }
 
     #[test]
@@ -309,7 +409,7 @@ mod tests {
         }
         let ok = parse_outcome(
             HookEvent::PostToolUseFailure,
-            &json!({"content": [{"type": "text", "text": "x"}, {"type": "image", "data": "AA", "mime_type": "image/png"}], "isError": false}),
+            &json!({"content": [{"type": "text", "text": "x"}, {"type": "image", "data": "AA==", "mime_type": "image/png"}], "isError": false}),
         );
         assert!(ok.is_ok());
     }

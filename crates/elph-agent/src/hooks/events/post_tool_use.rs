@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use super::words::{describe_block, shorten};
 use super::{Event, Listed, Sample, Step};
-use crate::hooks::outcome::{OutcomeError, check_blocks_len};
+use crate::hooks::outcome::{OutcomeError, check_blocks};
 use crate::hooks::payload::PayloadBase;
 use crate::hooks::reduce::ChainFlow;
 use crate::messages::ContentBlock;
@@ -68,7 +68,7 @@ pub(super) fn explain_invalid(error: serde_json::Error) -> String {
 
 pub(super) fn validate(outcome: &PostToolUseOutcome) -> Result<(), OutcomeError> {
     match &outcome.content {
-        Some(content) => check_blocks_len("content", content),
+        Some(content) => check_blocks("content", content),
         None => Ok(()),
     }
 }
