@@ -5,6 +5,17 @@
 //! `coding-agent`. The one bounded-child-process mechanism (`process`) lives here because the
 //! `shell_exec` tool needs it too; the hook policy on top of it (environment allowlist, caps,
 //! diagnostics) stays in the host.
+//!
+//! The public surface, by module (everything else is `pub(crate)`; a `pub` item here is one that
+//! `coding-agent` or this crate's tests use):
+//!
+//! - [`harness`]: `AgentHarness` (the turn loop), its events, approval, modes, transcripts;
+//! - [`hooks`]: the events (one module each under `hooks::events`), payloads, outcomes, matchers,
+//!   the registry and its one fold (`Reducer`), and the run record (`HookRun`);
+//! - [`tools`]: the `Tool` trait, the catalog and the native tools;
+//! - [`process`], [`orphans`], [`sandbox`], [`shell_env`], [`policy`]: bounded, confined child
+//!   processes and the file policy the native tools enforce;
+//! - [`messages`]: the conversation types, from `elph-ai`.
 
 pub mod harness;
 pub mod hooks;

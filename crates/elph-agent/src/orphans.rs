@@ -32,16 +32,8 @@ const SLOTS: usize = 8192;
 /// Elph's end of the pipe, or `None` when the watcher could not be started.
 static WATCHER: OnceLock<Option<RawFd>> = OnceLock::new();
 
-/// The watcher's pid, for tests and diagnostics (`None` if it is not running).
-static WATCHER_PID: OnceLock<i32> = OnceLock::new();
-
 fn watcher() -> Option<RawFd> {
     *WATCHER.get_or_init(start_watcher)
-}
-
-/// The watcher's pid, once it was started.
-pub fn watcher_pid() -> Option<i32> {
-    WATCHER_PID.get().copied()
 }
 
 /// Makes the child that `command` will start register its own process group (its pid: the child
@@ -192,12 +184,11 @@ fn start_watcher() -> Option<RawFd> {
                 None
             }
             0 => watch(fds[0], devnull, &mut groups),
-            pid => {
+            _watcher => {
                 libc::close(fds[0]);
                 if devnull >= 0 {
                     libc::close(devnull);
                 }
-                let _ = WATCHER_PID.set(pid);
                 Some(fds[1])
             }
         }

@@ -28,13 +28,13 @@ pub enum Inherit {
 }
 
 /// The variables `inherit: core` keeps.
-pub const CORE_VARS: [&str; 14] = [
+pub(crate) const CORE_VARS: [&str; 14] = [
     "HOME", "LOGNAME", "PATH", "SHELL", "USER", "USERNAME", "TMPDIR", "TEMP", "TMP", "LANG", "LC_ALL",
     "LC_CTYPE", "TERM", "TZ",
 ];
 
 /// Name fragments that mark a variable as a secret (matched case-insensitively).
-pub const SECRET_MARKERS: [&str; 5] = ["KEY", "SECRET", "TOKEN", "PASSWORD", "CREDENTIAL"];
+pub(crate) const SECRET_MARKERS: [&str; 5] = ["KEY", "SECRET", "TOKEN", "PASSWORD", "CREDENTIAL"];
 
 /// A shell environment policy. [`ShellEnvPolicy::default`] is `inherit: all` with the default
 /// excludes.
@@ -86,7 +86,7 @@ impl ShellEnvPolicy {
     }
 
     /// Whether a default exclude (step 2) removes `name`.
-    pub fn is_secret(&self, name: &OsStr) -> bool {
+    pub(crate) fn is_secret(&self, name: &OsStr) -> bool {
         let upper = name.to_string_lossy().to_uppercase();
         SECRET_MARKERS.iter().any(|marker| upper.contains(marker))
             || self.provider_key_vars.iter().any(|var| OsStr::new(var) == name)

@@ -12,11 +12,11 @@ pub(super) struct AccessVerdict {
     /// Writes to protected places: allowed only if the user approves this exact call.
     pub protected: Vec<String>,
     /// Reads outside the project: they go through approval like a change.
-    pub outside_reads: Vec<String>,
+    pub(crate) outside_reads: Vec<String>,
 }
 
 impl AccessVerdict {
-    pub fn judge(policy: &FilePolicy, tool: &str, accesses: &[PathAccess]) -> Self {
+    pub(crate) fn judge(policy: &FilePolicy, tool: &str, accesses: &[PathAccess]) -> Self {
         let mut verdict = AccessVerdict::default();
         for access in accesses {
             let real = match policy.locate(&access.path) {

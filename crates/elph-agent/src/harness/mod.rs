@@ -40,7 +40,7 @@ pub use mode::{AgentMode, PLAN_MODE_PROMPT};
 pub use transcript::{Entry, Transcript, TranscriptSink};
 
 /// The default system prompt; beforeAgent hooks may append to it but never replace it.
-pub const DEFAULT_SYSTEM_PROMPT: &str = "You are Elph, a coding agent working in the user's project folder. \
+pub(crate) const DEFAULT_SYSTEM_PROMPT: &str = "You are Elph, a coding agent working in the user's project folder. \
 Use the tools to read, search and change files and to run commands. Keep answers short and concrete.";
 
 /// Model requests allowed in one turn unless the front end says otherwise.
@@ -221,10 +221,6 @@ impl AgentHarness {
 
     pub fn provider(&self) -> &Arc<dyn Provider> {
         &self.provider
-    }
-
-    pub fn last_usage(&self) -> Option<Usage> {
-        self.last_usage
     }
 
     fn base(&self) -> PayloadBase {
@@ -572,10 +568,5 @@ impl AgentHarness {
     /// Switches the agent mode; it applies from the next model request on.
     pub fn set_mode(&mut self, mode: AgentMode) {
         self.config.mode = mode;
-    }
-
-    /// Tools allowed for the rest of the session by the user.
-    pub fn allowed_for_session(&self) -> &HashSet<String> {
-        &self.allowed_for_session
     }
 }

@@ -104,7 +104,7 @@ impl Transcript {
     }
 
     /// The index of the first entry requests still see verbatim.
-    pub fn live_start(&self) -> usize {
+    pub(crate) fn live_start(&self) -> usize {
         match self.last_summary().map(|index| &self.entries[index]) {
             Some(Entry::Summary { first_kept, .. }) => *first_kept,
             _ => 0,
@@ -129,7 +129,7 @@ impl Transcript {
     }
 
     /// The messages requests see verbatim, with their entry indexes.
-    pub fn live_messages(&self) -> Vec<(usize, &Message)> {
+    pub(crate) fn live_messages(&self) -> Vec<(usize, &Message)> {
         let start = self.live_start();
         self.entries
             .iter()

@@ -8,7 +8,7 @@ pub const MAX_INPUT_BYTES: usize = 128 * 1024;
 pub const MAX_STDOUT_BYTES: usize = 64 * 1024;
 /// The context all beforeAgent hooks together may add to one request, unless settings say
 /// otherwise (`hooks.maxAddedContextBytes`).
-pub const DEFAULT_MAX_ADDED_CONTEXT_BYTES: usize = 128 * 1024;
+pub(crate) const DEFAULT_MAX_ADDED_CONTEXT_BYTES: usize = 128 * 1024;
 /// The largest `maxInputBytes` or `maxOutputBytes` a hook may set.
 pub const MAX_CONFIGURABLE_BYTES: usize = 16 * 1024 * 1024;
 /// The smallest `maxInputBytes` or `maxOutputBytes` a hook may set.
@@ -19,13 +19,11 @@ pub const MAX_STDERR_BYTES: usize = 64 * 1024;
 pub const MAX_RETURNED_CONTEXT_BYTES: usize = 32 * 1024;
 /// How much stderr a diagnostic quotes.
 pub const MAX_DIAGNOSTIC_STDERR_BYTES: usize = 1024;
-/// Timeout when a hook does not set `timeoutMs`.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_millis(10_000);
 /// The largest `timeoutMs` a hook may set.
 pub const MAX_TIMEOUT: Duration = Duration::from_millis(60_000);
 /// The smallest `timeoutMs` a hook may set.
 pub const MIN_TIMEOUT_MS: u64 = 1;
-/// `DEFAULT_TIMEOUT` in milliseconds, as written in hooks.json.
+/// Timeout when a hook does not set `timeoutMs`, in milliseconds as written in hooks.json.
 pub const DEFAULT_TIMEOUT_MS: u64 = 10_000;
 /// `MAX_TIMEOUT` in milliseconds, as written in hooks.json.
 pub const MAX_TIMEOUT_MS: u64 = 60_000;

@@ -35,7 +35,7 @@ pub struct Protected {
 
 /// What a write to one path may do.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum WriteAccess {
+pub(crate) enum WriteAccess {
     Allowed,
     /// Only with the user's approval of this exact call, in a front end that can ask.
     Protected {
@@ -47,7 +47,7 @@ pub enum WriteAccess {
 
 /// What a read of one path needs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ReadAccess {
+pub(crate) enum ReadAccess {
     /// Inside the project (or another folder whose reads are free): no approval.
     Free,
     /// Outside: it goes through approval like a change does.
@@ -154,21 +154,17 @@ impl FilePolicy {
         &self.project_dir
     }
 
-    pub fn write_scope(&self) -> &WriteScope {
-        &self.write_scope
-    }
-
     pub fn protected(&self) -> &[Protected] {
         &self.protected
     }
 
     /// The real location `path` (relative to the project, or absolute) leads to.
-    pub fn locate(&self, path: &str) -> Result<PathBuf, ResolveError> {
+    pub(crate) fn locate(&self, path: &str) -> Result<PathBuf, ResolveError> {
         real_path(&self.project_dir, Path::new(path))
     }
 
     /// What a write to the real location `real` may do.
-    pub fn write_access(&self, real: &Path) -> WriteAccess {
+    pub(crate) fn write_access(&self, real: &Path) -> WriteAccess {
         let writable = match &self.write_scope {
             WriteScope::Nowhere => false,
             WriteScope::Anywhere => true,
@@ -186,7 +182,7 @@ impl FilePolicy {
     }
 
     /// What a read of the real location `real` needs.
-    pub fn read_access(&self, real: &Path) -> ReadAccess {
+    pub(crate) fn read_access(&self, real: &Path) -> ReadAccess {
         if self.free_reads.iter().any(|root| real.starts_with(root)) {
             ReadAccess::Free
         } else {
@@ -195,7 +191,7 @@ impl FilePolicy {
     }
 
     /// The writable roots, for messages.
-    pub fn describe_write_scope(&self) -> String {
+    pub(crate) fn describe_write_scope(&self) -> String {
         match &self.write_scope {
             WriteScope::Nowhere => "nowhere (this session is read-only)".into(),
             WriteScope::Anywhere => "anywhere (full access)".into(),

@@ -120,7 +120,7 @@ impl Confinement {
 
     /// Confines the calling process. Runs in the child between `fork` and `exec`, so it must not
     /// allocate: it only makes system calls on the data `prepare` made.
-    pub fn apply_in_child(&mut self) -> io::Result<()> {
+    pub(crate) fn apply_in_child(&mut self) -> io::Result<()> {
         if let Some(join) = &self.mounts {
             if let Some(user) = &join.namespace.user {
                 nix::sched::setns(user, CloneFlags::CLONE_NEWUSER)?;
@@ -139,12 +139,6 @@ impl Confinement {
             seccompiler::apply_filter(filter).map_err(|_| io::Error::from(Errno::EPERM))?;
         }
         Ok(())
-    }
-
-    /// Whether the read-only paths inside writable roots are held read-only (the child joins a
-    /// mount namespace); false in `read-only` mode too, where nothing needs it.
-    pub fn holds_read_only_paths(&self) -> bool {
-        self.mounts.is_some()
     }
 }
 

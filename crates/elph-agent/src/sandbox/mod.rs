@@ -3,8 +3,7 @@
 //!
 //! The policy is a value ([`SandboxPolicy`]): which mode, whether the network is on, which folders
 //! may be written and which stay read-only inside them. Front ends build it from `--sandbox`,
-//! `--sandbox-network` and settings.json; native tools ask it whether a path is writable
-//! ([`SandboxPolicy::allows_write`]); the process runner confines a child with it
+//! `--sandbox-network` and settings.json; the process runner confines a child with it
 //! ([`Confinement`]). Enforcement is by the kernel, not by inspecting commands: Landlock for the
 //! file system and TCP, seccomp for the socket families Landlock cannot see, and a private mount
 //! namespace for the read-only paths inside a writable root (see `confine`).
@@ -106,17 +105,6 @@ pub struct SandboxPolicy {
 }
 
 impl SandboxPolicy {
-    /// No confinement.
-    pub fn full_access() -> Self {
-        SandboxPolicy {
-            mode: SandboxMode::FullAccess,
-            network: true,
-            writable_roots: Vec::new(),
-            read_only_paths: Vec::new(),
-            temp_dir: None,
-        }
-    }
-
     /// The default for a project: `workspace-write` with PROJECT_DIR writable and its `.elph/`
     /// and `.git/hooks/` read-only, network off.
     pub fn workspace(project_dir: &Path) -> Self {
@@ -159,14 +147,15 @@ impl SandboxPolicy {
     }
 
     /// Whether the network is reachable under this policy.
-    pub fn network_allowed(&self) -> bool {
+    pub(crate) fn network_allowed(&self) -> bool {
         self.mode == SandboxMode::FullAccess || self.network
     }
 
     /// Whether a process under this policy may write `path` (absolute, already normalized: no
     /// `..`; symlinks are the caller's to resolve). This is the same rule the kernel enforces,
     /// for the native tools that write files themselves.
-    pub fn allows_write(&self, path: &Path) -> bool {
+    #[cfg(test)]
+    pub(crate) fn allows_write(&self, path: &Path) -> bool {
         match self.mode {
             SandboxMode::FullAccess => true,
             SandboxMode::ReadOnly => false,
@@ -214,7 +203,7 @@ impl SandboxPolicy {
 
 /// The paths of a project that stay read-only in `workspace-write`: its hooks and settings
 /// (`.elph/`) and git's hooks, which would otherwise run code outside the sandbox later.
-pub fn project_read_only_paths(project_dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn project_read_only_paths(project_dir: &Path) -> Vec<PathBuf> {
     vec![project_dir.join(".elph"), project_dir.join(".git").join("hooks")]
 }
 

@@ -17,7 +17,7 @@ use super::SandboxError;
 
 /// The compiled filter that keeps a process off the network (compiled once; each child gets a
 /// copy of the few instructions).
-pub fn network_off() -> Result<BpfProgram, SandboxError> {
+pub(crate) fn network_off() -> Result<BpfProgram, SandboxError> {
     static FILTER: std::sync::OnceLock<Result<BpfProgram, String>> = std::sync::OnceLock::new();
     FILTER
         .get_or_init(|| compile().map_err(|error| error.to_string()))

@@ -256,7 +256,7 @@ impl ToolCatalog {
     }
 
     /// What the provider is told about the tools `offered` keeps.
-    pub fn specs_where(&self, offered: impl Fn(&dyn Tool) -> bool) -> Vec<ToolSpec> {
+    pub(crate) fn specs_where(&self, offered: impl Fn(&dyn Tool) -> bool) -> Vec<ToolSpec> {
         self.tools
             .values()
             .filter(|entry| offered(entry.tool.as_ref()))

@@ -33,7 +33,7 @@ pub struct BeforeAgentOutcome {
 #[serde(tag = "kind", rename = "beforeAgent", rename_all = "camelCase")]
 pub struct BeforeAgentReduced {
     /// Appended to the compiled system prompt, each after a blank line, in order.
-    pub system_prompt_additions: Vec<String>,
+    pub(crate) system_prompt_additions: Vec<String>,
     /// Appended to the current turn only; never stored.
     pub messages: Vec<Message>,
 }
@@ -55,7 +55,7 @@ impl BeforeAgentReduced {
 impl BeforeAgentReduced {
     /// Keeps the additions, in the order the hooks made them, while their total stays within
     /// `max_bytes`; drops the rest. Returns how many were dropped and their size in bytes.
-    pub fn cap_added_context(&mut self, max_bytes: usize) -> (usize, usize) {
+    pub(crate) fn cap_added_context(&mut self, max_bytes: usize) -> (usize, usize) {
         let mut total = 0usize;
         let mut dropped = (0usize, 0usize);
         let mut fits = |bytes: usize| {

@@ -20,18 +20,18 @@ use super::outcome::OutcomeError;
 use super::payload::PayloadBase;
 use super::reduce::{ChainFlow, Verdict};
 
-pub mod before_agent;
+pub(crate) mod before_agent;
 pub mod context;
 mod fields;
-pub mod post_compact;
-pub mod post_tool_use;
-pub mod post_tool_use_failure;
-pub mod pre_compact;
+pub(crate) mod post_compact;
+pub(crate) mod post_tool_use;
+pub(crate) mod post_tool_use_failure;
+pub(crate) mod pre_compact;
 pub mod pre_tool_use;
-pub mod session_end;
-pub mod session_start;
+pub(crate) mod session_end;
+pub(crate) mod session_start;
 pub mod stop;
-pub mod user_prompt_submit;
+pub(crate) mod user_prompt_submit;
 pub mod words;
 
 /// One lifecycle event: its types and its rules.

@@ -22,7 +22,7 @@ pub fn quoted(text: &str, max: usize) -> String {
 }
 
 /// "role: text", shortened.
-pub fn describe_message(message: &Message) -> String {
+pub(crate) fn describe_message(message: &Message) -> String {
     let text = match message.content() {
         Content::Text(text) => text.clone(),
         Content::Blocks(blocks) => blocks.iter().map(describe_block).collect::<Vec<_>>().join(" "),
@@ -31,7 +31,7 @@ pub fn describe_message(message: &Message) -> String {
 }
 
 /// A text block as a shortened JSON string; an image by its type and size.
-pub fn describe_block(block: &ContentBlock) -> String {
+pub(crate) fn describe_block(block: &ContentBlock) -> String {
     match block {
         ContentBlock::Text { text } => quoted(text, 300),
         ContentBlock::Image { data, mime_type } => {

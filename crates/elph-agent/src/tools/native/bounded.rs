@@ -22,7 +22,7 @@ const GRACE: Duration = Duration::from_secs(2);
 
 /// What the work may spend: checked between steps.
 #[derive(Clone, Debug)]
-pub struct Budget {
+pub(crate) struct Budget {
     deadline: Instant,
     cancel: Cancel,
     hit_deadline: Arc<AtomicBool>,
@@ -38,7 +38,7 @@ impl Budget {
     }
 
     /// True once the work should stop: the deadline passed or the call was cancelled.
-    pub fn exhausted(&self) -> bool {
+    pub(crate) fn exhausted(&self) -> bool {
         if self.cancel.is_set() {
             return true;
         }
@@ -92,7 +92,7 @@ pub fn lock<T>(state: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// The note a tool adds when its deadline passed.
-pub fn deadline_note(deadline: Duration) -> String {
+pub(crate) fn deadline_note(deadline: Duration) -> String {
     format!(
         "[stopped at the {} deadline of the read tools: the results above are what was found by \
          then; narrow the path, pattern or glob]",
@@ -110,7 +110,7 @@ fn describe(duration: Duration) -> String {
 
 /// Why a path was not opened as a regular file.
 #[derive(Debug)]
-pub enum OpenError {
+pub(crate) enum OpenError {
     Io(io::Error),
     /// A FIFO, socket, or device: reading it could block forever or never end.
     Special,
@@ -121,7 +121,7 @@ pub enum OpenError {
 /// not wait for a FIFO's writer, and the kind is checked on the opened file, so a file swapped
 /// for a FIFO between a listing and the open is caught. Reads of kernel files that would wait
 /// (such as `/proc/kmsg`) fail at once instead.
-pub fn open_regular(path: &Path) -> Result<File, OpenError> {
+pub(crate) fn open_regular(path: &Path) -> Result<File, OpenError> {
     // Sockets cannot be opened at all, so the kind is checked first too.
     let before = std::fs::metadata(path).map_err(OpenError::Io)?;
     if !before.is_file() && !before.is_dir() {
@@ -143,7 +143,7 @@ pub fn open_regular(path: &Path) -> Result<File, OpenError> {
 }
 
 /// Marks a tool's details when its deadline passed (the key is absent otherwise).
-pub fn mark_deadline(output: super::ToolOutput, reached: bool) -> super::ToolOutput {
+pub(crate) fn mark_deadline(output: super::ToolOutput, reached: bool) -> super::ToolOutput {
     let mut output = output;
     if reached && let Some(details) = output.details.as_object_mut() {
         details.insert("deadlineReached".into(), serde_json::Value::Bool(true));
@@ -152,7 +152,7 @@ pub fn mark_deadline(output: super::ToolOutput, reached: bool) -> super::ToolOut
 }
 
 /// Pseudo file systems a walk enters only when the search starts inside them.
-pub const PSEUDO_ROOTS: &[&str] = &["/proc", "/sys", "/dev"];
+pub(crate) const PSEUDO_ROOTS: &[&str] = &["/proc", "/sys", "/dev"];
 
 #[cfg(test)]
 mod tests {

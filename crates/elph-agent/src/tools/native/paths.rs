@@ -11,7 +11,7 @@ use crate::policy::WriteAccess;
 use crate::tools::ToolContext;
 
 /// How many leading bytes are checked for a NUL byte to call a file binary.
-pub const BINARY_SNIFF_BYTES: usize = 8 * 1024;
+pub(crate) const BINARY_SNIFF_BYTES: usize = 8 * 1024;
 
 /// The file system path that `path` names.
 pub fn resolve(ctx: &ToolContext, path: &str) -> PathBuf {
@@ -24,7 +24,7 @@ pub fn resolve(ctx: &ToolContext, path: &str) -> PathBuf {
 }
 
 /// The real location a writing tool may write `shown` to, or why it may not.
-pub fn locate_for_write(ctx: &ToolContext, tool: &str, shown: &str) -> Result<PathBuf, String> {
+pub(crate) fn locate_for_write(ctx: &ToolContext, tool: &str, shown: &str) -> Result<PathBuf, String> {
     let real = ctx
         .policy
         .locate(shown)
@@ -67,12 +67,12 @@ pub fn write_atomically(real: &Path, bytes: &[u8]) -> io::Result<()> {
 }
 
 /// Whether these leading bytes of a file look binary (they contain a NUL byte).
-pub fn looks_binary(head: &[u8]) -> bool {
+pub(crate) fn looks_binary(head: &[u8]) -> bool {
     head[..head.len().min(BINARY_SNIFF_BYTES)].contains(&0)
 }
 
 /// A message for a person (and a model) about an I/O failure on `shown`, the path as given.
-pub fn describe_io(action: &str, shown: &str, error: &io::Error) -> String {
+pub(crate) fn describe_io(action: &str, shown: &str, error: &io::Error) -> String {
     match error.kind() {
         io::ErrorKind::NotFound => format!("cannot {action} {shown}: no such file or directory"),
         io::ErrorKind::PermissionDenied => format!("cannot {action} {shown}: permission denied"),

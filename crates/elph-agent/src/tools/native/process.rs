@@ -25,10 +25,10 @@ use crate::sandbox::SandboxPolicy;
 use crate::shell_env::ShellEnvPolicy;
 
 /// The bytes kept from the start, and from the end, of each stream.
-pub const HALF_CAP: usize = 32 * 1024;
+pub(crate) const HALF_CAP: usize = 32 * 1024;
 
 /// How one command is confined and what it inherits.
-pub struct ShellPolicy<'a> {
+pub(crate) struct ShellPolicy<'a> {
     pub sandbox: &'a SandboxPolicy,
     pub env: &'a ShellEnvPolicy,
 }

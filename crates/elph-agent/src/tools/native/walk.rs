@@ -13,7 +13,7 @@ use globset::{GlobBuilder, GlobMatcher};
 use super::bounded::{Budget, PSEUDO_ROOTS};
 
 /// Folders that are never entered: version control data, build output, installed packages.
-pub const SKIPPED_DIRS: &[&str] = &[".git", "target", "node_modules"];
+pub(crate) const SKIPPED_DIRS: &[&str] = &[".git", "target", "node_modules"];
 
 /// What kind of entry the walk found. Links are reported as links and never followed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,17 +36,17 @@ pub struct Entry {
 
 /// What the visitor wants next.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Flow {
+pub(crate) enum Flow {
     Continue,
     Stop,
 }
 
 /// Set when the tool call's future is dropped, so a walk on a blocking thread stops soon after.
 #[derive(Clone, Debug, Default)]
-pub struct Cancel(Arc<AtomicBool>);
+pub(crate) struct Cancel(Arc<AtomicBool>);
 
 impl Cancel {
-    pub fn is_set(&self) -> bool {
+    pub(crate) fn is_set(&self) -> bool {
         self.0.load(Ordering::Relaxed)
     }
 
@@ -55,12 +55,12 @@ impl Cancel {
     }
 
     /// A guard that sets the flag when dropped: hold it across the await of the walk.
-    pub fn on_drop(&self) -> CancelOnDrop {
+    pub(crate) fn on_drop(&self) -> CancelOnDrop {
         CancelOnDrop(self.clone())
     }
 }
 
-pub struct CancelOnDrop(Cancel);
+pub(crate) struct CancelOnDrop(Cancel);
 
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {
@@ -138,7 +138,7 @@ fn push_children(dir: &Path, relative: &str, stack: &mut Vec<Entry>, unreadable:
 /// (`*.rs`); with one, it matches the whole path from the search root (`src/**/*.rs`), where `*`
 /// stays within one folder and `**` crosses folders. A leading `/` or `./` anchors at the root.
 #[derive(Clone, Debug)]
-pub struct PathGlob {
+pub(crate) struct PathGlob {
     matcher: GlobMatcher,
     whole_path: bool,
 }
