@@ -9,8 +9,11 @@
 //! | not trusted | `ask` | exit 4: `elph: project trust declined; exiting` | ask: yes records `true` and goes on; no or Esc exits 4 |
 //! | trust.json corrupt or unreadable | — | exit 4, with the error | same |
 //!
-//! The gate writes nothing unless the person answers yes.
+//! The gate writes nothing unless the person answers yes, and before it asks it checks what would
+//! make the start fail anyway ([`preflight`]), so a yes is never recorded for a start that cannot
+//! happen.
 
+pub mod preflight;
 pub mod prompt;
 
 use std::io::IsTerminal;
@@ -18,6 +21,7 @@ use std::path::Path;
 
 use crate::diagnostics::shell_quote;
 use crate::paths::Paths;
+use crate::trust::contents::ProjectContents;
 use crate::trust::{DecisionSource, DefaultTrust, TrustDecision, TrustError, TrustStore};
 
 /// The exit code of a declined or refused project (docs/cli.md, "Exit codes").
@@ -64,6 +68,10 @@ pub enum GateError {
         #[source]
         source: TrustError,
     },
+    /// The start would fail after the question (no model set, an unusable DATA_DIR, …): nothing
+    /// was asked. Holds the whole error chain.
+    #[error("{0}")]
+    CannotStart(String),
     /// The terminal question failed (raw mode, reading keys, drawing).
     #[error("cannot ask about trusting {project} on this terminal: {source}")]
     Prompt {
@@ -83,31 +91,40 @@ pub enum Answer {
     Interrupted,
 }
 
-/// The question, as [`startup_gate_with`] takes it: gets the project folder and its hooks file.
-/// Asks about the project folder, given its hooks file and, when it changed since it was trusted,
-/// one line per change.
-pub type Ask<'a> = &'a mut dyn FnMut(&Path, &Path, &[String]) -> std::io::Result<Answer>;
+/// The question, as [`startup_gate_with`] takes it: asks about the project folder, given what its
+/// `.elph/` holds and, when it changed since it was trusted, one line per change.
+pub type Ask<'a> = &'a mut dyn FnMut(&Path, &ProjectContents, &[String]) -> std::io::Result<Answer>;
+
+/// What must hold for the start to succeed, checked just before the question.
+pub type Check<'a> = &'a dyn Fn() -> anyhow::Result<()>;
 
 /// Whether the gate may ask: stdin and stdout are both terminals.
 pub fn has_terminal() -> bool {
     std::io::stdin().is_terminal() && std::io::stdout().is_terminal()
 }
 
-/// The gate with the real terminal question. `interactive` is normally [`has_terminal()`].
-pub fn startup_gate(paths: &Paths, store: &TrustStore, interactive: bool) -> Result<GateOutcome, GateError> {
+/// The gate with the real terminal question. `interactive` is normally [`has_terminal()`];
+/// `before_asking` is normally [`preflight::check`] for this start's options.
+pub fn startup_gate(
+    paths: &Paths,
+    store: &TrustStore,
+    interactive: bool,
+    before_asking: Check<'_>,
+) -> Result<GateOutcome, GateError> {
     if interactive {
-        startup_gate_with(paths, store, Some(&mut prompt::ask_on_terminal))
+        startup_gate_with(paths, store, Some(&mut prompt::ask_on_terminal), before_asking)
     } else {
-        startup_gate_with(paths, store, None)
+        startup_gate_with(paths, store, None, before_asking)
     }
 }
 
-/// The gate with `ask` standing in for the question (`None`: no terminal). `ask` gets the project
-/// folder and its hooks file.
+/// The gate with `ask` standing in for the question (`None`: no terminal). `before_asking` runs
+/// only when the question is about to be asked; its error ends the start with nothing recorded.
 pub fn startup_gate_with(
     paths: &Paths,
     store: &TrustStore,
     ask: Option<Ask<'_>>,
+    before_asking: Check<'_>,
 ) -> Result<GateOutcome, GateError> {
     let project = paths.project_dir.as_path();
     let decision = store.decide(project);
@@ -170,11 +187,12 @@ pub fn startup_gate_with(
                     )),
                 }));
             };
-            let answer =
-                ask(project, &paths.project_hooks_file(), &changes).map_err(|source| GateError::Prompt {
-                    project: project.to_path_buf(),
-                    source,
-                })?;
+            before_asking().map_err(|error| GateError::CannotStart(format!("{error:#}")))?;
+            let contents = ProjectContents::survey(paths);
+            let answer = ask(project, &contents, &changes).map_err(|source| GateError::Prompt {
+                project: project.to_path_buf(),
+                source,
+            })?;
             match answer {
                 Answer::Yes => {
                     let decision = store.trust(project).map_err(|source| GateError::Record {
@@ -189,6 +207,25 @@ pub fn startup_gate_with(
                 })),
                 Answer::Interrupted => Ok(GateOutcome::Interrupted),
             }
+        }
+    }
+}
+
+/// What the next `elph` start in a project that is not trusted does under `default`, for the
+/// messages of `elph untrust` and `/untrust`.
+pub fn next_start(default: DefaultTrust) -> &'static str {
+    match default {
+        DefaultTrust::Ask => {
+            "The next `elph` started here asks again whether to trust it (\"No\" exits); `elph run` \
+             and `elph acp` run here with its hooks and MCP servers off."
+        }
+        DefaultTrust::Never => {
+            "The next `elph` started here refuses to start (\"defaultProjectTrust\": \"never\"); \
+             `elph run` and `elph acp` run here with its hooks and MCP servers off."
+        }
+        DefaultTrust::Always => {
+            "The next `elph` started here starts with its hooks and MCP servers off, as do `elph run` \
+             and `elph acp` (\"defaultProjectTrust\": \"always\")."
         }
     }
 }
@@ -241,8 +278,8 @@ mod tests {
     fn answering(
         answer: Answer,
         asked: &mut Vec<PathBuf>,
-    ) -> impl FnMut(&Path, &Path, &[String]) -> std::io::Result<Answer> + '_ {
-        move |project, _hooks, _changes| {
+    ) -> impl FnMut(&Path, &ProjectContents, &[String]) -> std::io::Result<Answer> + '_ {
+        move |project, _contents, _changes| {
             asked.push(project.to_path_buf());
             Ok(answer)
         }
@@ -253,8 +290,13 @@ mod tests {
         let f = fixture(Some(r#"{"defaultProjectTrust": "never"}"#));
         f.store.trust(&f.paths.project_dir).unwrap();
         let mut asked = Vec::new();
-        let outcome =
-            startup_gate_with(&f.paths, &f.store, Some(&mut answering(Answer::No, &mut asked))).unwrap();
+        let outcome = startup_gate_with(
+            &f.paths,
+            &f.store,
+            Some(&mut answering(Answer::No, &mut asked)),
+            &|| Ok(()),
+        )
+        .unwrap();
         assert!(matches!(outcome, GateOutcome::Proceed(d) if d.trusted));
         assert!(asked.is_empty());
     }
@@ -263,7 +305,7 @@ mod tests {
     fn always_lets_an_explicit_false_through_with_hooks_off() {
         let f = fixture(Some(r#"{"defaultProjectTrust": "always"}"#));
         f.store.set_trust(&f.paths.project_dir, false).unwrap();
-        let outcome = startup_gate_with(&f.paths, &f.store, None).unwrap();
+        let outcome = startup_gate_with(&f.paths, &f.store, None, &|| Ok(())).unwrap();
         let GateOutcome::Proceed(decision) = outcome else {
             panic!("{outcome:?}")
         };
@@ -274,8 +316,13 @@ mod tests {
     fn never_refuses_with_the_project_named() {
         let f = fixture(Some(r#"{"defaultProjectTrust": "never"}"#));
         let mut asked = Vec::new();
-        let outcome =
-            startup_gate_with(&f.paths, &f.store, Some(&mut answering(Answer::Yes, &mut asked))).unwrap();
+        let outcome = startup_gate_with(
+            &f.paths,
+            &f.store,
+            Some(&mut answering(Answer::Yes, &mut asked)),
+            &|| Ok(()),
+        )
+        .unwrap();
         let GateOutcome::Declined(declined) = outcome else {
             panic!("{outcome:?}")
         };
@@ -290,7 +337,7 @@ mod tests {
     #[test]
     fn ask_without_a_terminal_declines_and_writes_nothing() {
         let f = fixture(None);
-        let outcome = startup_gate_with(&f.paths, &f.store, None).unwrap();
+        let outcome = startup_gate_with(&f.paths, &f.store, None, &|| Ok(())).unwrap();
         let GateOutcome::Declined(declined) = outcome else {
             panic!("{outcome:?}")
         };
@@ -303,8 +350,13 @@ mod tests {
     fn ask_yes_records_true_and_goes_on() {
         let f = fixture(None);
         let mut asked = Vec::new();
-        let outcome =
-            startup_gate_with(&f.paths, &f.store, Some(&mut answering(Answer::Yes, &mut asked))).unwrap();
+        let outcome = startup_gate_with(
+            &f.paths,
+            &f.store,
+            Some(&mut answering(Answer::Yes, &mut asked)),
+            &|| Ok(()),
+        )
+        .unwrap();
         assert!(
             matches!(outcome, GateOutcome::Proceed(ref d) if d.trusted),
             "{outcome:?}"
@@ -317,8 +369,13 @@ mod tests {
     fn ask_no_and_ctrl_c_record_nothing() {
         let f = fixture(None);
         let mut asked = Vec::new();
-        let outcome =
-            startup_gate_with(&f.paths, &f.store, Some(&mut answering(Answer::No, &mut asked))).unwrap();
+        let outcome = startup_gate_with(
+            &f.paths,
+            &f.store,
+            Some(&mut answering(Answer::No, &mut asked)),
+            &|| Ok(()),
+        )
+        .unwrap();
         assert_eq!(
             outcome,
             GateOutcome::Declined(Declined {
@@ -330,6 +387,7 @@ mod tests {
             &f.paths,
             &f.store,
             Some(&mut answering(Answer::Interrupted, &mut asked)),
+            &|| Ok(()),
         )
         .unwrap();
         assert_eq!(outcome, GateOutcome::Interrupted);
@@ -340,8 +398,13 @@ mod tests {
     fn a_corrupt_trust_file_declines_with_its_error_and_stays_as_it_was() {
         let f = fixture(Some("{oops"));
         let mut asked = Vec::new();
-        let outcome =
-            startup_gate_with(&f.paths, &f.store, Some(&mut answering(Answer::Yes, &mut asked))).unwrap();
+        let outcome = startup_gate_with(
+            &f.paths,
+            &f.store,
+            Some(&mut answering(Answer::Yes, &mut asked)),
+            &|| Ok(()),
+        )
+        .unwrap();
         let GateOutcome::Declined(declined) = outcome else {
             panic!("{outcome:?}")
         };
@@ -352,12 +415,32 @@ mod tests {
     }
 
     #[test]
+    fn a_start_that_cannot_happen_fails_before_the_question_and_records_nothing() {
+        let f = fixture(None);
+        let mut asked = Vec::new();
+        let err = startup_gate_with(
+            &f.paths,
+            &f.store,
+            Some(&mut answering(Answer::Yes, &mut asked)),
+            &|| Err(anyhow::anyhow!("no model configured")),
+        )
+        .unwrap_err();
+        assert_eq!(err.to_string(), "no model configured");
+        assert!(asked.is_empty(), "not asked");
+        assert!(!f.store.path().exists());
+        // A trusted project is not asked, so nothing is checked here (the session reports it).
+        f.store.trust(&f.paths.project_dir).unwrap();
+        let outcome = startup_gate_with(&f.paths, &f.store, None, &|| Err(anyhow::anyhow!("x"))).unwrap();
+        assert!(matches!(outcome, GateOutcome::Proceed(d) if d.trusted));
+    }
+
+    #[test]
     fn a_failed_prompt_is_an_error() {
         let f = fixture(None);
-        let mut fail = |_: &Path, _: &Path, _: &[String]| -> std::io::Result<Answer> {
+        let mut fail = |_: &Path, _: &ProjectContents, _: &[String]| -> std::io::Result<Answer> {
             Err(std::io::Error::other("no tty"))
         };
-        let err = startup_gate_with(&f.paths, &f.store, Some(&mut fail)).unwrap_err();
+        let err = startup_gate_with(&f.paths, &f.store, Some(&mut fail), &|| Ok(())).unwrap_err();
         assert!(err.to_string().contains("no tty"), "{err}");
     }
 }

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+pub mod contents;
 mod keys;
 pub mod pins;
 pub use keys::canonical_key;

@@ -169,7 +169,8 @@ fn interactive(
     use crate::gate::{GateOutcome, has_terminal, startup_gate};
     let paths = crate::paths::Paths::from_env(cwd)?;
     let store = crate::trust::TrustStore::new(&paths.config_dir);
-    match startup_gate(&paths, &store, has_terminal())? {
+    let check = || crate::gate::preflight::check(&paths, model.as_deref(), &sandbox);
+    match startup_gate(&paths, &store, has_terminal(), &check)? {
         GateOutcome::Declined(declined) => {
             crate::terminal_text::eprint_line(&declined.to_stderr_text());
             Ok(exit::TRUST_DECLINED)

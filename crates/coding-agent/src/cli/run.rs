@@ -132,6 +132,7 @@ async fn run_async(
     format: OutputFormat,
 ) -> anyhow::Result<u8> {
     let shutdown = crate::shutdown::Shutdown::install(false).context("cannot watch for signals")?;
+    let project = paths.clone();
     let (session, mut events) = Session::open(paths, options, Approvals::Nobody)?;
     // `/skill:NAME` and `/TEMPLATE args` become the prompt they stand for (the session expands
     // them); one that cannot is a usage error before anything starts.
@@ -158,7 +159,15 @@ async fn run_async(
     while let Some(event) = events.recv().await {
         match event {
             SessionEvent::Opened(session) => {
+                let hooks_off = match format {
+                    OutputFormat::StreamJson => false,
+                    _ => warn_hooks_off(&project, &session.hooks.trust),
+                };
                 for diagnostic in &session.hooks.set.diagnostics {
+                    // The warning above said it, with more weight.
+                    if hooks_off && diagnostic.message.starts_with(SKIPPED_UNTRUSTED) {
+                        continue;
+                    }
                     emit_diagnostic(format, &diagnostic.to_string());
                 }
                 opened = Some(session);
@@ -214,6 +223,42 @@ async fn run_async(
         StopStatus::Failed => exit::ERROR,
         StopStatus::Cancelled => exit::INTERRUPTED,
     })
+}
+
+/// The start of the hook-set diagnostic that [`warn_hooks_off`] stands in for.
+const SKIPPED_UNTRUSTED: &str = "project hooks skipped until";
+
+/// When the project is not trusted (or changed since it was) and has hooks, says which are off,
+/// on several lines that stand out: a guard hook that silently does not run lets through what it
+/// was written to stop. Returns whether it said anything.
+fn warn_hooks_off(paths: &Paths, trust: &crate::trust::TrustDecision) -> bool {
+    if trust.trusted {
+        return false;
+    }
+    let off = crate::trust::contents::ProjectContents::survey(paths).enabled_hooks();
+    if off.is_empty() {
+        return false;
+    }
+    let dir = crate::diagnostics::shell_quote(&paths.project_dir);
+    let why = if trust.changes().is_some() {
+        "it changed since you trusted it"
+    } else {
+        "it is not trusted"
+    };
+    let mut text = format!(
+        "elph: WARNING: {} project hook(s) are OFF in this run: {why}.\n\
+         elph:   These hooks of {} do not run, so nothing they guard is guarded:\n",
+        off.len(),
+        paths.project_hooks_file().display()
+    );
+    for hook in &off {
+        text.push_str(&format!("elph:     - {hook}\n"));
+    }
+    text.push_str(&format!(
+        "elph:   Review them, then run `elph trust {dir}` to turn them on."
+    ));
+    crate::terminal_text::eprint_line(&text);
+    true
 }
 
 /// A problem with the hook configuration, at the start: the session goes on without what it names.

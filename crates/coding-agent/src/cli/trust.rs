@@ -94,9 +94,10 @@ pub fn run_untrust(cwd: Option<&Path>, args: UntrustArgs) -> anyhow::Result<u8> 
             let mut out = crate::terminal_text::Escaping::new(std::io::stdout().lock());
             writeln!(
                 out,
-                "Untrusted {}: its project hooks stay off.",
+                "Untrusted {}: its hooks and MCP servers are off.",
                 project.display()
             )?;
+            writeln!(out, "{}", crate::gate::next_start(decision.default))?;
             if let DecisionSource::Entry { path, trusted: true } = &before.source
                 && path != project
             {

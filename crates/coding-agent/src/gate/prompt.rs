@@ -5,8 +5,10 @@
 //!
 //!   /home/me/code/project
 //!
-//! It has a .elph/hooks.json: trusting the folder lets Elph run the commands it lists.
-//! Trust only folders whose contents you know.
+//! Its .elph/ holds 2 hooks and 1 MCP server (no skills or prompt templates).
+//! Trusting the folder lets Elph run its hooks and MCP servers as you, and load its skills and
+//! prompt templates. Trust only folders whose contents you know.
+//! "No" exits and records nothing: the next start here asks again.
 //!
 //! > 1. Yes, trust /home/me/code/project
 //!   2. No, exit
@@ -14,8 +16,9 @@
 //! Up/Down to choose, Enter to confirm, Esc to exit
 //! ```
 //!
-//! Raw mode is on only while the question is asked, and a guard restores the terminal on every
-//! way out: an answer, an error, or a panic.
+//! Every line is wrapped between words to the terminal's width, so the terminal never breaks one
+//! in the middle of a word. Raw mode is on only while the question is asked, and a guard restores
+//! the terminal on every way out: an answer, an error, or a panic.
 
 use std::io::Write;
 use std::path::Path;
@@ -25,6 +28,7 @@ use crossterm::style::{Attribute, Print, SetAttribute};
 use crossterm::{cursor, queue, terminal};
 
 use super::Answer;
+use crate::trust::contents::ProjectContents;
 
 /// The select's state, apart from any terminal: which option is highlighted.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -92,13 +96,9 @@ impl TrustSelect {
         }
     }
 
-    /// The lines above the options, drawn once.
-    pub fn header(&self, hooks_file: &Path) -> Vec<String> {
-        let hooks = if hooks_file.is_file() {
-            "It has a .elph/hooks.json: trusting the folder lets Elph run the commands it lists."
-        } else {
-            "Trusting it lets Elph run the commands of its .elph/hooks.json, if it gets one."
-        };
+    /// The lines above the options, drawn once (before wrapping): the folder, what its `.elph/`
+    /// holds, what changed since it was trusted (if it was), what trusting does, and what "No" does.
+    pub fn header(&self, contents: &ProjectContents) -> Vec<String> {
         let mut lines = vec![
             "Do you trust the files in this folder?".to_string(),
             String::new(),
@@ -109,10 +109,22 @@ impl TrustSelect {
             lines.push("It changed since you trusted it:".to_string());
             lines.extend(self.changes.iter().map(|change| format!("  - {change}")));
             lines.push("Its hooks and MCP servers stay off until you trust the new content.".to_string());
-        } else {
-            lines.push(hooks.to_string());
         }
-        lines.push("Trust only folders whose contents you know.".to_string());
+        lines.push(crate::terminal_text::escape(&contents.sentence()).into_owned());
+        if contents.is_empty() {
+            lines.push(
+                "Trusting it lets Elph run the hooks and MCP servers it gets later, as you, without \
+                 asking again. Trust only folders whose contents you know."
+                    .to_string(),
+            );
+        } else {
+            lines.push(
+                "Trusting it lets Elph run its hooks and MCP servers as you, and load its skills and \
+                 prompt templates. Trust only folders whose contents you know."
+                    .to_string(),
+            );
+        }
+        lines.push("\"No\" exits and records nothing: the next start here asks again.".to_string());
         lines.push(String::new());
         lines
     }
@@ -129,9 +141,47 @@ impl TrustSelect {
             })
             .collect();
         lines.push(String::new());
-        lines.push(fit("Up/Down to choose, Enter to confirm, Esc to exit", width));
+        lines.extend(wrap_words(
+            "Up/Down to choose, Enter to confirm, Esc to exit",
+            width,
+        ));
         lines
     }
+}
+
+/// Wraps `line` between words into rows narrower than `width` cells (the terminal wraps a row that
+/// fills its last column). Continuation rows keep the line's indent (and a `- ` bullet's). A word
+/// wider than a row (a long path) is cut where the row ends.
+pub fn wrap_words(line: &str, width: usize) -> Vec<String> {
+    use crate::tui::wrap::{char_width, width as cells};
+    let room = width.saturating_sub(1).max(20);
+    let indent: String = line.chars().take_while(|c| *c == ' ').collect();
+    let rest_indent = if line.trim_start().starts_with("- ") {
+        format!("{indent}  ")
+    } else {
+        indent.clone()
+    };
+    let mut rows = Vec::new();
+    let mut row = indent;
+    let mut words_in_row = 0;
+    for word in line.split(' ').filter(|word| !word.is_empty()) {
+        if words_in_row > 0 && cells(&row) + 1 + cells(word) > room {
+            rows.push(std::mem::replace(&mut row, rest_indent.clone()));
+            words_in_row = 0;
+        }
+        if words_in_row > 0 {
+            row.push(' ');
+        }
+        for c in word.chars() {
+            if cells(&row) + char_width(c) > room {
+                rows.push(std::mem::replace(&mut row, rest_indent.clone()));
+            }
+            row.push(c);
+        }
+        words_in_row += 1;
+    }
+    rows.push(row);
+    rows
 }
 
 /// Cuts `line` to fewer than `width` characters (so the terminal never wraps it), ending in `…`.
@@ -169,12 +219,22 @@ impl Drop for RawMode {
 }
 
 /// Asks on the terminal (stdin and stdout) whether to trust `project`.
-pub fn ask_on_terminal(project: &Path, hooks_file: &Path, changes: &[String]) -> std::io::Result<Answer> {
+pub fn ask_on_terminal(
+    project: &Path,
+    contents: &ProjectContents,
+    changes: &[String],
+) -> std::io::Result<Answer> {
     let color = std::env::var_os("NO_COLOR").is_none_or(|value| value.is_empty());
     let mut select = TrustSelect::new(project).with_changes(changes);
     let _raw = RawMode::enable()?;
     let mut out = std::io::stdout().lock();
-    for (index, line) in select.header(hooks_file).iter().enumerate() {
+    let width = terminal_width();
+    let rows = select
+        .header(contents)
+        .iter()
+        .flat_map(|line| wrap_words(line, width))
+        .collect::<Vec<_>>();
+    for (index, line) in rows.iter().enumerate() {
         if index == 0 && color {
             queue!(
                 out,
@@ -278,6 +338,23 @@ mod tests {
         assert_eq!(select.handle(key(KeyCode::Char('c'))), None);
         assert_eq!(select.handle(key(KeyCode::Char('y'))), Some(Answer::Yes));
         assert_eq!(select.handle(key(KeyCode::Char('2'))), Some(Answer::No));
+    }
+
+    #[test]
+    fn lines_wrap_between_words_and_keep_their_indent() {
+        let rows = wrap_words("  - file changed: .elph/hooks/a-very-long-script-name.sh now", 24);
+        assert_eq!(
+            rows,
+            [
+                "  - file changed:",
+                "    .elph/hooks/a-very-",
+                "    long-script-name.sh",
+                "    now"
+            ]
+        );
+        assert!(rows.iter().all(|row| row.chars().count() < 24));
+        assert_eq!(wrap_words("", 40), [""]);
+        assert_eq!(wrap_words("one two", 40), ["one two"]);
     }
 
     #[test]

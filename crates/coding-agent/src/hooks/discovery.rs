@@ -226,9 +226,25 @@ fn assemble_files(paths: &Paths, home: FileLoad, project: Option<FileLoad>) -> H
             if !project_path.exists() {
                 return set;
             }
+            // Which hooks are off, by id and event: a guard that silently does not run is the
+            // surprise to prevent. The file is only read here, never run.
+            let off: Vec<String> = match read_file(&project_path) {
+                Ok(Some(file)) => file
+                    .hooks
+                    .iter()
+                    .filter(|hook| hook.enabled)
+                    .map(|hook| format!("{} ({})", hook.id, hook.event))
+                    .collect(),
+                _ => Vec::new(),
+            };
+            let off = if off.is_empty() {
+                String::new()
+            } else {
+                format!("; off: {}", off.join(", "))
+            };
             set.diagnostics.push(
                 Diagnostic::new(format!(
-                    "project hooks skipped until {} is trusted (run `elph trust` there, or /trust in the app)",
+                    "project hooks skipped until {} is trusted (run `elph trust` there, or /trust in the app){off}",
                     paths.project_dir.display()
                 ))
                 .in_file(project_path),

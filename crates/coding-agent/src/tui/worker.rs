@@ -175,8 +175,9 @@ fn trust_messages(messages: &mut Vec<UiMsg>, trust: bool, outcome: TrustOutcome)
                 )
             } else {
                 format!(
-                    "no longer trusting {dir}: its hooks are off ({} active hook(s) left)",
-                    hooks.active()
+                    "no longer trusting {dir}: its hooks are off ({} active hook(s) left). {}",
+                    hooks.active(),
+                    crate::gate::next_start(hooks.trust.default)
                 )
             }
         }

@@ -474,7 +474,7 @@ fn untrusted_project_hooks_are_skipped() {
     assert_eq!(
         diagnostics,
         [format!(
-            "PROJECT: project hooks skipped until {} is trusted (run `elph trust` there, or /trust in the app)",
+            "PROJECT: project hooks skipped until {} is trusted (run `elph trust` there, or /trust in the app); off: p (stop)",
             layout.paths.project_dir.display()
         )]
     );

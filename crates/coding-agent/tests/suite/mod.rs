@@ -40,6 +40,7 @@ mod stop_reasons;
 mod store;
 mod tool_policy;
 mod trust;
+mod trust_first_run;
 mod trust_gate_pty;
 mod trust_keys_and_paths;
 mod trust_pinning;

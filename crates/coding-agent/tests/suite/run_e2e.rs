@@ -627,7 +627,7 @@ async fn untrusted_project_hooks_do_not_run_and_nothing_is_written_inside() {
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(!canary.exists(), "the untrusted project's hook never ran");
     assert!(
-        stderr(&output).contains("project hooks skipped until"),
+        stderr(&output).contains("WARNING: 1 project hook(s) are OFF in this run: it is not trusted."),
         "{}",
         stderr(&output)
     );

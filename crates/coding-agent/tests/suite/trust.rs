@@ -593,7 +593,7 @@ fn an_untrusted_project_runs_no_hook_and_gets_no_file() {
         let output = cmd.output().unwrap();
         assert_eq!(output.status.code(), Some(0), "{output:?}");
         assert!(
-            text(&output.stderr).contains("project hooks skipped until"),
+            text(&output.stderr).contains("project hook(s) are OFF in this run"),
             "{output:?}"
         );
         assert!(!canary.exists(), "elph run ran the untrusted project's hook");

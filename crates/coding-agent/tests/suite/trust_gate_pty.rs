@@ -25,6 +25,30 @@ struct Session {
     _master: Box<dyn portable_pty::MasterPty + Send>,
 }
 
+/// How a session starts, apart from the untrusted project under `ask` it always has.
+struct Start {
+    /// The project folder's name.
+    name: String,
+    /// With `--model openai/gpt-test` and its key (the start checks for a model before asking).
+    model: bool,
+    env: Vec<(String, std::ffi::OsString)>,
+    /// Replaces `--cwd PROJECT` when set.
+    cwd: Option<PathBuf>,
+    cols: u16,
+}
+
+impl Default for Start {
+    fn default() -> Self {
+        Start {
+            name: "project".into(),
+            model: true,
+            env: Vec::new(),
+            cwd: None,
+            cols: 100,
+        }
+    }
+}
+
 impl Session {
     /// Starts `elph --cwd PROJECT` in a 24x100 terminal, in an untrusted project under `ask`.
     fn start() -> Self {
@@ -38,12 +62,22 @@ impl Session {
 
     /// [`Session::start_named`], after `setup(project, config)` has prepared the folders.
     fn start_after(name: &str, setup: impl FnOnce(&Path, &Path)) -> Self {
+        Self::start_as(
+            Start {
+                name: name.into(),
+                ..Start::default()
+            },
+            setup,
+        )
+    }
+
+    fn start_as(start: Start, setup: impl FnOnce(&Path, &Path)) -> Self {
         let root = tempfile::tempdir().unwrap();
         let base = std::fs::canonicalize(root.path()).unwrap();
         let home = base.join("home");
         let config = base.join("config");
         let data = base.join("data");
-        let project = base.join(name);
+        let project = base.join(&start.name);
         std::fs::create_dir_all(&home).unwrap();
         std::fs::create_dir_all(&project).unwrap();
         setup(&project, &config);
@@ -52,7 +86,7 @@ impl Session {
         let pair = pty
             .openpty(PtySize {
                 rows: 24,
-                cols: 100,
+                cols: start.cols,
                 pixel_width: 0,
                 pixel_height: 0,
             })
@@ -64,15 +98,24 @@ impl Session {
         cmd.env("ELPH_DATA_DIR", &data);
         cmd.env("PATH", std::env::var_os("PATH").unwrap_or_default());
         cmd.env("TERM", "xterm-256color");
+        if start.model {
+            // Never reached: these tests end at the question or just after it.
+            cmd.env("OPENAI_API_KEY", "k");
+            cmd.env("OPENAI_BASE_URL", "http://127.0.0.1:9/v1");
+            cmd.args(["--model", "openai/gpt-test"]);
+        }
+        for (name, value) in &start.env {
+            cmd.env(name, value);
+        }
         cmd.arg("--cwd");
-        cmd.arg(&project);
+        cmd.arg(start.cwd.as_ref().unwrap_or(&project));
         cmd.cwd(&project);
         let child = pair.slave.spawn_command(cmd).unwrap();
         drop(pair.slave);
 
         let screen = Arc::new(Mutex::new(vt100::Parser::new(
             NonZeroU16::new(24).unwrap(),
-            NonZeroU16::new(100).unwrap(),
+            NonZeroU16::new(start.cols).unwrap(),
             0,
         )));
         let mut reader = pair.master.try_clone_reader().unwrap();
@@ -175,6 +218,10 @@ fn question(session: &Session) {
         screen.contains(&format!("> 1. Yes, trust {}", session.project.display())),
         "{screen}"
     );
+    assert!(
+        screen.contains("\"No\" exits and records nothing: the next start here asks again."),
+        "the question says what No does:\n{screen}"
+    );
 }
 
 fn assert_declined(session: &mut Session) {
@@ -203,23 +250,132 @@ fn entries(trust_file: &Path) -> Value {
 fn yes_records_trust_and_startup_goes_on() {
     let mut session = Session::start();
     question(&session);
-    session.press(b"\r");
-    // Startup goes on: past the gate, whatever comes next (for now a notice that the TUI is not
-    // built; later the TUI itself, which this test then closes).
-    let code = session.exit_code_within(Duration::from_secs(5));
-    assert_ne!(code, Some(4), "screen:\n{}", session.contents());
-    let screen = session.contents();
-    assert!(!screen.contains("declined"), "{screen}");
     assert!(
-        screen.contains(&format!("> Yes, trust {}", session.project.display())),
-        "{screen}"
+        session
+            .contents()
+            .contains("Its .elph/ holds no hooks, MCP servers, skills or prompt templates."),
+        "{}",
+        session.contents()
     );
+    session.press(b"\r");
+    // Startup goes on, into the app.
+    session.wait_for("· trusted ·");
     let project = session.project.to_str().unwrap().to_string();
     assert_eq!(
         entries(&session.trust_file()),
         serde_json::json!({ project: true })
     );
     assert!(!session.project.join(".elph").exists());
+    assert_eq!(session.exit_code_within(Duration::from_millis(200)), None);
+}
+
+/// What a start that cannot happen leaves: exit 1 with `error` on the screen, no question asked,
+/// nothing recorded.
+fn assert_failed_before_asking(session: &mut Session, error: &str) {
+    assert_eq!(session.exit_code(), 1, "screen:\n{}", session.contents());
+    let screen = session.contents();
+    assert!(screen.contains(error), "{screen}");
+    assert!(
+        !screen.contains("Do you trust"),
+        "no question for a start that cannot happen:\n{screen}"
+    );
+    assert!(!session.trust_file().exists(), "nothing recorded");
+}
+
+#[test]
+fn no_model_fails_before_the_question_and_records_nothing() {
+    let mut session = Session::start_as(
+        Start {
+            model: false,
+            ..Start::default()
+        },
+        |_, _| {},
+    );
+    assert_failed_before_asking(&mut session, "elph: no model configured");
+    assert!(!session.data.exists());
+}
+
+#[test]
+fn an_unusable_data_dir_fails_before_the_question_and_records_nothing() {
+    let blocker = tempfile::NamedTempFile::new().unwrap();
+    let mut session = Session::start_as(
+        Start {
+            env: vec![("ELPH_DATA_DIR".into(), blocker.path().join("data").into())],
+            ..Start::default()
+        },
+        |_, _| {},
+    );
+    assert_failed_before_asking(&mut session, "is a file, not a folder");
+}
+
+#[test]
+fn a_bad_cwd_fails_before_the_question_and_records_nothing() {
+    let file = tempfile::NamedTempFile::new().unwrap();
+    let mut session = Session::start_as(
+        Start {
+            cwd: Some(file.path().to_path_buf()),
+            ..Start::default()
+        },
+        |_, _| {},
+    );
+    assert_failed_before_asking(&mut session, "is not a directory");
+}
+
+#[test]
+fn the_question_says_what_the_folder_holds_and_wraps_between_words() {
+    let cols = 44;
+    let mut session = Session::start_as(
+        Start {
+            cols,
+            ..Start::default()
+        },
+        |project, _| {
+            let elph = project.join(".elph");
+            std::fs::create_dir_all(elph.join("skills/pdf")).unwrap();
+            std::fs::write(elph.join("skills/pdf/SKILL.md"), "---\nname: pdf\n---\n").unwrap();
+            std::fs::write(
+                elph.join("hooks.json"),
+                r#"{"hooks": [
+                    {"id": "guard", "event": "preToolUse", "command": "/bin/true"},
+                    {"id": "audit", "event": "stop", "command": "/bin/true"}
+                ]}"#,
+            )
+            .unwrap();
+            std::fs::write(
+                elph.join("mcp.json"),
+                r#"{"mcpServers": {"db": {"command": "/bin/true"}}}"#,
+            )
+            .unwrap();
+        },
+    );
+    session.wait_for("Up/Down to choose");
+    session.wait_for("Esc to\nexit");
+    let rows: Vec<String> = {
+        let parser = session.screen.lock().unwrap();
+        parser
+            .screen()
+            .rows(0, cols)
+            .map(|row| row.trim_end().to_string())
+            .collect()
+    };
+    // A row the terminal wrapped fills every column; the question's rows never do.
+    for row in &rows {
+        assert!(
+            row.chars().count() < cols as usize,
+            "a full row: {row:?}\n{rows:#?}"
+        );
+    }
+    let text = rows.iter().map(|row| row.trim()).collect::<Vec<_>>().join(" ");
+    for sentence in [
+        "Its .elph/ holds 2 hooks, 1 MCP server and 1 skill (no prompt templates).",
+        "Trusting it lets Elph run its hooks and MCP servers as you,",
+        "\"No\" exits and records nothing: the next start here asks again.",
+    ] {
+        assert!(text.contains(sentence), "{sentence:?} whole in:\n{rows:#?}");
+    }
+    session.press(b"\x1b");
+    assert_eq!(session.exit_code(), 4);
+    assert!(!session.trust_file().exists());
 }
 
 #[test]
@@ -323,4 +479,73 @@ fn a_project_changed_since_it_was_trusted_is_asked_about_again_with_the_change()
         pin = file["pins"][session.project.to_str().unwrap()]["files"][".elph/hooks/audit.sh"].clone();
     }
     assert_eq!(pin, Value::String(expected), "the new content is pinned");
+}
+
+/// The screen's text with every run of whitespace (line ends too) made one space.
+fn squashed(screen: &str) -> String {
+    screen.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[test]
+fn the_app_names_the_project_hooks_that_are_off_when_it_starts_untrusted() {
+    // Under "always", a project with an explicit false starts without a question, its hooks off.
+    let session = Session::start_as(Start::default(), |project, config| {
+        std::fs::create_dir_all(config).unwrap();
+        std::fs::write(
+            config.join("trust.json"),
+            serde_json::json!({
+                "defaultProjectTrust": "always",
+                "directories": {project.to_str().unwrap(): false}
+            })
+            .to_string(),
+        )
+        .unwrap();
+        std::fs::create_dir_all(project.join(".elph")).unwrap();
+        std::fs::write(
+            project.join(".elph/hooks.json"),
+            r#"{"hooks": [
+                {"id": "no-rm-rf", "event": "preToolUse", "command": "/bin/true"},
+                {"id": "audit", "event": "stop", "command": "/bin/true"}
+            ]}"#,
+        )
+        .unwrap();
+    });
+    session.wait_for("· untrusted ·");
+    let deadline = Instant::now() + DEADLINE;
+    let wanted = "off: no-rm-rf (preToolUse), audit (stop)";
+    while !squashed(&session.contents()).contains(wanted) {
+        assert!(
+            Instant::now() < deadline,
+            "{wanted:?} in:\n{}",
+            session.contents()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        squashed(&session.contents()).matches("no-rm-rf").count(),
+        1,
+        "said once:\n{}",
+        session.contents()
+    );
+}
+
+#[test]
+fn untrust_in_the_app_says_what_the_next_start_does() {
+    let mut session = Session::start();
+    question(&session);
+    session.press(b"y");
+    session.wait_for("· trusted ·");
+    session.press(b"/untrust");
+    session.wait_for("› /untrust");
+    session.press(b"\r");
+    let deadline = Instant::now() + DEADLINE;
+    let wanted = "The next `elph` started here asks again whether to trust it (\"No\" exits)";
+    while !squashed(&session.contents()).contains(wanted) {
+        assert!(
+            Instant::now() < deadline,
+            "{wanted:?} in:\n{}",
+            session.contents()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
