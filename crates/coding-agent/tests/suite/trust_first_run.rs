@@ -151,3 +151,30 @@ async fn untrust_says_what_the_next_start_does_under_each_default() {
         assert!(!stdout.contains("stay off"), "{stdout}");
     }
 }
+
+#[test]
+fn the_first_run_guides_trust_the_project_before_running_it() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    for (file, heading) in [
+        ("README.md", "## First run in a project"),
+        ("docs/hooks.md", "## Where hooks are configured"),
+    ] {
+        let text = std::fs::read_to_string(root.join(file)).unwrap();
+        let start = text
+            .find(heading)
+            .unwrap_or_else(|| panic!("{file}: no {heading:?}"));
+        let section = &text[start..];
+        let section = &section[..section[3..].find("\n## ").map_or(section.len(), |end| end + 3)];
+        let trust = section
+            .find("elph trust ")
+            .or_else(|| section.find("elph trust\n"));
+        let trust = trust.unwrap_or_else(|| panic!("{file}: no `elph trust` in {heading:?}"));
+        let run = section
+            .find("elph run \"")
+            .unwrap_or_else(|| panic!("{file}: no `elph run` in {heading:?}"));
+        assert!(
+            trust < run,
+            "{file}: `elph trust` comes before the first `elph run`"
+        );
+    }
+}
