@@ -17,6 +17,7 @@ pub mod session;
 pub mod settings;
 pub mod shutdown;
 pub mod store;
+pub(crate) mod suggest;
 pub mod terminal_text;
 pub mod trust;
 pub mod tui;

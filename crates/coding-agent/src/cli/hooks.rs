@@ -10,7 +10,7 @@ use super::exit;
 use super::hooks_test;
 use crate::diagnostics::Diagnostic;
 use crate::hooks::HookSet;
-use crate::hooks::config::read_file;
+use crate::hooks::config::check_file;
 use crate::hooks::discovery::{FileLoad, HookScope, merge};
 use crate::paths::Paths;
 
@@ -185,6 +185,7 @@ fn validate(cwd: Option<&Path>, files: Vec<PathBuf>, json: bool) -> anyhow::Resu
         vec![paths.home_hooks_file(), paths.project_hooks_file()]
     };
     let mut problems: Vec<Diagnostic> = Vec::new();
+    let mut warnings: Vec<Diagnostic> = Vec::new();
     let mut checks = Vec::new();
     let mut loads = Vec::new();
     for (index, path) in files.iter().enumerate() {
@@ -193,7 +194,7 @@ fn validate(cwd: Option<&Path>, files: Vec<PathBuf>, json: bool) -> anyhow::Resu
         } else {
             HookScope::Project
         };
-        let (state, hooks) = match read_file(path) {
+        let (state, hooks) = match check_file(path) {
             Ok(None) if explicit => {
                 problems.push(Diagnostic::new("no such file").in_file(path));
                 ("invalid", None)
@@ -201,6 +202,7 @@ fn validate(cwd: Option<&Path>, files: Vec<PathBuf>, json: bool) -> anyhow::Resu
             Ok(None) => ("missing", None),
             Ok(Some(file)) => {
                 let count = file.hooks.len();
+                warnings.extend(matcher_warnings(path, &file));
                 loads.push(FileLoad {
                     path: path.clone(),
                     scope,
@@ -208,8 +210,8 @@ fn validate(cwd: Option<&Path>, files: Vec<PathBuf>, json: bool) -> anyhow::Resu
                 });
                 ("ok", Some(count))
             }
-            Err(error) => {
-                problems.push(error.into_diagnostic(path));
+            Err(errors) => {
+                problems.extend(errors.into_iter().map(|error| error.into_diagnostic(path)));
                 ("invalid", None)
             }
         };
@@ -224,7 +226,12 @@ fn validate(cwd: Option<&Path>, files: Vec<PathBuf>, json: bool) -> anyhow::Resu
     let valid = problems.is_empty();
     let mut out = std::io::stdout().lock();
     if json {
-        let document = serde_json::json!({ "valid": valid, "files": checks, "problems": problems });
+        let document = serde_json::json!({
+            "valid": valid,
+            "files": checks,
+            "problems": problems,
+            "warnings": warnings,
+        });
         serde_json::to_writer_pretty(&mut out, &document)?;
         writeln!(out)?;
     } else {
@@ -240,6 +247,32 @@ fn validate(cwd: Option<&Path>, files: Vec<PathBuf>, json: bool) -> anyhow::Resu
         for problem in &problems {
             eprintln!("{problem}");
         }
+        for warning in &warnings {
+            eprintln!("warning: {warning}");
+        }
     }
     Ok(if valid { exit::SUCCESS } else { exit::ERROR })
+}
+
+/// What is valid but cannot be what was meant: matcher patterns that name no tool. They do not
+/// make the file invalid (it loads), so they do not change the exit status.
+fn matcher_warnings(path: &Path, file: &crate::hooks::config::HooksFile) -> Vec<Diagnostic> {
+    file.hooks
+        .iter()
+        .enumerate()
+        .filter_map(|(index, hook)| {
+            let names = hook.matcher.as_ref()?.tool_names.as_ref()?;
+            let matcher = elph_agent::hooks::Matcher::parse(names).ok()?;
+            Some(
+                crate::hooks::tool_names::unknown_tools(hook.event, &matcher)
+                    .into_iter()
+                    .map(move |unknown| {
+                        Diagnostic::new(unknown.message)
+                            .in_file(path)
+                            .at(format!("/hooks/{index}/matcher/toolNames/{}", unknown.index))
+                    }),
+            )
+        })
+        .flatten()
+        .collect()
 }

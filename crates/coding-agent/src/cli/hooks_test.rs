@@ -108,10 +108,7 @@ pub fn run(cwd: Option<&Path>, args: TestArgs) -> anyhow::Result<u8> {
 
 fn parse_event(name: &str) -> anyhow::Result<HookEvent> {
     name.parse::<HookEvent>().or_else(|err| {
-        match HookEvent::ALL
-            .into_iter()
-            .find(|event| event.as_str().eq_ignore_ascii_case(name))
-        {
+        match crate::suggest::nearest(name, HookEvent::ALL.map(HookEvent::as_str)) {
             Some(event) => {
                 bail!("unknown event '{name}'; did you mean '{event}'? (event names are camelCase)")
             }

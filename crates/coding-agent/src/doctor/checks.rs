@@ -7,8 +7,7 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use elph_agent::hooks::{ToolPattern, went_on_unchecked};
-use elph_agent::tools::ToolCatalog;
+use elph_agent::hooks::went_on_unchecked;
 use serde::Serialize;
 
 use super::runstats::{RunStats, Slowness};
@@ -226,32 +225,13 @@ fn check_shebang(line: &str, script: &Path, path_var: &str) -> (Option<String>, 
 
 /// Checks the matcher of a tool hook against the tools Elph has: native tools by name, MCP tools
 /// by their `mcp_` prefix.
-pub fn check_matcher(hook: &HookDefinition, catalog: &ToolCatalog) -> Vec<Finding> {
-    if !hook.event.is_tool_event() {
-        return Vec::new();
-    }
-    let native: Vec<&str> = catalog.names().collect();
-    let could_be_mcp = |name: &str| name.starts_with("mcp_") || "mcp_".starts_with(name);
-    hook.matcher
-        .patterns()
-        .iter()
-        .filter(|pattern| match pattern {
-            ToolPattern::Exact(name) => !native.contains(&name.as_str()) && !name.starts_with("mcp_"),
-            ToolPattern::Prefix(prefix) => {
-                !native.iter().any(|name| name.starts_with(prefix.as_str())) && !could_be_mcp(prefix)
-            }
-            ToolPattern::Any | ToolPattern::Suffix(_) => false,
-        })
-        .map(|pattern| {
-            Finding::new(
-                Level::Warning,
-                format!("matcher pattern '{pattern}' matches no tool Elph has"),
-            )
-            .fix(format!(
-                "use Elph's tool names in {}: {} (MCP tools are named mcp_SERVER__TOOL); e.g. edit_file, \
-                 not apply_patch",
-                hook.source.display(),
-                native.join(", ")
+pub fn check_matcher(hook: &HookDefinition) -> Vec<Finding> {
+    crate::hooks::tool_names::unknown_tools(hook.event, &hook.matcher)
+        .into_iter()
+        .map(|unknown| {
+            Finding::new(Level::Warning, unknown.message).fix(format!(
+                "use Elph's tool names in {}; e.g. edit_file, not apply_patch",
+                hook.source.display()
             ))
         })
         .collect()

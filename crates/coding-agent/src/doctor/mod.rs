@@ -15,7 +15,6 @@ mod sandbox;
 use std::path::{Path, PathBuf};
 
 use elph_agent::hooks::{HookEvent, ToolPattern};
-use elph_agent::tools::ToolCatalog;
 use serde::Serialize;
 
 pub use checks::{CommandReport, Finding, Level};
@@ -244,11 +243,10 @@ pub fn gather(paths: &Paths, sources: &PathSources, path_var: &str) -> Report {
 
     let log_path = paths.logs_dir().join(runlog::FILE_NAME);
     let log = LogRead::read(&log_path, set.hooks.iter().map(|hook| hook.id.as_str()));
-    let catalog = ToolCatalog::native();
     let hooks: Vec<HookReport> = set
         .hooks
         .iter()
-        .map(|hook| hook_report(hook, &log, &catalog, path_var))
+        .map(|hook| hook_report(hook, &log, path_var))
         .collect();
 
     let mut problems = Vec::new();
@@ -458,9 +456,9 @@ fn file_report(paths: &Paths, file: &HookFile, trust_error: bool) -> FileReport 
     }
 }
 
-fn hook_report(hook: &HookDefinition, log: &LogRead, catalog: &ToolCatalog, path_var: &str) -> HookReport {
+fn hook_report(hook: &HookDefinition, log: &LogRead, path_var: &str) -> HookReport {
     let (command, mut findings) = checks::check_command(hook, path_var);
-    findings.extend(checks::check_matcher(hook, catalog));
+    findings.extend(checks::check_matcher(hook));
     let recent_runs = log.stats(&hook.id);
     if let Some(stats) = &recent_runs {
         findings.extend(checks::check_runs(hook, stats));

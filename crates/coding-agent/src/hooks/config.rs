@@ -262,43 +262,82 @@ pub fn read_file(path: &Path) -> Result<Option<HooksFile>, LoadError> {
     parse(&bytes).map(Some)
 }
 
-/// Parses and validates the contents of a hooks.json.
+/// Reads one hooks.json and finds every problem in it (see [`check`]). `Ok(None)` when the file
+/// does not exist.
+pub fn check_file(path: &Path) -> Result<Option<HooksFile>, Vec<LoadError>> {
+    let bytes = match elph_config::read_config(path) {
+        Ok(Some(bytes)) => bytes,
+        Ok(None) => return Ok(None),
+        Err(err) => return Err(vec![LoadError::new(None, format!("{}; ignored", err.reason()))]),
+    };
+    check(&bytes).map(Some)
+}
+
+/// Parses and validates the contents of a hooks.json; the first problem is enough to ignore the
+/// file (see [`check`] for every problem).
 pub fn parse(bytes: &[u8]) -> Result<HooksFile, LoadError> {
+    check(bytes).map_err(|problems| {
+        problems
+            .into_iter()
+            .next()
+            .unwrap_or_else(|| LoadError::new(None, "is not valid; file ignored"))
+    })
+}
+
+/// Parses and validates the contents of a hooks.json, finding every problem, each with its JSON
+/// pointer (what `elph hooks validate` reports). A file that is not JSON at all, or is shaped like
+/// Claude Code's settings, has one problem: the rest would be noise.
+pub fn check(bytes: &[u8]) -> Result<HooksFile, Vec<LoadError>> {
     let bare = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     if bare.iter().all(u8::is_ascii_whitespace) {
-        return Err(LoadError::new(
+        return Err(vec![LoadError::new(
             None,
             "is empty; expected an object such as {\"hooks\": []}; ignored",
-        ));
+        )]);
     }
     let value = elph_config::parse_json(bytes)
-        .map_err(|err| LoadError::new(err.pointer, format!("{}; ignored", err.message)))?;
+        .map_err(|err| vec![LoadError::new(err.pointer, format!("{}; ignored", err.message))])?;
+    if let Some(problem) = claude_code_shape(&value) {
+        return Err(vec![problem]);
+    }
+    let mut problems = Vec::new();
     // Checked before the schema, which counts 1e3 as an integer: serde would not, and would then
     // report the whole file instead of the field.
     if let Some(hooks) = value.get("hooks").and_then(Value::as_array) {
         for index in 0..hooks.len() {
-            elph_config::json::whole_number_at(&value, &format!("/hooks/{index}/timeoutMs")).map_err(
-                |err| {
-                    LoadError::new(
-                        err.pointer,
-                        format!(
-                            "{} of milliseconds between {MIN_TIMEOUT_MS} and {MAX_TIMEOUT_MS}; file ignored",
-                            err.message
-                        ),
-                    )
-                },
-            )?;
+            if let Err(err) = elph_config::json::whole_number_at(&value, &format!("/hooks/{index}/timeoutMs"))
+            {
+                problems.push(LoadError::new(
+                    err.pointer,
+                    format!(
+                        "{} of milliseconds between {MIN_TIMEOUT_MS} and {MAX_TIMEOUT_MS}; file ignored",
+                        err.message
+                    ),
+                ));
+            }
         }
     }
-    if let Some(error) = validator().iter_errors(&value).next() {
-        let (pointer, message) = describe_schema_error(&error);
-        return Err(LoadError::new(Some(pointer), format!("{message}; file ignored")));
+    for error in validator().iter_errors(&value) {
+        for (pointer, message) in describe_schema_error(&error) {
+            // One problem per place: a timeoutMs of 1.5 fails both checks.
+            if problems.iter().any(|p| p.pointer.as_deref() == Some(&pointer)) {
+                continue;
+            }
+            problems.push(LoadError::new(Some(pointer), format!("{message}; file ignored")));
+        }
     }
-    let file: HooksFile = serde_json::from_value(value)
-        .map_err(|err| LoadError::new(Some(String::new()), format!("{err}; file ignored")))?;
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    let file: HooksFile = serde_json::from_value(value).map_err(|err| {
+        vec![LoadError::new(
+            Some(String::new()),
+            format!("{err}; file ignored"),
+        )]
+    })?;
     for (index, hook) in file.hooks.iter().enumerate() {
         if hook.protocol == Protocol::ClaudeCode && !claude_code_has(hook.event) {
-            return Err(LoadError::new(
+            problems.push(LoadError::new(
                 Some(format!("/hooks/{index}/protocol")),
                 format!(
                     "hook '{}': protocol claude-code is only for events Claude Code has (sessionStart, userPromptSubmit, preToolUse, postToolUse, postToolUseFailure, preCompact, stop, sessionEnd), not {}; file ignored",
@@ -307,7 +346,7 @@ pub fn parse(bytes: &[u8]) -> Result<HooksFile, LoadError> {
             ));
         }
         if hook.protocol == Protocol::ClaudeCode && hook.persistent {
-            return Err(LoadError::new(
+            problems.push(LoadError::new(
                 Some(format!("/hooks/{index}/persistent")),
                 format!(
                     "hook '{}': a claude-code hook answers with its exit code, so it cannot be persistent \
@@ -318,7 +357,58 @@ pub fn parse(bytes: &[u8]) -> Result<HooksFile, LoadError> {
             ));
         }
     }
-    Ok(file)
+    if problems.is_empty() {
+        Ok(file)
+    } else {
+        Err(problems)
+    }
+}
+
+/// A file shaped like Claude Code's settings (`"hooks": {"PreToolUse": [...]}`): the first thing
+/// people bring over. Pointing at the translator beats "is not of type array".
+fn claude_code_shape(value: &Value) -> Option<LoadError> {
+    let hooks = value.get("hooks")?.as_object()?;
+    // Claude Code's `hooks` maps event names to lists of matcher groups.
+    let (example, _) = hooks.iter().next()?;
+    if !hooks.values().all(Value::is_array) {
+        return None;
+    }
+    Some(LoadError::new(
+        Some("/hooks".into()),
+        format!(
+            "this looks like Claude Code's hooks settings (\"hooks\": {{\"{example}\": [...]}}); Elph's \
+             hooks.json holds a list, one object per hook (\"hooks\": [{{\"id\": ..., \"event\": ..., \
+             \"command\": ...}}]). `elph hooks import FILE` translates a Claude Code settings file into Elph \
+             hooks; see docs/claude-code.md; file ignored"
+        ),
+    ))
+}
+
+/// The field names allowed at `pointer` (the object that had an unknown field), from the schema.
+fn fields_at(pointer: &str) -> Vec<&'static str> {
+    static FIELDS: OnceLock<[Vec<String>; 3]> = OnceLock::new();
+    let [top, hook, matcher] = FIELDS.get_or_init(|| {
+        let schema = generated_schema();
+        let names = |at: &str| -> Vec<String> {
+            schema
+                .pointer(at)
+                .and_then(Value::as_object)
+                .map(|properties| properties.keys().cloned().collect())
+                .unwrap_or_default()
+        };
+        [
+            names("/properties"),
+            names("/$defs/HookConfig/properties"),
+            names("/$defs/MatcherConfig/properties"),
+        ]
+    });
+    let depth = pointer.split('/').count();
+    let list = match depth {
+        1 => top,
+        3 => hook,
+        _ => matcher,
+    };
+    list.iter().map(String::as_str).collect()
 }
 
 fn claude_code_has(event: HookEvent) -> bool {
@@ -328,16 +418,26 @@ fn claude_code_has(event: HookEvent) -> bool {
     )
 }
 
-fn describe_schema_error(error: &jsonschema::ValidationError<'_>) -> (String, String) {
+/// One schema error in words, with its pointer; an object with several unknown fields gives one
+/// problem per field.
+fn describe_schema_error(error: &jsonschema::ValidationError<'_>) -> Vec<(String, String)> {
     let pointer = error.instance_path().as_str().to_string();
     let event_names = HookEvent::ALL.map(HookEvent::as_str).join(", ");
     let message = match error.kind() {
         ValidationErrorKind::AdditionalProperties { unexpected } => {
-            let name = unexpected.first().cloned().unwrap_or_default();
-            return (
-                format!("{pointer}/{}", escape_pointer(&name)),
-                format!("unknown field '{name}'"),
-            );
+            let allowed = fields_at(&pointer);
+            return unexpected
+                .iter()
+                .map(|name| {
+                    (
+                        format!("{pointer}/{}", escape_pointer(name)),
+                        format!(
+                            "unknown field '{name}'{}",
+                            crate::suggest::did_you_mean(name, allowed.iter().copied())
+                        ),
+                    )
+                })
+                .collect();
         }
         ValidationErrorKind::Required { property } => format!("missing required field {property}"),
         ValidationErrorKind::FalseSchema if pointer.ends_with("/matcher") => {
@@ -358,10 +458,20 @@ fn describe_schema_error(error: &jsonschema::ValidationError<'_>) -> (String, St
             )
         }
         ValidationErrorKind::Enum { .. } if pointer.ends_with("/event") => {
-            format!(
-                "unknown event {}; expected one of: {event_names}",
-                error.instance()
-            )
+            match error
+                .instance()
+                .as_str()
+                .and_then(|name| crate::suggest::nearest(name, HookEvent::ALL.map(HookEvent::as_str)))
+            {
+                Some(event) => format!(
+                    "unknown event {}; did you mean '{event}'? (event names are camelCase: {event_names})",
+                    error.instance()
+                ),
+                None => format!(
+                    "unknown event {}; expected one of: {event_names}",
+                    error.instance()
+                ),
+            }
         }
         ValidationErrorKind::Pattern { .. } if is_id(&pointer) => format!(
             "invalid id {}: an id starts with a letter or digit and holds only letters, digits, '.', '_' and '-'",
@@ -395,7 +505,7 @@ fn describe_schema_error(error: &jsonschema::ValidationError<'_>) -> (String, St
         ),
         _ => error.to_string(),
     };
-    (pointer, message)
+    vec![(pointer, message)]
 }
 
 fn is_id(pointer: &str) -> bool {

@@ -8,6 +8,7 @@ pub mod persistent;
 pub mod process;
 pub mod reload;
 pub mod runlog;
+pub mod tool_names;
 
 pub use discovery::{FileState, HookDefinition, HookFile, HookScope, HookSet, discover};
 pub use host::HookHost;

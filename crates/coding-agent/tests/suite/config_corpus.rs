@@ -103,7 +103,7 @@ fn unknown_field_at_top_level() {
 fn unknown_field_in_a_hook() {
     malformed_hook(
         r#"{"id": "a", "event": "stop", "command": "x", "timeout": 5}"#,
-        "HOME at /hooks/0/timeout: unknown field 'timeout'; file ignored",
+        "HOME at /hooks/0/timeout: unknown field 'timeout'; did you mean 'timeoutMs'?; file ignored",
     );
 }
 
@@ -118,21 +118,27 @@ fn unknown_field_in_a_matcher() {
 #[test]
 fn bad_event_spellings() {
     let names = "sessionStart, userPromptSubmit, beforeAgent, context, preToolUse, postToolUse, postToolUseFailure, preCompact, postCompact, stop, sessionEnd";
-    for bad in [
-        "PreToolUse",
-        "pretooluse",
-        "pre_tool_use",
-        "",
-        "PRE_TOOL_USE",
-        "preToolUse ",
-        "onStop",
-        "SessionStart",
+    for (bad, meant) in [
+        ("PreToolUse", Some("preToolUse")),
+        ("pretooluse", Some("preToolUse")),
+        ("pre_tool_use", Some("preToolUse")),
+        ("", None),
+        ("PRE_TOOL_USE", Some("preToolUse")),
+        ("preToolUse ", Some("preToolUse")),
+        ("onStop", None),
+        ("SessionStart", Some("sessionStart")),
     ] {
-        malformed_hook(
-            &format!(r#"{{"id": "a", "event": "{bad}", "command": "x"}}"#),
-            &format!(
+        let expected = match meant {
+            Some(event) => format!(
+                "HOME at /hooks/0/event: unknown event \"{bad}\"; did you mean '{event}'? (event names are camelCase: {names}); file ignored"
+            ),
+            None => format!(
                 "HOME at /hooks/0/event: unknown event \"{bad}\"; expected one of: {names}; file ignored"
             ),
+        };
+        malformed_hook(
+            &format!(r#"{{"id": "a", "event": "{bad}", "command": "x"}}"#),
+            &expected,
         );
     }
     malformed_hook(

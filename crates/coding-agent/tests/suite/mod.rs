@@ -18,6 +18,7 @@ mod guards_loud;
 mod herdr;
 mod hooks_test_cli;
 mod hooks_validate_cli;
+mod hooks_validate_teach;
 mod host;
 mod install;
 mod lifecycle_acp;

@@ -84,16 +84,34 @@ pub fn parse_outcome(event: HookEvent, value: &Value) -> Result<ParsedOutcome, O
                 "addedToolNames is rejected: hooks cannot add tools (use MCP for dynamic tools)".into(),
             );
         } else if honoured.is_empty() {
-            ignored.push(format!("field '{key}' is ignored: {event} is observation-only"));
+            ignored.push(format!(
+                "field '{key}' is ignored: {event} is observation-only{}",
+                works_on(key)
+            ));
         } else {
             ignored.push(format!(
-                "field '{key}' is not honoured by {event} and was ignored (it honours: {})",
-                honoured.join(", ")
+                "field '{key}' is not honoured by {event} and was ignored (it honours: {}){}",
+                honoured.join(", "),
+                works_on(key)
             ));
         }
     }
     let outcome = event.parse_outcome(kept)?;
     Ok(ParsedOutcome { outcome, ignored })
+}
+
+/// Where an ignored field does work, from the events' outcome types: "; it works on beforeAgent".
+fn works_on(field: &str) -> String {
+    let events: Vec<&str> = HookEvent::ALL
+        .into_iter()
+        .filter(|event| event.honoured_fields().contains(&field))
+        .map(HookEvent::as_str)
+        .collect();
+    match events.as_slice() {
+        [] => String::new(),
+        [one] => format!("; it works on {one}"),
+        [rest @ .., last] => format!("; it works on {} and {last}", rest.join(", ")),
+    }
 }
 
 /// Checks a message list that a hook returned: tool messages must answer a tool call made earlier in
@@ -369,12 +387,30 @@ mod tests {
     }
 
     #[test]
+    fn an_ignored_field_says_where_it_works() {
+        let parsed = parse_outcome(
+            HookEvent::SessionStart,
+            &json!({"additionalContext": "x", "content": [], "nonsense": 1}),
+        )
+        .unwrap();
+        assert_eq!(
+            parsed.ignored,
+            [
+                "field 'additionalContext' is ignored: sessionStart is observation-only; it works on beforeAgent",
+                "field 'content' is ignored: sessionStart is observation-only; it works on postToolUse and \
+                 postToolUseFailure",
+                "field 'nonsense' is ignored: sessionStart is observation-only",
+            ]
+        );
+    }
+
+    #[test]
     fn unhonoured_fields_are_ignored_with_a_note() {
         let parsed = parse_outcome(HookEvent::Stop, &json!({"block": true})).unwrap();
         assert_eq!(parsed.outcome, HookOutcome::Stop(Observation));
         assert_eq!(
             parsed.ignored,
-            ["field 'block' is ignored: stop is observation-only"]
+            ["field 'block' is ignored: stop is observation-only; it works on preToolUse"]
         );
 
         let parsed = parse_outcome(HookEvent::Context, &json!({"systemPrompt": "x"})).unwrap();

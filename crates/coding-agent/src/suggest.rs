@@ -1,0 +1,85 @@
+//! "Did you mean …?": the nearest of a list of names to one that was not found. Shared by
+//! `hooks validate` (event and field names), `hooks test` (event names) and the matcher checks.
+
+/// The candidate `name` was most likely meant as: the same name in another case (`PreToolUse` →
+/// `preToolUse`), a candidate it is the start of (`timeout` → `timeoutMs`), or the closest one a
+/// couple of typos away. `None` when nothing is close.
+pub fn nearest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str> + Clone) -> Option<&'a str> {
+    let lower = name.to_ascii_lowercase();
+    if lower.is_empty() {
+        return None;
+    }
+    let folded = |candidate: &str| candidate.to_ascii_lowercase();
+    if let Some(same) = candidates.clone().into_iter().find(|c| folded(c) == lower) {
+        return Some(same);
+    }
+    if lower.len() >= 4
+        && let Some(longer) = candidates
+            .clone()
+            .into_iter()
+            .find(|c| folded(c).starts_with(&lower))
+    {
+        return Some(longer);
+    }
+    // Up to one typo in four characters, at most three.
+    let allowed = (lower.chars().count() / 4).clamp(1, 3);
+    candidates
+        .into_iter()
+        .map(|c| (distance(&lower, &folded(c)), c))
+        .filter(|(d, _)| *d <= allowed)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+/// " (did you mean 'X'?)" for a message, or nothing.
+pub fn did_you_mean<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str> + Clone) -> String {
+    nearest(name, candidates)
+        .map(|found| format!("; did you mean '{found}'?"))
+        .unwrap_or_default()
+}
+
+/// Levenshtein distance over characters.
+fn distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut previous = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let substitution = previous + usize::from(ca != *cb);
+            previous = row[j + 1];
+            row[j + 1] = substitution.min(row[j] + 1).min(previous + 1);
+        }
+    }
+    row[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FIELDS: [&str; 5] = ["id", "event", "command", "timeoutMs", "failClosed"];
+
+    #[test]
+    fn case_prefix_and_typos() {
+        assert_eq!(
+            nearest("PreToolUse", ["preToolUse", "postToolUse"]),
+            Some("preToolUse")
+        );
+        assert_eq!(nearest("timeout", FIELDS), Some("timeoutMs"));
+        assert_eq!(nearest("comand", FIELDS), Some("command"));
+        assert_eq!(nearest("failclosed", FIELDS), Some("failClosed"));
+        assert_eq!(nearest("fail_closed", FIELDS), Some("failClosed"));
+        assert_eq!(nearest("matcher", FIELDS), None);
+        assert_eq!(nearest("", FIELDS), None);
+        assert_eq!(did_you_mean("evnt", FIELDS), "; did you mean 'event'?");
+        assert_eq!(did_you_mean("zzz", FIELDS), "");
+    }
+
+    #[test]
+    fn distance_counts_edits() {
+        assert_eq!(distance("kitten", "sitting"), 3);
+        assert_eq!(distance("", "ab"), 2);
+        assert_eq!(distance("ab", "ab"), 0);
+    }
+}
