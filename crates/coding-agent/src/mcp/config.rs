@@ -147,6 +147,7 @@ impl McpConfig {
         let path_var = std::env::var("PATH").unwrap_or_default();
         let mut config = McpConfig::default();
         config.read(&home_file(paths), McpScope::Home, &path_var);
+        config.refuse_home_servers_in_project(paths);
         let project = project_file(paths);
         if project_trusted {
             config.read(&project, McpScope::Project, &path_var);
@@ -171,6 +172,55 @@ impl McpConfig {
             });
         }
         config
+    }
+
+    /// A home server is the user's own program; one whose command resolves to a file inside the
+    /// current project (through PATH, a symlink, or a path written into it) would run the
+    /// project's file with the user's trust, trusted project or not. It is taken out, with a
+    /// diagnostic, as home hooks are. Files under CONFIG_DIR stay the user's own even when
+    /// CONFIG_DIR lies inside the project (Elph started in the home folder).
+    fn refuse_home_servers_in_project(&mut self, paths: &Paths) {
+        let config_dir =
+            std::fs::canonicalize(&paths.config_dir).unwrap_or_else(|_| paths.config_dir.clone());
+        let mut refused = Vec::new();
+        self.servers.retain(|server| {
+            let ServerTransport::Stdio { command, .. } = &server.transport else {
+                return true;
+            };
+            if server.scope != McpScope::Home || !command.path.is_absolute() {
+                return true;
+            }
+            let resolved = std::fs::canonicalize(&command.path).unwrap_or_else(|_| command.path.clone());
+            if !resolved.starts_with(&paths.project_dir) || resolved.starts_with(&config_dir) {
+                return true;
+            }
+            refused.push(
+                Diagnostic::new(format!(
+                    "home MCP server '{}' refused: its command '{}' resolves to {}, inside the current \
+                     project; a project's files never run as your own server. Give the command as an \
+                     absolute path outside the project, or move the server to the project's \
+                     .elph/mcp.json",
+                    server.name,
+                    command.written,
+                    resolved.display()
+                ))
+                .in_file(&server.source)
+                .at(server.pointer.clone()),
+            );
+            false
+        });
+        if refused.is_empty() {
+            return;
+        }
+        let kept = self.servers.len();
+        if let Some(McpFileStatus {
+            state: McpFileState::Loaded { servers },
+            ..
+        }) = self.files.iter_mut().find(|file| file.scope == McpScope::Home)
+        {
+            *servers = kept;
+        }
+        self.diagnostics.extend(refused);
     }
 
     fn read(&mut self, path: &Path, scope: McpScope, path_var: &str) {

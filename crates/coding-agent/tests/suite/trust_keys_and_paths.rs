@@ -307,3 +307,60 @@ fn doctor_warns_about_files_others_can_write() {
     let human = elph(&env, &env.project, &[], &["doctor"]);
     assert!(String::from_utf8_lossy(&human.stdout).contains("writable by everyone"));
 }
+
+#[test]
+fn a_home_mcp_server_resolving_into_the_project_is_refused_trusted_or_not() {
+    let env = TestEnv::new();
+    let canary = env.evidence("repo-server-ran");
+    write_script(
+        &env.project.join("node_modules/.bin"),
+        "elph-helper",
+        &format!("touch {}\nexit 1\n", canary.display()),
+    );
+    std::fs::write(
+        env.config_dir.join("mcp.json"),
+        r#"{"mcpServers": {"helper": {"command": "elph-helper"}}}"#,
+    )
+    .unwrap();
+    let inside = format!(
+        "{}:/usr/bin:/bin",
+        env.project.join("node_modules/.bin").display()
+    );
+    let script = env.home.join("script.json");
+    std::fs::write(&script, r#"{"turns": [{"text": "hello"}]}"#).unwrap();
+    let model = format!("scripted/{}", script.display());
+    for trusted in [false, true] {
+        if trusted {
+            let trust = elph(&env, &env.project, &[], &["trust"]);
+            assert!(trust.status.success(), "{trust:?}");
+        }
+        let run = elph(
+            &env,
+            &env.project,
+            &[("PATH", &inside)],
+            &["run", "--no-session", "--model", &model, "hi"],
+        );
+        assert_eq!(run.status.code(), Some(0), "{run:?}");
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert!(
+            stderr.contains("home MCP server 'helper' refused: its command 'elph-helper' resolves to"),
+            "trusted={trusted}: {stderr}"
+        );
+        assert!(stderr.contains("inside the current project"), "{stderr}");
+        assert!(
+            !canary.exists(),
+            "trusted={trusted}: the project's file ran as a home server"
+        );
+        let doctor = elph(&env, &env.project, &[("PATH", &inside)], &["doctor"]);
+        let out = String::from_utf8_lossy(&doctor.stdout);
+        assert!(out.contains("home MCP server 'helper' refused"), "{out}");
+    }
+
+    // The same name from a folder outside the project is the user's own and is not refused.
+    let tools = env.root.path().join("tools");
+    write_script(&tools, "elph-helper", "exit 1\n");
+    let path = format!("{}:/usr/bin:/bin", tools.display());
+    let doctor = elph(&env, &env.project, &[("PATH", &path)], &["doctor"]);
+    let out = String::from_utf8_lossy(&doctor.stdout);
+    assert!(!out.contains("refused"), "{out}");
+}
