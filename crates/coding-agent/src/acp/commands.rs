@@ -49,6 +49,16 @@ pub fn untrusted_message(project: &Path) -> String {
     )
 }
 
+/// The message a project that changed since it was trusted gets: what changed, and how to trust
+/// the new content.
+pub fn changed_message(project: &Path, changes: &str) -> String {
+    let dir = project.display();
+    format!(
+        "Project hooks and MCP servers are off: {dir} changed since you trusted it ({changes}). \
+         Review the change, then trust the new content with `elph trust {dir}` or the /trust command."
+    )
+}
+
 /// The prompt as the model sees it: text blocks as they are, embedded text resources and resource
 /// links as references. Images and audio are not advertised (`promptCapabilities`), and a prompt
 /// holding one is refused with a message that says so, rather than sent without it.

@@ -27,6 +27,8 @@ use crate::session::{HookState, Outcome, SessionEvent, SessionEvents, TrustOutco
 
 /// The start of the hook-set diagnostic that an untrusted project's message replaces.
 const SKIPPED_UNTRUSTED: &str = "project hooks skipped until";
+/// The start of the trust decision's diagnostic for a project that changed since it was trusted.
+const SKIPPED_CHANGED: &str = "project hooks and MCP servers skipped:";
 
 /// Turns one session's events into what the client receives.
 pub struct Forwarder {
@@ -316,13 +318,21 @@ fn marked(notices: Vec<(&'static str, String)>) -> impl Iterator<Item = String> 
 /// project's hooks are off and how to trust it, and every other diagnostic.
 fn hook_set_notices(hooks: &HookState) -> Vec<(&'static str, String)> {
     let trusted = hooks.trust.trusted;
+    let changes = hooks.trust.changes().map(|changes| changes.summary());
     let mut lines = Vec::new();
     if !trusted {
-        let message = commands::untrusted_message(&hooks.project_dir);
+        let message = match &changes {
+            Some(changes) => commands::changed_message(&hooks.project_dir, changes),
+            None => commands::untrusted_message(&hooks.project_dir),
+        };
         lines.push((ELPH_MARK, message));
     }
     for diagnostic in &hooks.set.diagnostics {
         if !trusted && diagnostic.message.starts_with(SKIPPED_UNTRUSTED) {
+            continue;
+        }
+        // The message above says it (the decision's own diagnostic, from the trust store).
+        if changes.is_some() && diagnostic.message.starts_with(SKIPPED_CHANGED) {
             continue;
         }
         lines.push((HOOK_PROBLEM_MARK, diagnostic.to_string()));

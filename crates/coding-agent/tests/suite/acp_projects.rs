@@ -272,3 +272,80 @@ async fn two_sessions_with_different_cwds_see_their_own_hooks_and_trust() {
     assert_eq!(events_of(&log_a), ["sessionStart", "stop", "sessionEnd"]);
     assert_eq!(events_of(&log_b), ["stop", "sessionEnd"]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_project_changed_since_it_was_trusted_runs_no_hook_or_server_and_says_how_to_trust_it() {
+    let setup = Setup::new().await;
+    let env = &setup.env;
+    let log = env.evidence("events.jsonl");
+    let record = recorder(env, "record.sh", &log);
+    env.write_project_hooks(&json!({"hooks": [hook("stop", "stop", &record)]}));
+    // A project MCP server that leaves a canary if it is ever started.
+    let server_ran = env.evidence("server-ran");
+    let server = env.project_script(
+        "server.sh",
+        &format!("touch '{}'\nexit 1\n", server_ran.display()),
+    );
+    std::fs::write(
+        env.project.join(".elph/mcp.json"),
+        json!({"mcpServers": {"repo-server": {"command": server.display().to_string()}}}).to_string(),
+    )
+    .unwrap();
+    // Trusted (and pinned), then a `git pull` changes the hook script.
+    coding_agent::trust::TrustStore::new(&env.config_dir)
+        .trust(&env.project)
+        .unwrap();
+    recorder(env, "record.sh", &env.evidence("elsewhere.jsonl"));
+    setup
+        .server
+        .enqueue_all([FakeReply::text("first"), FakeReply::text("second")]);
+
+    let (mut client, agent) = setup.connect(ApprovalPolicy::Auto).await;
+    let session = client.new_session(&env.project).await;
+    let dir = env.project.display().to_string();
+    let opening = client
+        .wait_for("the changed-project message", |update| {
+            notice_text(std::slice::from_ref(update)).contains("changed since you trusted it")
+        })
+        .await;
+    let text = notice_text(&opening);
+    assert!(
+        text.contains(&format!(
+            "Project hooks and MCP servers are off: {dir} changed since you trusted it (file changed: \
+             .elph/hooks/record.sh). Review the change, then trust the new content with `elph trust {dir}` \
+             or the /trust command."
+        )),
+        "{text}"
+    );
+    assert_eq!(
+        text.matches("changed since you trusted it").count(),
+        1,
+        "said once: {text}"
+    );
+    assert_eq!(last_commands(&opening).unwrap(), ["reload", "trust", "compact"]);
+
+    client.prompt(&session, "hello").await.unwrap();
+    let new_log = env.evidence("elsewhere.jsonl");
+    assert!(
+        !log.exists() && !new_log.exists(),
+        "the changed project's hook did not run"
+    );
+    assert!(!server_ran.exists(), "the changed project's server did not start");
+
+    // `/trust` pins the new content; its hooks run from the next prompt on.
+    client.prompt(&session, "/trust").await.unwrap();
+    let updates = client.drain();
+    assert!(
+        agent_text(&updates).contains(&format!("Trusted {dir}")),
+        "{}",
+        agent_text(&updates)
+    );
+    let status = coding_agent::trust::TrustStore::new(&env.config_dir).decide(&env.project);
+    assert!(status.trusted && status.changes().is_none(), "{status:?}");
+    client.prompt(&session, "hello again").await.unwrap();
+    assert!(
+        !json_lines(&env.evidence("elsewhere.jsonl")).is_empty(),
+        "the new script ran"
+    );
+    finish(client, agent).await;
+}
