@@ -28,12 +28,12 @@ impl Diagnostic {
         }
     }
 
-    pub fn in_file(mut self, file: impl Into<PathBuf>) -> Self {
+    pub(crate) fn in_file(mut self, file: impl Into<PathBuf>) -> Self {
         self.file = Some(file.into());
         self
     }
 
-    pub fn for_hook(mut self, hook_id: impl Into<String>) -> Self {
+    pub(crate) fn for_hook(mut self, hook_id: impl Into<String>) -> Self {
         self.hook_id = Some(hook_id.into());
         self
     }
@@ -67,7 +67,7 @@ impl fmt::Display for Diagnostic {
 
 /// `path` as one shell word, for the commands that messages tell people to run: as it is when that
 /// is safe, single-quoted otherwise.
-pub fn shell_quote(path: &Path) -> String {
+pub(crate) fn shell_quote(path: &Path) -> String {
     let text = path.display().to_string();
     let safe = !text.is_empty()
         && text

@@ -13,8 +13,8 @@
 //! make the start fail anyway ([`preflight`]), so a yes is never recorded for a start that cannot
 //! happen.
 
-pub mod preflight;
-pub mod prompt;
+pub(crate) mod preflight;
+pub(crate) mod prompt;
 
 use std::io::IsTerminal;
 use std::path::Path;
@@ -24,17 +24,14 @@ use crate::paths::Paths;
 use crate::trust::contents::ProjectContents;
 use crate::trust::{DecisionSource, DefaultTrust, TrustDecision, TrustError, TrustStore};
 
-/// The exit code of a declined or refused project (docs/cli.md, "Exit codes").
-pub const EXIT_TRUST_DECLINED: u8 = 4;
-
 /// What the front end does next.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum GateOutcome {
+pub(crate) enum GateOutcome {
     /// Open the datastore and the UI. Load the project's hooks only if `decision.trusted`
     /// (under the default `always`, an explicit `false` gets here with its hooks off).
     Proceed(TrustDecision),
     /// Print [`Declined::message`] (then the hint, if any) to stderr and exit with
-    /// [`EXIT_TRUST_DECLINED`], having opened and written nothing.
+    /// `exit::TRUST_DECLINED` (4, docs/cli.md "Exit codes"), having opened and written nothing.
     Declined(Declined),
     /// The person pressed Ctrl-C at the question: exit 130, quietly.
     Interrupted,
@@ -42,7 +39,7 @@ pub enum GateOutcome {
 
 /// A project the gate does not let through.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Declined {
+pub(crate) struct Declined {
     /// The exact line docs/trust.md shows, e.g. `elph: project trust declined; exiting`.
     pub message: String,
     /// What to do next, on its own line(s) after the message; `None` when the person just said no.
@@ -51,7 +48,7 @@ pub struct Declined {
 
 impl Declined {
     /// The message and the hint, one per line, for stderr.
-    pub fn to_stderr_text(&self) -> String {
+    pub(crate) fn to_stderr_text(&self) -> String {
         match &self.hint {
             Some(hint) => format!("{}\n{hint}", self.message),
             None => self.message.clone(),
@@ -60,7 +57,7 @@ impl Declined {
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum GateError {
+pub(crate) enum GateError {
     /// The person said yes, but the answer could not be recorded.
     #[error("cannot record trust for {project}: {source}")]
     Record {
@@ -83,7 +80,7 @@ pub enum GateError {
 
 /// What the person answered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Answer {
+pub(crate) enum Answer {
     Yes,
     /// No, or Esc.
     No,
@@ -93,19 +90,19 @@ pub enum Answer {
 
 /// The question, as [`startup_gate_with`] takes it: asks about the project folder, given what its
 /// `.elph/` holds and, when it changed since it was trusted, one line per change.
-pub type Ask<'a> = &'a mut dyn FnMut(&Path, &ProjectContents, &[String]) -> std::io::Result<Answer>;
+pub(crate) type Ask<'a> = &'a mut dyn FnMut(&Path, &ProjectContents, &[String]) -> std::io::Result<Answer>;
 
 /// What must hold for the start to succeed, checked just before the question.
-pub type Check<'a> = &'a dyn Fn() -> anyhow::Result<()>;
+pub(crate) type Check<'a> = &'a dyn Fn() -> anyhow::Result<()>;
 
 /// Whether the gate may ask: stdin and stdout are both terminals.
-pub fn has_terminal() -> bool {
+pub(crate) fn has_terminal() -> bool {
     std::io::stdin().is_terminal() && std::io::stdout().is_terminal()
 }
 
 /// The gate with the real terminal question. `interactive` is normally [`has_terminal()`];
 /// `before_asking` is normally [`preflight::check`] for this start's options.
-pub fn startup_gate(
+pub(crate) fn startup_gate(
     paths: &Paths,
     store: &TrustStore,
     interactive: bool,
@@ -120,7 +117,7 @@ pub fn startup_gate(
 
 /// The gate with `ask` standing in for the question (`None`: no terminal). `before_asking` runs
 /// only when the question is about to be asked; its error ends the start with nothing recorded.
-pub fn startup_gate_with(
+pub(crate) fn startup_gate_with(
     paths: &Paths,
     store: &TrustStore,
     ask: Option<Ask<'_>>,
@@ -213,7 +210,7 @@ pub fn startup_gate_with(
 
 /// What the next `elph` start in a project that is not trusted does under `default`, for the
 /// messages of `elph untrust` and `/untrust`.
-pub fn next_start(default: DefaultTrust) -> &'static str {
+pub(crate) fn next_start(default: DefaultTrust) -> &'static str {
     match default {
         DefaultTrust::Ask => {
             "The next `elph` started here asks again whether to trust it (\"No\" exits); `elph run` \
@@ -231,7 +228,7 @@ pub fn next_start(default: DefaultTrust) -> &'static str {
 }
 
 /// `elph: project is not trusted (DIR)`.
-pub fn not_trusted_message(project: &Path) -> String {
+pub(crate) fn not_trusted_message(project: &Path) -> String {
     format!(
         "elph: project is not trusted ({})",
         crate::terminal_text::escape_path(project)
@@ -239,7 +236,7 @@ pub fn not_trusted_message(project: &Path) -> String {
 }
 
 /// `elph: project trust declined; exiting`.
-pub fn declined_message() -> String {
+pub(crate) fn declined_message() -> String {
     "elph: project trust declined; exiting".to_string()
 }
 

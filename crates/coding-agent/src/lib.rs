@@ -1,24 +1,26 @@
 //! The `elph` binary's library: paths, hook discovery, trust, the hook host, and the front ends.
 
+#![warn(unreachable_pub)]
+
 pub mod acp;
 pub mod cli;
-pub mod diagnostics;
-pub mod doctor;
-pub mod gate;
+pub(crate) mod diagnostics;
+pub(crate) mod doctor;
+pub(crate) mod gate;
 pub mod hooks;
-pub mod logging;
-pub mod logrotate;
+pub(crate) mod logging;
+pub(crate) mod logrotate;
 pub mod mcp;
-pub mod notices;
+pub(crate) mod notices;
 pub mod paths;
-pub mod runtime;
-pub mod sandbox;
+pub(crate) mod runtime;
+pub(crate) mod sandbox;
 pub mod session;
 pub mod settings;
-pub mod shutdown;
+pub(crate) mod shutdown;
 pub mod store;
 pub(crate) mod suggest;
-pub mod terminal_text;
+pub(crate) mod terminal_text;
 pub mod trust;
 pub mod tui;
 pub mod workflows;

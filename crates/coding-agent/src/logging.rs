@@ -6,7 +6,7 @@ use crate::paths::Paths;
 
 /// Sends `tracing` output to `DATA_DIR/logs/elph.log`. Logging is best effort: a folder or file that
 /// cannot be created leaves logging off rather than stopping Elph.
-pub fn to_file(paths: &Paths) {
+pub(crate) fn to_file(paths: &Paths) {
     let dir = paths.logs_dir();
     // Owner-only whatever the umask: the log can quote prompts and tool output.
     if elph_config::private::create_private_dir_all(&dir).is_err() {

@@ -13,14 +13,14 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 /// The size past which a log is rotated, unless `ELPH_LOG_MAX_BYTES` says otherwise.
-pub const DEFAULT_MAX_BYTES: u64 = 10 * 1024 * 1024;
+pub(crate) const DEFAULT_MAX_BYTES: u64 = 10 * 1024 * 1024;
 /// How many rotated files are kept besides the live one.
-pub const KEEP: usize = 3;
+pub(crate) const KEEP: usize = 3;
 /// The environment variable that sets the rotation size in bytes (for tests and small disks).
-pub const MAX_BYTES_VAR: &str = "ELPH_LOG_MAX_BYTES";
+pub(crate) const MAX_BYTES_VAR: &str = "ELPH_LOG_MAX_BYTES";
 
 /// The rotation size: `ELPH_LOG_MAX_BYTES` when it is a positive number, else 10 MiB.
-pub fn max_bytes() -> u64 {
+pub(crate) fn max_bytes() -> u64 {
     std::env::var(MAX_BYTES_VAR)
         .ok()
         .and_then(|value| value.trim().parse::<u64>().ok())
@@ -37,7 +37,7 @@ fn rotated(path: &Path, n: usize) -> PathBuf {
 
 /// The log and its rotated files that exist, oldest first (`FILE.3`, …, `FILE`): the order to
 /// read them in.
-pub fn files_oldest_first(path: &Path) -> Vec<PathBuf> {
+pub(crate) fn files_oldest_first(path: &Path) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = (1..=KEEP).rev().map(|n| rotated(path, n)).collect();
     files.push(path.to_path_buf());
     files.into_iter().filter(|file| file.exists()).collect()
@@ -101,7 +101,7 @@ fn rotate_if_full(path: &Path, file: &File, max: u64) -> io::Result<bool> {
 
 /// Appends one whole line (with its newline) to the log at `path`, rotating it first when it is
 /// full.
-pub fn append_line(path: &Path, line: &[u8], max: u64) -> io::Result<()> {
+pub(crate) fn append_line(path: &Path, line: &[u8], max: u64) -> io::Result<()> {
     let mut file = open_append(path)?;
     if rotate_if_full(path, &file, max)? {
         file = open_append(path)?;
@@ -113,14 +113,14 @@ pub fn append_line(path: &Path, line: &[u8], max: u64) -> io::Result<()> {
 /// A log file kept open for a stream of writes (the `tracing` subscriber's), rotated when full.
 /// Each `write` should be whole lines, as `tracing`'s formatter writes them.
 #[derive(Debug)]
-pub struct RotatingFile {
+pub(crate) struct RotatingFile {
     path: PathBuf,
     file: File,
     max: u64,
 }
 
 impl RotatingFile {
-    pub fn open(path: &Path, max: u64) -> io::Result<RotatingFile> {
+    pub(crate) fn open(path: &Path, max: u64) -> io::Result<RotatingFile> {
         Ok(RotatingFile {
             path: path.to_path_buf(),
             file: open_append(path)?,

@@ -9,7 +9,7 @@ use elph_agent::hooks::{Dispatch, RunStatus};
 
 /// How a notice should be shown.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum NoticeKind {
+pub(crate) enum NoticeKind {
     /// The hook changed something.
     Effect,
     /// A remark about a run that succeeded (an ignored field, a pipe held open).
@@ -21,14 +21,14 @@ pub enum NoticeKind {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Notice {
+pub(crate) struct Notice {
     pub kind: NoticeKind,
     pub hook_id: Option<String>,
     pub text: String,
 }
 
 /// The notices of one dispatch, in run order, then the diagnostics that no run explains.
-pub fn describe(dispatch: &Dispatch) -> Vec<Notice> {
+pub(crate) fn describe(dispatch: &Dispatch) -> Vec<Notice> {
     let mut notices = Vec::new();
     for run in &dispatch.runs {
         let id = run.hook_id.clone();

@@ -26,7 +26,7 @@ pub struct Paths {
 impl Paths {
     /// Resolves the paths from the process environment and the `--cwd` flag. A relative value of
     /// one of [`FOLDER_VARIABLES`] is ignored, with a warning on stderr (once per process).
-    pub fn from_env(cwd_flag: Option<&Path>) -> Result<Self, PathsError> {
+    pub(crate) fn from_env(cwd_flag: Option<&Path>) -> Result<Self, PathsError> {
         let env = |name: &str| std::env::var(name).ok();
         static WARNED: std::sync::Once = std::sync::Once::new();
         WARNED.call_once(|| {
@@ -58,7 +58,7 @@ impl Paths {
     }
 
     /// The same CONFIG_DIR and DATA_DIR with another project (ACP sessions each have their own).
-    pub fn with_project(&self, project: &Path) -> Result<Self, PathsError> {
+    pub(crate) fn with_project(&self, project: &Path) -> Result<Self, PathsError> {
         Ok(Paths {
             project_dir: canonical_project(project)?,
             ..self.clone()
@@ -77,13 +77,13 @@ impl Paths {
         self.config_dir.join("trust.json")
     }
 
-    pub fn logs_dir(&self) -> PathBuf {
+    pub(crate) fn logs_dir(&self) -> PathBuf {
         self.data_dir.join("logs")
     }
 }
 
 /// The variables that name Elph's folders. Each is used only when it holds an absolute path.
-pub const FOLDER_VARIABLES: [&str; 6] = [
+pub(crate) const FOLDER_VARIABLES: [&str; 6] = [
     "ELPH_HOME",
     "XDG_CONFIG_HOME",
     "ELPH_DATA_DIR",
@@ -97,12 +97,12 @@ pub const FOLDER_VARIABLES: [&str; 6] = [
 /// A relative value is ignored, as the XDG Base Directory spec says: it would resolve against
 /// whatever folder Elph was started in, so `XDG_CONFIG_HOME=.config` in an untrusted repository would
 /// make the repository's files the user's own hooks and trust decisions.
-pub fn absolute_variable(env: &dyn Fn(&str) -> Option<String>, name: &str) -> Option<String> {
+pub(crate) fn absolute_variable(env: &dyn Fn(&str) -> Option<String>, name: &str) -> Option<String> {
     env(name).filter(|value| Path::new(value).is_absolute())
 }
 
 /// One warning for each folder variable that is set to a relative path, and so ignored.
-pub fn ignored_variables(env: &dyn Fn(&str) -> Option<String>) -> Vec<String> {
+pub(crate) fn ignored_variables(env: &dyn Fn(&str) -> Option<String>) -> Vec<String> {
     FOLDER_VARIABLES
         .iter()
         .filter_map(|name| {

@@ -25,7 +25,7 @@ pub struct SandboxArgs {
 
 /// The session's policy: flag, then settings.json, then `workspace-write`; network on if either
 /// the flag or settings turn it on. `temp_dir` is the session's own (exported as TMPDIR).
-pub fn resolve_policy(
+pub(crate) fn resolve_policy(
     paths: &Paths,
     settings: &Settings,
     args: &SandboxArgs,
@@ -78,7 +78,7 @@ fn writable_root(entry: &str) -> anyhow::Result<PathBuf> {
 
 /// The session's shell environment policy: settings.json's `shellEnvironment`, with every
 /// provider's key variable (built in and custom) excluded.
-pub fn shell_env_policy(paths: &Paths, settings: &Settings) -> ShellEnvPolicy {
+pub(crate) fn shell_env_policy(paths: &Paths, settings: &Settings) -> ShellEnvPolicy {
     let mut provider_key_vars = vec![
         elph_ai::OPENAI_API_KEY_ENV.to_string(),
         elph_ai::ANTHROPIC_API_KEY_ENV.to_string(),

@@ -11,7 +11,7 @@ pub struct Settings {
     /// `PROVIDER/MODEL`, used when neither `--model` nor `ELPH_MODEL` is given.
     pub model: Option<String>,
     /// Compact automatically when the context reaches this share of the model's window (0.1 to 1.0).
-    pub compaction_threshold: Option<f64>,
+    pub(crate) compaction_threshold: Option<f64>,
     /// The confinement of `shell_exec` (`--sandbox` and `--sandbox-network` override it).
     #[serde(default)]
     pub sandbox: SandboxSettings,
@@ -23,7 +23,7 @@ pub struct Settings {
     pub project_hooks: ProjectHooksSettings,
     /// Bounds of the read tools (grep, find_path, list_dir, read_file).
     #[serde(default)]
-    pub read_tools: ReadToolsSettings,
+    pub(crate) read_tools: ReadToolsSettings,
     /// `false`: trust projects by path only, without pinning what they held when trusted
     /// (docs/trust.md, "Pinned trust").
     pub trust_pinning: Option<bool>,
@@ -80,16 +80,16 @@ pub struct ProjectHooksSettings {
 /// `"readTools": {"deadlineSeconds": 60}`.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ReadToolsSettings {
+pub(crate) struct ReadToolsSettings {
     /// After this many seconds a read tool returns what it found, with a note (default 60).
-    pub deadline_seconds: Option<f64>,
+    pub(crate) deadline_seconds: Option<f64>,
 }
 
 impl ReadToolsSettings {
     /// The longest deadline accepted: an hour.
-    pub const MAX_DEADLINE_SECONDS: f64 = 3600.0;
+    pub(crate) const MAX_DEADLINE_SECONDS: f64 = 3600.0;
 
-    pub fn deadline(&self) -> std::time::Duration {
+    pub(crate) fn deadline(&self) -> std::time::Duration {
         self.deadline_seconds.map_or(
             elph_agent::tools::DEFAULT_READ_DEADLINE,
             std::time::Duration::from_secs_f64,

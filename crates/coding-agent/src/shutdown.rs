@@ -20,9 +20,9 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 /// How long the `stop` and `sessionEnd` hooks (and any other) may run in all after a signal.
-pub const DEADLINE: Duration = Duration::from_secs(2);
+pub(crate) const DEADLINE: Duration = Duration::from_secs(2);
 /// How long past the deadline the front end has to finish before the process exits anyway.
-pub const GRACE: Duration = Duration::from_secs(1);
+pub(crate) const GRACE: Duration = Duration::from_secs(1);
 
 /// When every hook must be done by, once a signal came.
 static HOOK_DEADLINE: Mutex<Option<Instant>> = Mutex::new(None);
@@ -31,7 +31,7 @@ static HOOK_DEADLINE: Mutex<Option<Instant>> = Mutex::new(None);
 static BEFORE_FORCED_EXIT: OnceLock<fn()> = OnceLock::new();
 
 /// Registers `restore` to run before an exit that does not unwind (a second signal, the deadline).
-pub fn before_forced_exit(restore: fn()) {
+pub(crate) fn before_forced_exit(restore: fn()) {
     let _ = BEFORE_FORCED_EXIT.set(restore);
 }
 
@@ -44,7 +44,7 @@ fn forced_exit(signal: i32) -> ! {
 }
 
 /// The timeout a hook starting now may have: `timeout`, or less once a signal set the deadline.
-pub fn bound_hook_timeout(timeout: Duration) -> Duration {
+pub(crate) fn bound_hook_timeout(timeout: Duration) -> Duration {
     let deadline = *HOOK_DEADLINE.lock().unwrap_or_else(|p| p.into_inner());
     match deadline {
         Some(deadline) => timeout.min(deadline.saturating_duration_since(Instant::now())),
@@ -54,7 +54,7 @@ pub fn bound_hook_timeout(timeout: Duration) -> Duration {
 }
 
 /// The exit code for a signal: 128 + its number.
-pub fn exit_code(signal: i32) -> u8 {
+pub(crate) fn exit_code(signal: i32) -> u8 {
     (128 + signal).clamp(0, 255) as u8
 }
 

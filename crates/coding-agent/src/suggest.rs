@@ -4,7 +4,10 @@
 /// The candidate `name` was most likely meant as: the same name in another case (`PreToolUse` →
 /// `preToolUse`), a candidate it is the start of (`timeout` → `timeoutMs`), or the closest one a
 /// couple of typos away. `None` when nothing is close.
-pub fn nearest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str> + Clone) -> Option<&'a str> {
+pub(crate) fn nearest<'a>(
+    name: &str,
+    candidates: impl IntoIterator<Item = &'a str> + Clone,
+) -> Option<&'a str> {
     let lower = name.to_ascii_lowercase();
     if lower.is_empty() {
         return None;
@@ -32,7 +35,7 @@ pub fn nearest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str> + C
 }
 
 /// " (did you mean 'X'?)" for a message, or nothing.
-pub fn did_you_mean<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str> + Clone) -> String {
+pub(crate) fn did_you_mean<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str> + Clone) -> String {
     nearest(name, candidates)
         .map(|found| format!("; did you mean '{found}'?"))
         .unwrap_or_default()

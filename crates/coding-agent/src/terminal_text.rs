@@ -11,17 +11,17 @@ use std::fmt::Write as _;
 
 /// `text` for one line of a terminal: every control character (C0, DEL, C1), line breaks included,
 /// and every bidirectional-override character is written as a visible escape.
-pub fn escape(text: &str) -> Cow<'_, str> {
+pub(crate) fn escape(text: &str) -> Cow<'_, str> {
     escape_keeping(text, false)
 }
 
 /// Like [`escape`], but `\n` stays a line break (for stderr tails and multi-line messages).
-pub fn escape_lines(text: &str) -> Cow<'_, str> {
+pub(crate) fn escape_lines(text: &str) -> Cow<'_, str> {
     escape_keeping(text, true)
 }
 
 /// [`escape`] of a path's display form.
-pub fn escape_path(path: &std::path::Path) -> String {
+pub(crate) fn escape_path(path: &std::path::Path) -> String {
     escape(&path.display().to_string()).into_owned()
 }
 
@@ -29,12 +29,12 @@ pub fn escape_path(path: &std::path::Path) -> String {
 /// of `hooks list`, `hooks validate`, `hooks test`, `doctor` and `trust --status` is built from hook
 /// ids, commands, args, reasons, stderr tails and paths, and this makes sure none of them reaches
 /// the terminal raw, whichever line printed it.
-pub struct Escaping<W: std::io::Write> {
+pub(crate) struct Escaping<W: std::io::Write> {
     inner: W,
 }
 
 impl<W: std::io::Write> Escaping<W> {
-    pub fn new(inner: W) -> Self {
+    pub(crate) fn new(inner: W) -> Self {
         Escaping { inner }
     }
 }
@@ -54,7 +54,7 @@ impl<W: std::io::Write> std::io::Write for Escaping<W> {
 }
 
 /// `eprintln!` for text that may hold project-controlled parts: the line goes through [`escape_lines`].
-pub fn eprint_line(text: &str) {
+pub(crate) fn eprint_line(text: &str) {
     use std::io::Write as _;
     // Never a panic when stderr is gone (a closed terminal after SIGHUP).
     let _ = writeln!(std::io::stderr().lock(), "{}", escape_lines(text));

@@ -54,9 +54,9 @@ pub struct TrustFile {
     /// they really name. Two keys that name one folder with different values keep `false`.
     pub directories: BTreeMap<PathBuf, bool>,
     /// Keys that are not absolute, not canonical, or name a missing folder; and keys that clash.
-    pub key_warnings: Vec<String>,
+    pub(crate) key_warnings: Vec<String>,
     /// Each absolute key as written, with the folder it names.
-    pub canonical_keys: BTreeMap<String, PathBuf>,
+    pub(crate) canonical_keys: BTreeMap<String, PathBuf>,
     pub raw: Map<String, Value>,
 }
 
@@ -138,7 +138,7 @@ impl TrustFile {
     }
 
     /// The nearest explicit entry on the way from `project` up to `/`.
-    pub fn nearest_entry(&self, project: &Path) -> Option<(&Path, bool)> {
+    pub(crate) fn nearest_entry(&self, project: &Path) -> Option<(&Path, bool)> {
         project.ancestors().find_map(|dir| {
             self.directories
                 .get_key_value(dir)
@@ -148,7 +148,7 @@ impl TrustFile {
 }
 
 /// Expands a leading `~` or `$HOME` in a trust.json key.
-pub fn expand_home(key: &str, home: Option<&Path>) -> PathBuf {
+pub(crate) fn expand_home(key: &str, home: Option<&Path>) -> PathBuf {
     let Some(home) = home else {
         return PathBuf::from(key);
     };
@@ -206,7 +206,7 @@ pub enum PinState {
 }
 
 impl PinState {
-    pub fn is_unpinned(&self) -> bool {
+    pub(crate) fn is_unpinned(&self) -> bool {
         matches!(self, PinState::Unpinned)
     }
 
@@ -288,7 +288,7 @@ impl TrustDecision {
     }
 
     /// The slash command a palette offers for this decision: exactly one of `/trust` and `/untrust`.
-    pub fn offered_command(&self) -> TrustSlashCommand {
+    pub(crate) fn offered_command(&self) -> TrustSlashCommand {
         offered_command(self)
     }
 }
@@ -335,7 +335,7 @@ impl TrustSlashCommand {
 /// Which of `/trust` and `/untrust` to offer: `/untrust` while the project is trusted (by its own
 /// entry, a parent's, or the default `always`), `/trust` otherwise — also when trust.json is corrupt,
 /// so that running it reports the error.
-pub fn offered_command(decision: &TrustDecision) -> TrustSlashCommand {
+pub(crate) fn offered_command(decision: &TrustDecision) -> TrustSlashCommand {
     if decision.trusted {
         TrustSlashCommand::Untrust
     } else {
@@ -354,9 +354,9 @@ pub struct TrustStore {
 }
 
 /// How long a writer waits quietly for `trust.json.lock` before saying so.
-pub const LOCK_QUIET_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+pub(crate) const LOCK_QUIET_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 /// How long a writer waits for `trust.json.lock` before giving up.
-pub const LOCK_GIVE_UP: std::time::Duration = std::time::Duration::from_secs(10);
+pub(crate) const LOCK_GIVE_UP: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl TrustStore {
     /// The store in `config_dir`, expanding `~` and `$HOME` with the process's `HOME` (made canonical
@@ -383,7 +383,7 @@ impl TrustStore {
 
     /// Says "waiting for …trust.json.lock" on stderr when another process holds the lock for more
     /// than [`LOCK_QUIET_WAIT`] (for the command line).
-    pub fn announcing_waits(mut self) -> Self {
+    pub(crate) fn announcing_waits(mut self) -> Self {
         self.announce_waits = true;
         self
     }
@@ -393,7 +393,7 @@ impl TrustStore {
     }
 
     /// The sidecar lock file, `trust.json.lock`: writers lock it, never the file they rename over.
-    pub fn lock_path(&self) -> PathBuf {
+    pub(crate) fn lock_path(&self) -> PathBuf {
         let mut name = self.path.as_os_str().to_os_string();
         name.push(".lock");
         PathBuf::from(name)
@@ -472,7 +472,7 @@ impl TrustStore {
 
     /// Whether pinning is on: everything but `"trustPinning": false` in settings.json (an unreadable
     /// settings.json keeps it on).
-    pub fn pinning_enabled(&self) -> bool {
+    pub(crate) fn pinning_enabled(&self) -> bool {
         let config_dir = self.path.parent().unwrap_or(Path::new("/"));
         crate::settings::Settings::load(config_dir)
             .map_or(true, |settings| settings.trust_pinning != Some(false))
@@ -494,7 +494,8 @@ impl TrustStore {
 
 impl TrustStore {
     /// Whether `project` (absolute and canonical) is trusted now. A corrupt file trusts nothing.
-    pub fn is_trusted(&self, project: &Path) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_trusted(&self, project: &Path) -> bool {
         self.decide(project).trusted
     }
 
@@ -526,7 +527,7 @@ impl TrustStore {
     /// Every other entry and every unknown field is kept. The write is atomic (a temporary file in
     /// the same folder, fsync, rename) under an exclusive lock on `trust.json.lock`, and leaves the
     /// file mode 0600. A corrupt or unreadable trust.json is never overwritten: its error comes back.
-    pub fn set_trust(&self, project: &Path, trusted: bool) -> Result<TrustDecision, TrustError> {
+    pub(crate) fn set_trust(&self, project: &Path, trusted: bool) -> Result<TrustDecision, TrustError> {
         self.update(project, trusted, |_, _| Ok(()))
     }
 
@@ -748,7 +749,7 @@ fn stamp(mut lock: &File) {
 }
 
 /// The decision for `project` under `file`: the nearest explicit entry, else the default.
-pub fn decide_with(file: &TrustFile, project: &Path) -> TrustDecision {
+pub(crate) fn decide_with(file: &TrustFile, project: &Path) -> TrustDecision {
     let (trusted, source) = match file.nearest_entry(project) {
         Some((path, trusted)) => (
             trusted,

@@ -14,9 +14,9 @@ use elph_agent::harness::ApprovalDecision;
 use super::updates::{status_update, tool_kind, tool_title};
 use crate::session::PendingApproval;
 
-pub const ALLOW_ONCE: &str = "allow_once";
-pub const ALLOW_SESSION: &str = "allow_session";
-pub const REJECT: &str = "reject";
+pub(crate) const ALLOW_ONCE: &str = "allow_once";
+pub(crate) const ALLOW_SESSION: &str = "allow_session";
+pub(crate) const REJECT: &str = "reject";
 
 fn options() -> Vec<PermissionOption> {
     vec![
@@ -32,7 +32,7 @@ fn options() -> Vec<PermissionOption> {
 
 /// Asks the client about `question` and answers it. The session forwards the question after the
 /// events before it, so the client has seen the tool call (and its pending status) already.
-pub async fn ask(cx: ConnectionTo<Client>, session_id: SessionId, question: PendingApproval) {
+pub(super) async fn ask(cx: ConnectionTo<Client>, session_id: SessionId, question: PendingApproval) {
     let request = &question.request;
     let reason = ToolCallContent::from(ContentBlock::from(format!("Needs approval: {}", request.reason)));
     let tool_call = ToolCallUpdate::new(

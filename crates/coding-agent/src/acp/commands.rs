@@ -15,7 +15,7 @@ use crate::workflows::WorkflowCommand;
 /// The commands to advertise for a project, from the session's table: those offered to editors,
 /// with exactly one of `/trust` and `/untrust` (docs/trust.md), then the prompt templates and the
 /// skills (`skill:NAME`), which the session expands when the client sends them.
-pub fn available(trust: &TrustDecision, workflows: &[WorkflowCommand]) -> Vec<AvailableCommand> {
+pub(super) fn available(trust: &TrustDecision, workflows: &[WorkflowCommand]) -> Vec<AvailableCommand> {
     let workflows = workflows.iter().map(|command| {
         let available = AvailableCommand::new(command.name.clone(), command.description.clone());
         match &command.hint {
@@ -42,7 +42,7 @@ pub fn available(trust: &TrustDecision, workflows: &[WorkflowCommand]) -> Vec<Av
 }
 
 /// The message an untrusted project gets: there is no terminal to ask, so say how to trust it.
-pub fn untrusted_message(project: &Path) -> String {
+pub(crate) fn untrusted_message(project: &Path) -> String {
     let dir = project.display();
     format!(
         "Project hooks are off: {dir} is not trusted. Trust it with `elph trust {dir}` or the /trust command."
@@ -51,7 +51,7 @@ pub fn untrusted_message(project: &Path) -> String {
 
 /// The message a project that changed since it was trusted gets: what changed, and how to trust
 /// the new content.
-pub fn changed_message(project: &Path, changes: &str) -> String {
+pub(super) fn changed_message(project: &Path, changes: &str) -> String {
     let dir = project.display();
     format!(
         "Project hooks and MCP servers are off: {dir} changed since you trusted it ({changes}). \
@@ -62,7 +62,7 @@ pub fn changed_message(project: &Path, changes: &str) -> String {
 /// The prompt as the model sees it: text blocks as they are, embedded text resources and resource
 /// links as references. Images and audio are not advertised (`promptCapabilities`), and a prompt
 /// holding one is refused with a message that says so, rather than sent without it.
-pub fn prompt_text(blocks: &[ContentBlock]) -> Result<String, String> {
+pub(crate) fn prompt_text(blocks: &[ContentBlock]) -> Result<String, String> {
     let mut parts = Vec::new();
     for block in blocks {
         match block {

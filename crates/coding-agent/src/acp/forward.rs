@@ -31,7 +31,7 @@ const SKIPPED_UNTRUSTED: &str = "project hooks skipped until";
 const SKIPPED_CHANGED: &str = "project hooks and MCP servers skipped:";
 
 /// Turns one session's events into what the client receives.
-pub struct Forwarder {
+pub(crate) struct Forwarder {
     cx: ConnectionTo<Client>,
     session_id: SessionId,
     project_dir: PathBuf,
@@ -43,7 +43,7 @@ pub struct Forwarder {
 }
 
 impl Forwarder {
-    pub fn new(
+    pub(super) fn new(
         cx: ConnectionTo<Client>,
         session_id: SessionId,
         project_dir: PathBuf,
@@ -62,14 +62,14 @@ impl Forwarder {
 
     /// Notices to give the client first, once it knows the session (about the editor's own MCP
     /// servers, for example).
-    pub fn with_notices(mut self, notices: impl Iterator<Item = String>) -> Self {
+    pub(crate) fn with_notices(mut self, notices: impl Iterator<Item = String>) -> Self {
         self.early
             .extend(notices.map(|message| AgentEvent::Notice { message }));
         self
     }
 
     /// Forwards until the session has ended.
-    pub async fn run(mut self, mut events: SessionEvents) {
+    pub(super) async fn run(mut self, mut events: SessionEvents) {
         let mut hooks = None;
         let mut mode = elph_agent::harness::AgentMode::default();
         while let Some(event) = events.recv().await {

@@ -9,7 +9,7 @@ use futures::Stream;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 
 /// The longest line accepted: 16 MiB (a prompt with large embedded files fits).
-pub const MAX_LINE: usize = 16 * 1024 * 1024;
+pub(crate) const MAX_LINE: usize = 16 * 1024 * 1024;
 
 struct State<R> {
     reader: R,
@@ -19,7 +19,7 @@ struct State<R> {
 
 /// The lines of `reader` without their line ends, each at most `max` bytes and valid UTF-8, or a
 /// note (not JSON) standing in for a line that was not.
-pub fn bounded_lines<R: AsyncBufRead + Unpin + Send + 'static>(
+pub(crate) fn bounded_lines<R: AsyncBufRead + Unpin + Send + 'static>(
     reader: R,
     max: usize,
 ) -> impl Stream<Item = io::Result<String>> + Send + 'static {

@@ -14,11 +14,11 @@ use crate::mcp::config::{DEFAULT_CALL_TIMEOUT_MS, McpScope, ServerDefinition, Se
 
 /// What `mcpCapabilities` says: streamable HTTP yes; the legacy SSE transport no (the MCP client
 /// Elph uses does not speak it).
-pub const SUPPORTS_HTTP: bool = true;
-pub const SUPPORTS_SSE: bool = false;
+pub(crate) const SUPPORTS_HTTP: bool = true;
+pub(crate) const SUPPORTS_SSE: bool = false;
 
 /// The editor's servers as definitions, and a diagnostic for each that cannot run.
-pub fn editor_servers(servers: &[McpServer], cwd: &Path) -> (Vec<ServerDefinition>, Vec<Diagnostic>) {
+pub(crate) fn editor_servers(servers: &[McpServer], cwd: &Path) -> (Vec<ServerDefinition>, Vec<Diagnostic>) {
     let path_var = std::env::var("PATH").unwrap_or_default();
     let mut definitions: Vec<ServerDefinition> = Vec::new();
     let mut diagnostics = Vec::new();

@@ -51,7 +51,7 @@ pub struct AcpArgs {
     /// The agent mode new sessions start in: build (the default) or plan (read-only). Editors
     /// switch it per session with `session/set_mode`.
     #[arg(long = "mode", value_name = "MODE", default_value = "build")]
-    pub agent_mode: elph_agent::harness::AgentMode,
+    pub(crate) agent_mode: elph_agent::harness::AgentMode,
 }
 
 /// What every session of one connection shares.
@@ -130,7 +130,7 @@ pub fn run(cwd: Option<&Path>, args: AcpArgs) -> anyhow::Result<u8> {
 ///
 /// Incoming lines are bounded ([`framing::MAX_LINE`]) and must be UTF-8; one that is not gets a
 /// JSON-RPC error and the connection goes on. Each outgoing frame is one write of one line.
-pub async fn serve_stdio(config: AcpConfig) -> Result<(), agent_client_protocol::Error> {
+pub(crate) async fn serve_stdio(config: AcpConfig) -> Result<(), agent_client_protocol::Error> {
     use tokio::io::AsyncWriteExt;
     let incoming = framing::bounded_lines(tokio::io::BufReader::new(tokio::io::stdin()), framing::MAX_LINE);
     let outgoing = futures::sink::unfold(tokio::io::stdout(), |mut out, frame: String| async move {

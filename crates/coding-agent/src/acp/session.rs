@@ -28,7 +28,7 @@ use crate::session::{
 };
 
 /// Prompts waiting for their operation to finish, by the operation's id.
-pub type Waiting = Arc<Mutex<HashMap<OpId, Responder<PromptResponse>>>>;
+pub(super) type Waiting = Arc<Mutex<HashMap<OpId, Responder<PromptResponse>>>>;
 
 /// How a live session is reached from the connection's handlers.
 struct Handle {
@@ -46,7 +46,7 @@ struct Live {
 }
 
 /// The request that opens a session, with its responder.
-pub enum Opening {
+pub(crate) enum Opening {
     New(Responder<NewSessionResponse>),
     Load(Responder<LoadSessionResponse>),
 }
@@ -60,7 +60,7 @@ impl Opening {
     }
 
     /// Answers with the session's modes, `mode` the current one.
-    pub fn succeed(self, session_id: &SessionId, mode: AgentMode) {
+    pub(super) fn succeed(self, session_id: &SessionId, mode: AgentMode) {
         let modes = mode_state(mode);
         let _ = match self {
             Opening::New(responder) => {
@@ -86,19 +86,19 @@ fn mode_state(current: AgentMode) -> SessionModeState {
     SessionModeState::new(current.as_str(), available)
 }
 
-pub fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(super) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Every session of one connection.
-pub struct Sessions {
+pub(super) struct Sessions {
     config: AcpConfig,
     live: Mutex<Live>,
     tasks: TaskTracker,
 }
 
 impl Sessions {
-    pub fn new(config: AcpConfig) -> Self {
+    pub(super) fn new(config: AcpConfig) -> Self {
         Sessions {
             config,
             live: Mutex::new(Live::default()),
@@ -107,7 +107,7 @@ impl Sessions {
     }
 
     /// `session/new`: builds the session in a task of its own; it answers when sessionStart has run.
-    pub fn open_new(
+    pub(crate) fn open_new(
         self: &Arc<Self>,
         request: NewSessionRequest,
         responder: Responder<NewSessionResponse>,
@@ -124,7 +124,7 @@ impl Sessions {
     }
 
     /// `session/load`: resumes a stored session, replays it, then runs sessionStart (`resume`).
-    pub fn open_load(
+    pub(crate) fn open_load(
         self: &Arc<Self>,
         request: LoadSessionRequest,
         responder: Responder<LoadSessionResponse>,
@@ -140,7 +140,7 @@ impl Sessions {
 
     /// `session/prompt`: a slash command offered to editors becomes its operation, anything else a
     /// turn; either holds the session's current cancel token.
-    pub fn prompt(&self, request: PromptRequest, responder: Responder<PromptResponse>) {
+    pub(super) fn prompt(&self, request: PromptRequest, responder: Responder<PromptResponse>) {
         let live = lock(&self.live);
         let Some(handle) = live.sessions.get(&*request.session_id.0) else {
             let error = agent_client_protocol::v1::schema::Error::session_not_found(request.session_id);
@@ -168,7 +168,11 @@ impl Sessions {
     /// `session/set_mode`: an unknown mode id is refused; a known one is queued as an operation and
     /// answered at once. Operations run in order, so every prompt sent after the answer runs in the
     /// new mode (one running now finishes in the old one).
-    pub fn set_mode(&self, request: SetSessionModeRequest, responder: Responder<SetSessionModeResponse>) {
+    pub(super) fn set_mode(
+        &self,
+        request: SetSessionModeRequest,
+        responder: Responder<SetSessionModeResponse>,
+    ) {
         let live = lock(&self.live);
         let Some(handle) = live.sessions.get(&*request.session_id.0) else {
             let error = agent_client_protocol::v1::schema::Error::session_not_found(request.session_id);
@@ -189,7 +193,7 @@ impl Sessions {
     }
 
     /// `session/cancel`: ends the running prompt (and any queued one) of the session.
-    pub fn cancel(&self, session_id: &str) {
+    pub(super) fn cancel(&self, session_id: &str) {
         let live = lock(&self.live);
         if let Some(handle) = live.sessions.get(session_id) {
             let mut token = lock(&handle.cancel);
@@ -200,7 +204,7 @@ impl Sessions {
 
     /// The client has gone: cancels what runs, fires sessionEnd for every session, and waits for
     /// all of them.
-    pub async fn close_all(&self, reason: &str) {
+    pub(crate) async fn close_all(&self, reason: &str) {
         let handles: Vec<Handle> = {
             let mut live = lock(&self.live);
             live.closing = true;

@@ -14,15 +14,15 @@ use elph_agent::messages::{self, Message};
 use serde_json::Value;
 
 /// The marker of hook notices in the agent's messages.
-pub const HOOK_MARK: &str = "[hook]";
+pub(crate) const HOOK_MARK: &str = "[hook]";
 /// The marker of hook problems (a hook failed open, its output was rejected).
-pub const HOOK_PROBLEM_MARK: &str = "[hook warning]";
+pub(crate) const HOOK_PROBLEM_MARK: &str = "[hook warning]";
 /// The marker of Elph's own notices.
-pub const ELPH_MARK: &str = "[elph]";
+pub(crate) const ELPH_MARK: &str = "[elph]";
 
 /// The ACP kind of a tool: what the tool says it does (`Tool::kind`); `Other` for tools Elph does
 /// not ship (MCP tools).
-pub fn tool_kind(tool_name: &str) -> ToolKind {
+pub(crate) fn tool_kind(tool_name: &str) -> ToolKind {
     match elph_agent::tools::native::find(tool_name).map(|tool| tool.kind()) {
         Some(elph_agent::tools::ToolKind::Read) => ToolKind::Read,
         Some(elph_agent::tools::ToolKind::Edit) => ToolKind::Edit,
@@ -33,7 +33,7 @@ pub fn tool_kind(tool_name: &str) -> ToolKind {
 }
 
 /// A short title for a tool call, as the tool words it (`Tool::title`); the name for other tools.
-pub fn tool_title(tool_name: &str, input: &Value) -> String {
+pub(crate) fn tool_title(tool_name: &str, input: &Value) -> String {
     match elph_agent::tools::native::find(tool_name) {
         Some(tool) => tool.title(input),
         None => tool_name.to_string(),
@@ -41,7 +41,7 @@ pub fn tool_title(tool_name: &str, input: &Value) -> String {
 }
 
 /// The file a tool call works on, for the client to follow.
-pub fn tool_locations(input: &Value, project_dir: &Path) -> Vec<ToolCallLocation> {
+pub(crate) fn tool_locations(input: &Value, project_dir: &Path) -> Vec<ToolCallLocation> {
     match input.get("path").and_then(Value::as_str) {
         Some(path) => vec![ToolCallLocation::new(project_dir.join(path))],
         None => Vec::new(),
@@ -50,7 +50,7 @@ pub fn tool_locations(input: &Value, project_dir: &Path) -> Vec<ToolCallLocation
 
 /// The start of a tool call, as the client first sees it: `pending` until it runs (hooks and
 /// approval come first), then `in_progress`.
-pub fn tool_call(tool_call_id: &str, tool_name: &str, input: &Value, project_dir: &Path) -> ToolCall {
+pub(super) fn tool_call(tool_call_id: &str, tool_name: &str, input: &Value, project_dir: &Path) -> ToolCall {
     ToolCall::new(tool_call_id.to_string(), tool_title(tool_name, input))
         .kind(tool_kind(tool_name))
         .status(ToolCallStatus::Pending)
@@ -59,7 +59,7 @@ pub fn tool_call(tool_call_id: &str, tool_name: &str, input: &Value, project_dir
 }
 
 /// An update that only changes a tool call's status.
-pub fn status_update(tool_call_id: &str, status: ToolCallStatus) -> ToolCallUpdate {
+pub(crate) fn status_update(tool_call_id: &str, status: ToolCallStatus) -> ToolCallUpdate {
     ToolCallUpdate::new(
         tool_call_id.to_string(),
         ToolCallUpdateFields::new().status(status),
@@ -68,7 +68,7 @@ pub fn status_update(tool_call_id: &str, status: ToolCallStatus) -> ToolCallUpda
 
 /// A call whose arguments preToolUse hooks rewrote: the client shows the arguments that will run,
 /// not the ones the model first sent.
-pub fn rewritten_update(tool_call_id: &str, input: Value) -> ToolCallUpdate {
+pub(crate) fn rewritten_update(tool_call_id: &str, input: Value) -> ToolCallUpdate {
     ToolCallUpdate::new(
         tool_call_id.to_string(),
         ToolCallUpdateFields::new().raw_input(input),
@@ -85,7 +85,7 @@ fn content_block(block: &messages::ContentBlock) -> ContentBlock {
 }
 
 /// The result of a tool call, as the client's tool call content.
-pub fn tool_content(blocks: &[messages::ContentBlock]) -> Vec<ToolCallContent> {
+pub(crate) fn tool_content(blocks: &[messages::ContentBlock]) -> Vec<ToolCallContent> {
     blocks
         .iter()
         .map(|block| ToolCallContent::from(content_block(block)))
@@ -93,7 +93,7 @@ pub fn tool_content(blocks: &[messages::ContentBlock]) -> Vec<ToolCallContent> {
 }
 
 /// The end of a tool call: completed, or failed (an error result, or the call never ran).
-pub fn finished_update(
+pub(crate) fn finished_update(
     tool_call_id: &str,
     content: &[messages::ContentBlock],
     details: &Value,
@@ -114,20 +114,24 @@ pub fn finished_update(
     ToolCallUpdate::new(tool_call_id.to_string(), fields)
 }
 
-pub fn agent_text(session_id: &SessionId, text: impl Into<String>) -> SessionNotification {
+pub(super) fn agent_text(session_id: &SessionId, text: impl Into<String>) -> SessionNotification {
     let chunk = ContentChunk::new(ContentBlock::from(text.into()));
     SessionNotification::new(session_id.clone(), SessionUpdate::AgentMessageChunk(chunk))
 }
 
 /// A notice for the user, outside the answer text: an agent thought chunk `[hook] …`,
 /// `[hook warning] …` or `[elph] …`.
-pub fn notice(session_id: &SessionId, mark: &str, text: &str) -> SessionNotification {
+pub(super) fn notice(session_id: &SessionId, mark: &str, text: &str) -> SessionNotification {
     let chunk = ContentChunk::new(ContentBlock::from(format!("{mark} {text}\n")));
     SessionNotification::new(session_id.clone(), SessionUpdate::AgentThoughtChunk(chunk))
 }
 
 /// The stored conversation as the updates that show it again (`session/load`).
-pub fn history(session_id: &SessionId, entries: &[Entry], project_dir: &Path) -> Vec<SessionNotification> {
+pub(super) fn history(
+    session_id: &SessionId,
+    entries: &[Entry],
+    project_dir: &Path,
+) -> Vec<SessionNotification> {
     let mut updates = Vec::new();
     let update = |update: SessionUpdate| SessionNotification::new(session_id.clone(), update);
     for entry in entries {

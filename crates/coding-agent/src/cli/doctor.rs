@@ -21,7 +21,7 @@ pub struct DoctorArgs {
 
 /// Gathers and prints the report. Exits 0 whatever it finds; only a doctor that cannot run at all
 /// (no home folder, a project folder that does not exist) fails.
-pub fn run(cwd: Option<&Path>, args: DoctorArgs) -> anyhow::Result<u8> {
+pub(super) fn run(cwd: Option<&Path>, args: DoctorArgs) -> anyhow::Result<u8> {
     let paths = Paths::from_env(cwd)?;
     let env = |name: &str| std::env::var(name).ok();
     let sources = report::PathSources::resolve(cwd.is_some(), &env);

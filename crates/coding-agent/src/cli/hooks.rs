@@ -44,7 +44,7 @@ pub enum HooksCommand {
     Import(super::hooks_import::ImportArgs),
 }
 
-pub fn run(cwd: Option<&Path>, command: HooksCommand) -> anyhow::Result<u8> {
+pub(super) fn run(cwd: Option<&Path>, command: HooksCommand) -> anyhow::Result<u8> {
     match command {
         HooksCommand::List { json } => {
             let paths = Paths::from_env(cwd)?;
@@ -65,7 +65,7 @@ pub fn run(cwd: Option<&Path>, command: HooksCommand) -> anyhow::Result<u8> {
 }
 
 /// The hook set for `paths`, honouring the project's trust.
-pub fn load(paths: &Paths) -> HookSet {
+pub(super) fn load(paths: &Paths) -> HookSet {
     crate::hooks::reload::HookLoader::new(paths.clone()).load().1
 }
 

@@ -33,7 +33,7 @@ struct Source {
     target: PathBuf,
 }
 
-pub fn run(cwd: Option<&Path>, args: ImportArgs) -> anyhow::Result<u8> {
+pub(super) fn run(cwd: Option<&Path>, args: ImportArgs) -> anyhow::Result<u8> {
     let paths = Paths::from_env(cwd)?;
     let project_target = paths.project_dir.join(".elph").join("hooks.json");
     let home_target = paths.config_dir.join("hooks.json");

@@ -53,7 +53,7 @@ pub struct TestArgs {
     pub json: bool,
 }
 
-pub fn run(cwd: Option<&Path>, args: TestArgs) -> anyhow::Result<u8> {
+pub(super) fn run(cwd: Option<&Path>, args: TestArgs) -> anyhow::Result<u8> {
     let event = parse_event(&args.event)?;
     let paths = Paths::from_env(cwd)?;
     let payload = match &args.payload {

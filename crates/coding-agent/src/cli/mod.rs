@@ -18,9 +18,9 @@ use clap::{Parser, Subcommand};
 /// Exit codes (docs/cli.md, "Exit codes").
 pub mod exit {
     pub const SUCCESS: u8 = 0;
-    pub const ERROR: u8 = 1;
-    pub const USAGE: u8 = 2;
-    pub const TRUST_DECLINED: u8 = 4;
+    pub(crate) const ERROR: u8 = 1;
+    pub(crate) const USAGE: u8 = 2;
+    pub(crate) const TRUST_DECLINED: u8 = 4;
     pub const INTERRUPTED: u8 = 130;
 }
 
@@ -37,7 +37,7 @@ pub mod exit {
                   ELPH_DATA_DIR     DATA_DIR (default $XDG_DATA_HOME/elph or ~/.local/share/elph)\n  \
                   ELPH_PROJECT_DIR  PROJECT_DIR when --cwd is not given (default: the current directory)"
 )]
-pub struct Cli {
+pub(crate) struct Cli {
     /// Use DIR as the project folder instead of the current directory.
     #[arg(long, global = true, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
@@ -58,7 +58,7 @@ pub struct Cli {
     /// The agent mode of the terminal UI (Shift+Tab or /mode switch it): build (the default: read, change files, run commands) or plan (read-only:
     /// only the read tools, shell commands in the read-only sandbox).
     #[arg(long = "mode", value_name = "MODE", default_value = "build")]
-    pub agent_mode: elph_agent::harness::AgentMode,
+    pub(crate) agent_mode: elph_agent::harness::AgentMode,
 
     #[command(subcommand)]
     pub command: Option<Command>,

@@ -32,7 +32,7 @@ macro_rules! out_line {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum OutputFormat {
+pub(crate) enum OutputFormat {
     /// The final answer on stdout; hook notices and progress on stderr.
     Plain,
     /// One JSON document at the end.
@@ -49,7 +49,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "PROVIDER/MODEL")]
     pub model: Option<String>,
     #[arg(long, value_enum, default_value = "plain")]
-    pub output_format: OutputFormat,
+    pub(crate) output_format: OutputFormat,
     /// Model requests allowed in this turn (at least 1).
     #[arg(
         long,
@@ -67,19 +67,19 @@ pub struct RunArgs {
     /// The agent mode: build (the default: read, change files, run commands) or plan (read-only:
     /// only the read tools, shell commands in the read-only sandbox).
     #[arg(long = "mode", value_name = "MODE", default_value = "build")]
-    pub agent_mode: elph_agent::harness::AgentMode,
+    pub(crate) agent_mode: elph_agent::harness::AgentMode,
     /// Continue the project's most recent session.
     #[arg(short = 'c', long = "continue", conflicts_with_all = ["session", "no_session"])]
-    pub continue_session: bool,
+    pub(crate) continue_session: bool,
     /// Resume the session with this id.
     #[arg(long, value_name = "ID", conflicts_with = "no_session")]
     pub session: Option<String>,
     /// Store nothing.
     #[arg(long)]
-    pub no_session: bool,
+    pub(crate) no_session: bool,
 }
 
-pub fn run(cwd: Option<&Path>, args: RunArgs) -> anyhow::Result<u8> {
+pub(super) fn run(cwd: Option<&Path>, args: RunArgs) -> anyhow::Result<u8> {
     let prompt = match args.prompt.clone() {
         Some(prompt) => prompt,
         None if !std::io::stdin().is_terminal() => {

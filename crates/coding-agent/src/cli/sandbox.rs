@@ -32,7 +32,7 @@ pub struct SandboxCommandArgs {
 }
 
 #[expect(clippy::expect_used, reason = "clap requires at least one word")]
-pub fn run(cwd: Option<&Path>, args: SandboxCommandArgs) -> anyhow::Result<u8> {
+pub(super) fn run(cwd: Option<&Path>, args: SandboxCommandArgs) -> anyhow::Result<u8> {
     let paths = Paths::from_env(cwd)?;
     let settings = Settings::load(&paths.config_dir)?;
     let temp_dir = tempfile::Builder::new()

@@ -16,7 +16,7 @@ pub struct SessionsArgs {
     pub json: bool,
 }
 
-pub fn run(cwd: Option<&Path>, args: SessionsArgs) -> anyhow::Result<u8> {
+pub(super) fn run(cwd: Option<&Path>, args: SessionsArgs) -> anyhow::Result<u8> {
     let paths = Paths::from_env(cwd)?;
     let sessions = if paths.data_dir.join("sessions.db").exists() {
         SessionStore::open(&paths.data_dir)?.list(&paths.project_dir)?

@@ -44,7 +44,7 @@ fn target(cwd: Option<&Path>, dir: Option<&Path>) -> anyhow::Result<(Paths, Trus
     Ok((paths, store))
 }
 
-pub fn run_trust(cwd: Option<&Path>, args: TrustArgs) -> anyhow::Result<u8> {
+pub(crate) fn run_trust(cwd: Option<&Path>, args: TrustArgs) -> anyhow::Result<u8> {
     let (paths, store) = target(cwd, args.dir.as_deref())?;
     let project = &paths.project_dir;
     if args.status {
@@ -85,7 +85,7 @@ pub fn run_trust(cwd: Option<&Path>, args: TrustArgs) -> anyhow::Result<u8> {
     Ok(exit::SUCCESS)
 }
 
-pub fn run_untrust(cwd: Option<&Path>, args: UntrustArgs) -> anyhow::Result<u8> {
+pub(crate) fn run_untrust(cwd: Option<&Path>, args: UntrustArgs) -> anyhow::Result<u8> {
     let (paths, store) = target(cwd, args.dir.as_deref())?;
     let project = &paths.project_dir;
     let before = store.decide(project);

@@ -39,7 +39,7 @@ fn load(cwd: Option<&Path>) -> anyhow::Result<Workflows> {
     Ok(Workflows::for_project(&paths, trusted))
 }
 
-pub fn run_skills(cwd: Option<&Path>, command: SkillsCommand) -> anyhow::Result<u8> {
+pub(crate) fn run_skills(cwd: Option<&Path>, command: SkillsCommand) -> anyhow::Result<u8> {
     let SkillsCommand::List(args) = command;
     let workflows = load(cwd)?;
     let mut json_out = std::io::stdout().lock();
@@ -73,7 +73,7 @@ pub fn run_skills(cwd: Option<&Path>, command: SkillsCommand) -> anyhow::Result<
     Ok(exit::SUCCESS)
 }
 
-pub fn run_prompts(cwd: Option<&Path>, command: PromptsCommand) -> anyhow::Result<u8> {
+pub(crate) fn run_prompts(cwd: Option<&Path>, command: PromptsCommand) -> anyhow::Result<u8> {
     let PromptsCommand::List(args) = command;
     let workflows = load(cwd)?;
     let mut json_out = std::io::stdout().lock();

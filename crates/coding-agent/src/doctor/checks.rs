@@ -18,7 +18,7 @@ use crate::hooks::discovery::is_executable;
 /// How serious a finding is. Ordered: the worst of a list is its maximum.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub enum Level {
+pub(crate) enum Level {
     Ok,
     Info,
     Warning,
@@ -27,7 +27,7 @@ pub enum Level {
 
 impl Level {
     /// The mark the report prints: ✓, -, ! or ✗.
-    pub fn mark(self) -> &'static str {
+    pub(crate) fn mark(self) -> &'static str {
         match self {
             Level::Ok => "✓",
             Level::Info => "-",
@@ -40,7 +40,7 @@ impl Level {
 /// One thing doctor noticed, and what to do about it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Finding {
+pub(crate) struct Finding {
     pub level: Level,
     pub message: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -48,7 +48,7 @@ pub struct Finding {
 }
 
 impl Finding {
-    pub fn new(level: Level, message: impl Into<String>) -> Self {
+    pub(crate) fn new(level: Level, message: impl Into<String>) -> Self {
         Finding {
             level,
             message: message.into(),
@@ -56,7 +56,7 @@ impl Finding {
         }
     }
 
-    pub fn fix(mut self, fix: impl Into<String>) -> Self {
+    pub(crate) fn fix(mut self, fix: impl Into<String>) -> Self {
         self.fix = Some(fix.into());
         self
     }
@@ -65,7 +65,7 @@ impl Finding {
 /// A hook's command as doctor sees it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct CommandReport {
+pub(crate) struct CommandReport {
     /// As written in hooks.json.
     pub written: String,
     /// As resolved (for a bare name not found on PATH: the name itself).
@@ -78,7 +78,7 @@ pub struct CommandReport {
 }
 
 /// Checks the command of `hook`; `path_var` is the PATH hooks get (for `#!/usr/bin/env NAME`).
-pub fn check_command(hook: &HookDefinition, path_var: &str) -> (CommandReport, Vec<Finding>) {
+pub(super) fn check_command(hook: &HookDefinition, path_var: &str) -> (CommandReport, Vec<Finding>) {
     let command = &hook.command;
     let bare = !command.written.contains('/');
     let exists = command.path.is_absolute() && command.path.exists();
@@ -225,7 +225,7 @@ fn check_shebang(line: &str, script: &Path, path_var: &str) -> (Option<String>, 
 
 /// Checks the matcher of a tool hook against the tools Elph has: native tools by name, MCP tools
 /// by their `mcp_` prefix.
-pub fn check_matcher(hook: &HookDefinition) -> Vec<Finding> {
+pub(super) fn check_matcher(hook: &HookDefinition) -> Vec<Finding> {
     crate::hooks::tool_names::unknown_tools(hook.event, &hook.matcher)
         .into_iter()
         .map(|unknown| {
@@ -238,7 +238,7 @@ pub fn check_matcher(hook: &HookDefinition) -> Vec<Finding> {
 }
 
 /// The warnings recent runs give: slow, and keeps failing.
-pub fn check_runs(hook: &HookDefinition, stats: &RunStats) -> Vec<Finding> {
+pub(super) fn check_runs(hook: &HookDefinition, stats: &RunStats) -> Vec<Finding> {
     let mut findings = Vec::new();
     let source = hook.source.display();
     match stats.slow(hook.timeout) {

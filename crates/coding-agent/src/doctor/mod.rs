@@ -17,10 +17,10 @@ use std::path::{Path, PathBuf};
 use elph_agent::hooks::{HookEvent, ToolPattern};
 use serde::Serialize;
 
-pub use checks::{CommandReport, Finding, Level};
-pub use render::render;
-pub use runstats::RunStats;
-pub use sandbox::SandboxReport;
+pub(crate) use checks::{CommandReport, Finding, Level};
+pub(crate) use render::render;
+pub(crate) use runstats::RunStats;
+pub(crate) use sandbox::SandboxReport;
 
 use crate::diagnostics::Diagnostic;
 use crate::diagnostics::shell_quote;
@@ -33,24 +33,24 @@ use crate::trust::{DecisionSource, DefaultTrust, TrustDecision};
 use runstats::LogRead;
 
 /// The version of the `--json` document; bumped when a field changes meaning or goes away.
-pub const SCHEMA_VERSION: u32 = 1;
+pub(crate) const SCHEMA_VERSION: u32 = 1;
 
 /// Everything doctor found.
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Report {
-    pub schema_version: u32,
-    pub elph_version: &'static str,
+pub(crate) struct Report {
+    pub(crate) schema_version: u32,
+    pub(crate) elph_version: &'static str,
     pub paths: PathsReport,
     pub trust: TrustReport,
     pub files: Vec<FileReport>,
     pub hooks: Vec<HookReport>,
-    pub run_log: RunLogReport,
+    pub(crate) run_log: RunLogReport,
     /// MCP servers from CONFIG_DIR/mcp.json and (when trusted) PROJECT_DIR/.elph/mcp.json; doctor
     /// does not start them.
     pub mcp: McpOverview,
     /// trust.json keys that do not say what they seem to, and files others can write.
-    pub safety: Vec<Finding>,
+    pub(crate) safety: Vec<Finding>,
     /// Skills and prompt templates from CONFIG_DIR and (when trusted) PROJECT_DIR/.elph/.
     pub workflows: crate::workflows::Workflows,
     /// The kernel's Landlock, what the configured sandbox allows, and the shell's variables.
@@ -63,7 +63,7 @@ pub struct Report {
 
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct PathsReport {
+pub(crate) struct PathsReport {
     pub config_dir: PathReport,
     pub data_dir: PathReport,
     pub project_dir: PathReport,
@@ -71,7 +71,7 @@ pub struct PathsReport {
 
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct PathReport {
+pub(crate) struct PathReport {
     pub path: PathBuf,
     /// Where the path came from: `$ELPH_HOME`, `$HOME/.config/elph`, `--cwd`...
     pub from: String,
@@ -80,7 +80,7 @@ pub struct PathReport {
 
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct TrustReport {
+pub(crate) struct TrustReport {
     pub project_dir: PathBuf,
     pub trusted: bool,
     /// Which entry (or the default) made the decision, for people.
@@ -90,7 +90,7 @@ pub struct TrustReport {
     pub source: DecisionSource,
     pub default_project_trust: DefaultTrust,
     pub trust_file: PathBuf,
-    pub trust_file_exists: bool,
+    pub(crate) trust_file_exists: bool,
     /// Why trust.json cannot be used (corrupt, unreadable), if so.
     pub error: Option<String>,
     pub finding: Finding,
@@ -98,7 +98,7 @@ pub struct TrustReport {
 
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct FileReport {
+pub(crate) struct FileReport {
     pub path: PathBuf,
     pub scope: HookScope,
     /// `loaded`, `missing`, `skippedUntrusted` or `malformed`.
@@ -117,7 +117,7 @@ pub struct FileReport {
 
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct HookReport {
+pub(crate) struct HookReport {
     pub id: String,
     pub event: HookEvent,
     /// The `toolNames` patterns; `null` when the hook has no matcher (every tool, or not a tool event).
@@ -146,7 +146,7 @@ pub struct HookReport {
 
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct RunLogReport {
+pub(crate) struct RunLogReport {
     pub path: PathBuf,
     pub exists: bool,
     /// Why it could not be read, if it exists and could not.
@@ -155,16 +155,16 @@ pub struct RunLogReport {
     /// Runs read (of any hook).
     pub runs: usize,
     /// Lines skipped because they did not hold a run.
-    pub skipped_lines: usize,
+    pub(crate) skipped_lines: usize,
     /// Runs of hooks that are no longer configured.
-    pub unknown_hook_runs: usize,
+    pub(crate) unknown_hook_runs: usize,
     /// At most this many of each hook's latest runs are summed up.
     pub window: usize,
 }
 
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Problem {
+pub(crate) struct Problem {
     pub level: Level,
     /// What it is about: `trust`, `file PATH`, `hook 'ID'`.
     pub subject: String,
@@ -175,7 +175,7 @@ pub struct Problem {
 
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Summary {
+pub(crate) struct Summary {
     pub hooks: usize,
     pub enabled: usize,
     pub errors: usize,
@@ -184,7 +184,7 @@ pub struct Summary {
 
 /// Where each of the three paths came from, named as the user would set it.
 #[derive(Clone, Debug)]
-pub struct PathSources {
+pub(crate) struct PathSources {
     pub config_dir: String,
     pub data_dir: String,
     pub project_dir: String,
@@ -192,7 +192,7 @@ pub struct PathSources {
 
 impl PathSources {
     /// Names the source of each path with the precedence of `Paths::resolve` (docs/cli.md, "Paths").
-    pub fn resolve(cwd_flag: bool, env: &dyn Fn(&str) -> Option<String>) -> Self {
+    pub(crate) fn resolve(cwd_flag: bool, env: &dyn Fn(&str) -> Option<String>) -> Self {
         let set = |name: &str| crate::paths::absolute_variable(env, name).is_some();
         let pick = |first: &str, xdg: &str, fallback: &str| {
             if set(first) {
@@ -219,7 +219,7 @@ impl PathSources {
 
 /// Gathers the report for `paths`. `path_var` is the PATH hooks run with (bare command names and
 /// `#!/usr/bin/env NAME` are looked up on it).
-pub fn gather(paths: &Paths, sources: &PathSources, path_var: &str) -> Report {
+pub(crate) fn gather(paths: &Paths, sources: &PathSources, path_var: &str) -> Report {
     let (decision, set) = HookLoader::new(paths.clone()).load();
     let path_report = |path: &Path, from: &str| PathReport {
         path: path.to_path_buf(),

@@ -9,7 +9,7 @@ use super::{HookReport, Report};
 use crate::hooks::HookScope;
 
 /// Writes `report` for people.
-pub fn render(out: &mut impl Write, report: &Report) -> io::Result<()> {
+pub(crate) fn render(out: &mut impl Write, report: &Report) -> io::Result<()> {
     writeln!(out, "elph doctor (elph {})", report.elph_version)?;
 
     heading(out, "Paths")?;

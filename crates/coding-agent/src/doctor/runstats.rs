@@ -15,12 +15,12 @@ use elph_agent::hooks::{HookEvent, went_on_unchecked};
 use serde::{Deserialize, Serialize};
 
 /// Runs kept per hook: the most recent ones.
-pub const WINDOW: usize = 1000;
+pub(crate) const WINDOW: usize = 1000;
 /// "Keeps failing": at least [`FAILING_THRESHOLD`] of the last [`FAILING_WINDOW`] runs failed.
-pub const FAILING_WINDOW: usize = 5;
-pub const FAILING_THRESHOLD: usize = 3;
+pub(crate) const FAILING_WINDOW: usize = 5;
+pub(crate) const FAILING_THRESHOLD: usize = 3;
 /// "Slow": a p95 over this, whatever the timeout (hooks are awaited serially).
-pub const SLOW_MS: u64 = 2000;
+pub(crate) const SLOW_MS: u64 = 2000;
 
 /// How a logged run ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -93,22 +93,22 @@ impl Line {
 
 /// What was read from the log.
 #[derive(Debug, Default)]
-pub struct LogRead {
+pub(crate) struct LogRead {
     pub exists: bool,
     /// Why the log could not be read, when it exists but cannot be opened.
     pub error: Option<String>,
     /// Lines that held a run (of any hook).
     pub runs: usize,
     /// Lines skipped: not JSON, or missing what a run needs.
-    pub bad_lines: usize,
+    pub(crate) bad_lines: usize,
     /// Runs of hooks that are not configured now.
-    pub unknown_hook_runs: usize,
+    pub(crate) unknown_hook_runs: usize,
     runs_by_hook: HashMap<String, VecDeque<Run>>,
 }
 
 impl LogRead {
     /// Reads `path`, keeping the last [`WINDOW`] runs of each hook in `hook_ids`.
-    pub fn read<'a>(path: &Path, hook_ids: impl IntoIterator<Item = &'a str>) -> Self {
+    pub(super) fn read<'a>(path: &Path, hook_ids: impl IntoIterator<Item = &'a str>) -> Self {
         let mut read = LogRead {
             runs_by_hook: hook_ids
                 .into_iter()
@@ -174,7 +174,7 @@ impl LogRead {
     }
 
     /// The statistics of one hook's recent runs; `None` when the log holds none.
-    pub fn stats(&self, hook_id: &str) -> Option<RunStats> {
+    pub(super) fn stats(&self, hook_id: &str) -> Option<RunStats> {
         let runs = self.runs_by_hook.get(hook_id)?;
         if runs.is_empty() {
             return None;
@@ -186,7 +186,7 @@ impl LogRead {
 /// The most recent failure of a hook.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct LastFailure {
+pub(crate) struct LastFailure {
     pub time: Option<String>,
     pub timed_out: bool,
     pub cause: Option<String>,
@@ -195,7 +195,7 @@ pub struct LastFailure {
 /// A hook's recent runs, summed up.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct RunStats {
+pub(crate) struct RunStats {
     /// Runs considered (at most [`WINDOW`], the most recent).
     pub count: usize,
     pub ok: usize,
@@ -205,16 +205,16 @@ pub struct RunStats {
     /// Not run (payload over the input limit); left out of the percentiles.
     pub skipped: usize,
     /// Median duration of the runs that ran (nearest rank).
-    pub p50_ms: Option<u64>,
-    pub p95_ms: Option<u64>,
+    pub(crate) p50_ms: Option<u64>,
+    pub(crate) p95_ms: Option<u64>,
     /// How many of the last runs that ran (at most [`FAILING_WINDOW`]) failed, and of how many.
-    pub recent_failures: usize,
-    pub recent_window: usize,
-    pub last_run: Option<String>,
-    pub last_failure: Option<LastFailure>,
+    pub(crate) recent_failures: usize,
+    pub(crate) recent_window: usize,
+    pub(crate) last_run: Option<String>,
+    pub(crate) last_failure: Option<LastFailure>,
     /// Runs that failed or were not run while what the hook guards went on without its check (a
     /// guard without `failClosed`).
-    pub failed_open: usize,
+    pub(crate) failed_open: usize,
 }
 
 impl RunStats {
@@ -275,7 +275,7 @@ impl RunStats {
     }
 
     /// Why the hook counts as slow, if it does: its p95 is over half its timeout, or over 2 s.
-    pub fn slow(&self, timeout: Duration) -> Option<Slowness> {
+    pub(crate) fn slow(&self, timeout: Duration) -> Option<Slowness> {
         let p95 = self.p95_ms?;
         let half = (timeout.as_millis() as u64) / 2;
         if p95 > half {
@@ -291,18 +291,18 @@ impl RunStats {
     }
 
     /// Whether the hook keeps failing: at least 3 of its last 5 runs failed.
-    pub fn failing(&self) -> bool {
+    pub(crate) fn failing(&self) -> bool {
         self.recent_failures >= FAILING_THRESHOLD
     }
 
     /// Whether every one of its last runs that ran (up to 5) failed: a hook that never works.
-    pub fn always_failing(&self) -> bool {
+    pub(crate) fn always_failing(&self) -> bool {
         self.recent_window > 0 && self.recent_failures == self.recent_window
     }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Slowness {
+pub(crate) enum Slowness {
     NearTimeout { p95_ms: u64, timeout_ms: u64 },
     OverLimit { p95_ms: u64 },
 }

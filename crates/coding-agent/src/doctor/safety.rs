@@ -12,7 +12,7 @@ use crate::paths::Paths;
 use crate::trust::TrustStore;
 
 /// `(subject, finding)` for each problem found.
-pub fn findings(paths: &Paths, set: &HookSet) -> Vec<(String, Finding)> {
+pub(super) fn findings(paths: &Paths, set: &HookSet) -> Vec<(String, Finding)> {
     let mut found = Vec::new();
     if let Ok(file) = TrustStore::new(&paths.config_dir).load() {
         for warning in file.key_warnings {

@@ -16,9 +16,9 @@ use crate::settings::Settings;
 
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct SandboxReport {
+pub(crate) struct SandboxReport {
     /// The Landlock ABI of this kernel; `null` when it has none.
-    pub landlock_abi: Option<u8>,
+    pub(crate) landlock_abi: Option<u8>,
     /// The mode of settings.json (or the default); `--sandbox` overrides it per run.
     pub mode: Option<SandboxMode>,
     pub network: bool,
@@ -27,13 +27,13 @@ pub struct SandboxReport {
     /// Read-only paths inside writable roots, held read-only by a private mount namespace.
     pub read_only_paths: Vec<PathBuf>,
     /// Whether this system lets Elph make that mount namespace.
-    pub mount_namespace: bool,
+    pub(crate) mount_namespace: bool,
     /// The variables a shell command would get, by name.
     pub shell_environment: Vec<String>,
     pub findings: Vec<Finding>,
 }
 
-pub fn gather(paths: &Paths) -> SandboxReport {
+pub(crate) fn gather(paths: &Paths) -> SandboxReport {
     let support = landlock_support();
     let mut findings = Vec::new();
     let settings = match Settings::load(&paths.config_dir) {

@@ -11,7 +11,7 @@ use crate::settings::Settings;
 use crate::store::{DB_FILE, StoreError};
 
 /// Checks what the session would otherwise find out only after the question.
-pub fn check(paths: &Paths, model: Option<&str>, sandbox: &SandboxArgs) -> anyhow::Result<()> {
+pub(crate) fn check(paths: &Paths, model: Option<&str>, sandbox: &SandboxArgs) -> anyhow::Result<()> {
     let settings = Settings::load(&paths.config_dir)?;
     crate::runtime::resolve_provider(paths, model, &settings)?;
     crate::sandbox::resolve_policy(paths, &settings, sandbox, None)?;
@@ -21,7 +21,7 @@ pub fn check(paths: &Paths, model: Option<&str>, sandbox: &SandboxArgs) -> anyho
 
 /// DATA_DIR can hold the session database: it is a folder (or can be made as one) that can be
 /// written, and `sessions.db` in it is not a folder. The same errors the store gives on opening.
-pub fn check_data_dir(dir: &Path) -> Result<(), StoreError> {
+pub(crate) fn check_data_dir(dir: &Path) -> Result<(), StoreError> {
     // DATA_DIR itself, or the nearest folder it would be created in.
     let Some(existing) = dir.ancestors().find(|ancestor| ancestor.exists()) else {
         return Ok(());

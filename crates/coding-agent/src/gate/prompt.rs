@@ -32,7 +32,7 @@ use crate::trust::contents::ProjectContents;
 
 /// The select's state, apart from any terminal: which option is highlighted.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TrustSelect {
+pub(crate) struct TrustSelect {
     project: String,
     /// What changed since the project was trusted (escaped), when it is asked about again.
     changes: Vec<String>,
@@ -41,7 +41,7 @@ pub struct TrustSelect {
 }
 
 impl TrustSelect {
-    pub fn new(project: &Path) -> Self {
+    pub(crate) fn new(project: &Path) -> Self {
         TrustSelect {
             // A folder name can hold escape sequences that erase the line naming the real path.
             project: crate::terminal_text::escape_path(project),
@@ -51,7 +51,7 @@ impl TrustSelect {
     }
 
     /// The question for a project that changed since it was trusted, listing what changed.
-    pub fn with_changes(mut self, changes: &[String]) -> Self {
+    pub(crate) fn with_changes(mut self, changes: &[String]) -> Self {
         self.changes = changes
             .iter()
             .map(|line| crate::terminal_text::escape(line).into_owned())
@@ -59,16 +59,16 @@ impl TrustSelect {
         self
     }
 
-    pub fn options(&self) -> [String; 2] {
+    pub(crate) fn options(&self) -> [String; 2] {
         [format!("Yes, trust {}", self.project), "No, exit".to_string()]
     }
 
-    pub fn selected(&self) -> usize {
+    pub(crate) fn selected(&self) -> usize {
         self.selected
     }
 
     /// Applies one key; `Some` once the person has answered.
-    pub fn handle(&mut self, key: KeyEvent) -> Option<Answer> {
+    pub(crate) fn handle(&mut self, key: KeyEvent) -> Option<Answer> {
         if key.kind == KeyEventKind::Release {
             return None;
         }
@@ -98,7 +98,7 @@ impl TrustSelect {
 
     /// The lines above the options, drawn once (before wrapping): the folder, what its `.elph/`
     /// holds, what changed since it was trusted (if it was), what trusting does, and what "No" does.
-    pub fn header(&self, contents: &ProjectContents) -> Vec<String> {
+    pub(crate) fn header(&self, contents: &ProjectContents) -> Vec<String> {
         let mut lines = vec![
             "Do you trust the files in this folder?".to_string(),
             String::new(),
@@ -130,7 +130,7 @@ impl TrustSelect {
     }
 
     /// The options and the key help, redrawn on every change. Each line fits in `width` columns.
-    pub fn body(&self, width: usize) -> Vec<String> {
+    pub(crate) fn body(&self, width: usize) -> Vec<String> {
         let mut lines: Vec<String> = self
             .options()
             .iter()
@@ -152,7 +152,7 @@ impl TrustSelect {
 /// Wraps `line` between words into rows narrower than `width` cells (the terminal wraps a row that
 /// fills its last column). Continuation rows keep the line's indent (and a `- ` bullet's). A word
 /// wider than a row (a long path) is cut where the row ends.
-pub fn wrap_words(line: &str, width: usize) -> Vec<String> {
+pub(crate) fn wrap_words(line: &str, width: usize) -> Vec<String> {
     use crate::tui::wrap::{char_width, width as cells};
     let room = width.saturating_sub(1).max(20);
     let indent: String = line.chars().take_while(|c| *c == ' ').collect();
@@ -219,7 +219,7 @@ impl Drop for RawMode {
 }
 
 /// Asks on the terminal (stdin and stdout) whether to trust `project`.
-pub fn ask_on_terminal(
+pub(crate) fn ask_on_terminal(
     project: &Path,
     contents: &ProjectContents,
     changes: &[String],

@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 
 use crate::diagnostics::Diagnostic;
 
-pub const SCHEMA_ID: &str = "https://elph.space/hooks-schema.json";
+pub(crate) const SCHEMA_ID: &str = "https://elph.space/hooks-schema.json";
 
 /// A whole hooks.json file.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -108,7 +108,7 @@ pub enum Protocol {
 }
 
 impl Protocol {
-    pub fn is_elph(&self) -> bool {
+    pub(crate) fn is_elph(&self) -> bool {
         *self == Protocol::Elph
     }
 }
@@ -180,7 +180,7 @@ fn matcher_only_on_tool_events(schema: &mut Schema) {
 
 /// Whether a failure of a hook of `event` has something to stop. Observation-only events run
 /// after the fact, so a fail-closed hook there could only pretend to guard.
-pub fn can_fail_closed(event: HookEvent) -> bool {
+pub(crate) fn can_fail_closed(event: HookEvent) -> bool {
     elph_agent::hooks::went_on_unchecked(event).is_some()
 }
 
@@ -240,7 +240,7 @@ impl LoadError {
         }
     }
 
-    pub fn into_diagnostic(self, path: &Path) -> Diagnostic {
+    pub(crate) fn into_diagnostic(self, path: &Path) -> Diagnostic {
         let diagnostic = Diagnostic::new(self.message).in_file(path);
         match self.pointer {
             Some(pointer) => diagnostic.at(pointer),

@@ -67,7 +67,7 @@ fn as_millis<S: serde::Serializer>(duration: &Duration, serializer: S) -> Result
 
 impl HookDefinition {
     /// Whether this hook runs for `event` (and, for tool events, `tool_name`).
-    pub fn applies_to(&self, event: HookEvent, tool_name: Option<&str>) -> bool {
+    pub(crate) fn applies_to(&self, event: HookEvent, tool_name: Option<&str>) -> bool {
         self.enabled
             && self.event == event
             && match tool_name {
@@ -152,7 +152,7 @@ pub fn discover(paths: &Paths, project_trusted: bool) -> HookSet {
 
 /// Merges the home file and the project file (`None`: the project is not trusted, so its file is
 /// skipped with the diagnostic that says how to trust it).
-pub fn assemble(paths: &Paths, home: FileLoad, project: Option<FileLoad>) -> HookSet {
+pub(crate) fn assemble(paths: &Paths, home: FileLoad, project: Option<FileLoad>) -> HookSet {
     let mut set = assemble_files(paths, home, project);
     refuse_home_hooks_in_project(&mut set, paths);
     set
@@ -367,7 +367,7 @@ pub fn resolve_command(command: &str, folder: &Path, path_var: &str) -> Resolved
 }
 
 /// An existing regular file with an execute bit.
-pub fn is_executable(path: &Path) -> bool {
+pub(crate) fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(path).is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
 }

@@ -86,7 +86,7 @@ impl HookHost {
 
     /// Sandboxed hooks get the roots and read-only paths of `policy` (the session's), in their own
     /// mode.
-    pub fn with_sandbox_base(mut self, policy: SandboxPolicy) -> Self {
+    pub(crate) fn with_sandbox_base(mut self, policy: SandboxPolicy) -> Self {
         self.sandbox_base = policy;
         self
     }
@@ -413,7 +413,7 @@ pub(crate) fn failure_cause(hook: &HookDefinition, ending: Ending) -> String {
 }
 
 /// The diagnostics one run leaves: its failure (see [`failure_text`]) and every note.
-pub fn diagnostics_of(run: &HookRun) -> Vec<HookDiagnostic> {
+pub(crate) fn diagnostics_of(run: &HookRun) -> Vec<HookDiagnostic> {
     let diagnostic = |severity: Severity, message: String| HookDiagnostic {
         hook_id: Some(run.hook_id.clone()),
         event: run.event,
@@ -437,7 +437,7 @@ pub fn diagnostics_of(run: &HookRun) -> Vec<HookDiagnostic> {
 /// its stderr: "failed open, so the tool call went ahead without its check: …" for a guard that
 /// failed open, "failed closed, so the tool call is blocked: …" for a fail-closed hook, "failed: …"
 /// on an observation-only event. `None` for a run that succeeded.
-pub fn failure_text(run: &HookRun) -> Option<String> {
+pub(crate) fn failure_text(run: &HookRun) -> Option<String> {
     if run.status == RunStatus::Ok {
         return None;
     }

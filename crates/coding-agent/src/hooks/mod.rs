@@ -1,10 +1,10 @@
 //! Hook configuration: the hooks.json model and schema, and discovery of the home and project files.
 
-pub mod claude_code;
+pub(crate) mod claude_code;
 pub mod config;
 pub mod discovery;
 pub mod host;
-pub mod persistent;
+pub(crate) mod persistent;
 pub mod process;
 pub mod reload;
 pub mod runlog;

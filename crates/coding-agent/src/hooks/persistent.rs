@@ -38,15 +38,15 @@ use super::discovery::HookDefinition;
 use super::process::{self, ProcessOutput, ProcessSpec, Stream};
 
 /// Crashes in a row after which a restart waits.
-pub const BACKOFF_AFTER: u32 = 3;
+pub(crate) const BACKOFF_AFTER: u32 = 3;
 /// The longest wait before a restart.
-pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
+pub(crate) const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// After a kill, how long to wait for the exit status.
 const REAP_LIMIT: Duration = Duration::from_secs(2);
 
 /// How long a restart waits after `crashes` crashes in a row: nothing before [`BACKOFF_AFTER`],
 /// then 1 s, doubling, up to [`MAX_BACKOFF`].
-pub fn backoff(crashes: u32) -> Duration {
+pub(crate) fn backoff(crashes: u32) -> Duration {
     if crashes < BACKOFF_AFTER {
         return Duration::ZERO;
     }

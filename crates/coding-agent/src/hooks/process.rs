@@ -59,7 +59,7 @@ pub const HERDR_VARS: &[&str] = &[
 
 /// The whole environment of a hook: the allowlisted variables of `parent` that are set, then
 /// `ELPH_HOOK_ID`, `ELPH_SESSION_ID` (when `session_id` is not empty) and `ELPH_PROJECT_DIR`.
-pub fn hook_environment(
+pub(crate) fn hook_environment(
     parent: &dyn Fn(&str) -> Option<OsString>,
     hook_id: &str,
     session_id: &str,
@@ -92,7 +92,7 @@ pub struct ProcessSpec<'a> {
     /// The hook's confinement; `None` runs it unconfined.
     pub sandbox: Option<&'a elph_agent::sandbox::SandboxPolicy>,
     /// The hook's stdout limit (`maxOutputBytes`).
-    pub stdout_cap: usize,
+    pub(crate) stdout_cap: usize,
 }
 
 /// Which output stream.
@@ -311,7 +311,7 @@ pub fn describe_spawn_error(program: &Path, error: &io::Error) -> String {
 }
 
 /// A signal's name, for messages.
-pub fn signal_name(signal: i32) -> String {
+pub(crate) fn signal_name(signal: i32) -> String {
     Signal::try_from(signal)
         .map(|signal| signal.as_str().to_string())
         .unwrap_or_else(|_| format!("signal {signal}"))

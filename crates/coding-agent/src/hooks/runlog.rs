@@ -14,7 +14,7 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
 /// The file name under `DATA_DIR/logs/`.
-pub const FILE_NAME: &str = "hooks.jsonl";
+pub(crate) const FILE_NAME: &str = "hooks.jsonl";
 
 /// One line of the log.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -38,7 +38,7 @@ pub struct RunLogEntry {
 }
 
 impl RunLogEntry {
-    pub fn from_run(run: &HookRun, at: OffsetDateTime) -> Self {
+    pub(crate) fn from_run(run: &HookRun, at: OffsetDateTime) -> Self {
         let process = run.process.clone().unwrap_or_default();
         RunLogEntry {
             time: at.format(&Rfc3339).unwrap_or_default(),

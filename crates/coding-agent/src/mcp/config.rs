@@ -33,9 +33,9 @@ use crate::hooks::discovery::{ResolvedCommand, resolve_command};
 use crate::paths::Paths;
 
 /// How long one tool call may take unless the server sets `timeoutMs`.
-pub const DEFAULT_CALL_TIMEOUT_MS: u64 = 60_000;
+pub(crate) const DEFAULT_CALL_TIMEOUT_MS: u64 = 60_000;
 /// The largest `timeoutMs`.
-pub const MAX_CALL_TIMEOUT_MS: u64 = 600_000;
+pub(crate) const MAX_CALL_TIMEOUT_MS: u64 = 600_000;
 
 /// Which file a server came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -48,12 +48,12 @@ pub enum McpScope {
 }
 
 /// The project's mcp.json.
-pub fn project_file(paths: &Paths) -> PathBuf {
+pub(crate) fn project_file(paths: &Paths) -> PathBuf {
     paths.project_dir.join(".elph").join("mcp.json")
 }
 
 /// The home mcp.json.
-pub fn home_file(paths: &Paths) -> PathBuf {
+pub(crate) fn home_file(paths: &Paths) -> PathBuf {
     paths.config_dir.join("mcp.json")
 }
 
@@ -273,7 +273,7 @@ impl McpConfig {
 
 /// Why a file could not be loaded.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct McpLoadError {
+pub(crate) struct McpLoadError {
     pub pointer: Option<String>,
     pub message: String,
 }
@@ -286,17 +286,17 @@ fn malformed(pointer: Option<String>, message: impl Into<String>) -> McpLoadErro
 }
 
 /// Looks up an environment variable for `${VAR}` expansion.
-pub type EnvLookup<'a> = &'a dyn Fn(&str) -> Option<String>;
+pub(crate) type EnvLookup<'a> = &'a dyn Fn(&str) -> Option<String>;
 
 /// The servers of one file, and the ones it skipped (JSON pointer, why).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ParsedFile {
+pub(crate) struct ParsedFile {
     pub servers: Vec<ServerDefinition>,
     pub skipped: Vec<(String, String)>,
 }
 
 /// Reads one mcp.json. `Ok(None)` when it does not exist.
-pub fn read_file(
+pub(crate) fn read_file(
     path: &Path,
     scope: McpScope,
     path_var: &str,
@@ -312,7 +312,7 @@ pub fn read_file(
 }
 
 /// Parses and checks the contents of an mcp.json found at `source`.
-pub fn parse(
+pub(crate) fn parse(
     bytes: &[u8],
     source: &Path,
     folder: &Path,

@@ -3,7 +3,7 @@
 
 /// Why a value could not be expanded.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ExpandError {
+pub(crate) enum ExpandError {
     /// `${NAME}` with NAME unset and no default.
     Unset(String),
     /// A `${` with no closing `}`, or an empty or invalid name.
@@ -25,7 +25,7 @@ impl std::fmt::Display for ExpandError {
 /// Expands every `${NAME}` and `${NAME:-default}` in `text`; `lookup` reads a variable. As in a
 /// shell, `:-` also applies when the variable is set but empty. A `$` not followed by `{` stays as
 /// it is. The default is taken literally (it is not expanded again).
-pub fn expand(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String, ExpandError> {
+pub(crate) fn expand(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String, ExpandError> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(start) = rest.find("${") {

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use super::config::MAX_CALL_TIMEOUT_MS;
 
-pub const SCHEMA_ID: &str = "https://elph.space/mcp-schema.json";
+pub(crate) const SCHEMA_ID: &str = "https://elph.space/mcp-schema.json";
 
 /// A whole mcp.json.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]

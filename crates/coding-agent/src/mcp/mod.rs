@@ -19,12 +19,12 @@
 //! so this works the same under every front end's runtime (and from synchronous code), and a
 //! misbehaving server cannot starve the agent's runtime.
 
-pub mod config;
-pub mod expand;
+pub(crate) mod config;
+pub(crate) mod expand;
 pub mod file;
-pub mod process;
-pub mod server;
-pub mod tool;
+pub(crate) mod process;
+pub(crate) mod server;
+pub(crate) mod tool;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -63,7 +63,7 @@ pub struct McpOverview {
 
 /// What doctor shows without starting anything: the files, the configured servers (`configured`
 /// or `disabled`; an untrusted project's file is `skippedUntrusted` and not read), diagnostics.
-pub fn describe_servers(paths: &Paths, project_trusted: bool) -> McpOverview {
+pub(crate) fn describe_servers(paths: &Paths, project_trusted: bool) -> McpOverview {
     let config = McpConfig::load(paths, project_trusted);
     let servers = config
         .servers

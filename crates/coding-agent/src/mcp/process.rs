@@ -28,7 +28,7 @@ const SPAWN_ATTEMPTS: u32 = 6;
 
 /// The environment of a stdio server: the allowlisted variables of `parent` that are set, then
 /// `ELPH_PROJECT_DIR`, then the server's configured `env` (which may override any of them).
-pub fn server_environment(
+pub(crate) fn server_environment(
     parent: &dyn Fn(&str) -> Option<OsString>,
     project_dir: &Path,
     configured: &BTreeMap<String, String>,
@@ -46,17 +46,17 @@ pub fn server_environment(
 
 /// Kills a process group when dropped (or earlier, with [`GroupKiller::kill`]).
 #[derive(Debug)]
-pub struct GroupKiller {
+pub(crate) struct GroupKiller {
     pgid: Pid,
 }
 
 impl GroupKiller {
-    pub fn pgid(&self) -> i32 {
+    pub(crate) fn pgid(&self) -> i32 {
         self.pgid.as_raw()
     }
 
     /// SIGKILL to every process of the group; a group that is already gone is not an error.
-    pub fn kill(&self) {
+    pub(crate) fn kill(&self) {
         let _ = killpg(self.pgid, Signal::SIGKILL);
     }
 }
@@ -70,7 +70,7 @@ impl Drop for GroupKiller {
 
 /// The last bytes a server wrote to stderr.
 #[derive(Clone, Debug)]
-pub struct StderrTail {
+pub(crate) struct StderrTail {
     bytes: Arc<Mutex<Vec<u8>>>,
     /// `true` once the reader saw EOF (or is gone).
     closed: watch::Receiver<bool>,
@@ -89,7 +89,7 @@ impl Default for StderrTail {
 impl StderrTail {
     /// Waits, at most `limit`, until the server's stderr is closed, so that what a crashed
     /// server wrote last is in the tail (a helper that keeps the pipe open cannot hold this up).
-    pub async fn settle(&self, limit: Duration) {
+    pub(crate) async fn settle(&self, limit: Duration) {
         let mut closed = self.closed.clone();
         let _ = tokio::time::timeout(limit, closed.wait_for(|closed| *closed)).await;
     }
@@ -104,7 +104,7 @@ impl StderrTail {
     }
 
     /// The tail as text, trimmed; empty when the server wrote nothing.
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         let tail = self.bytes.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         String::from_utf8_lossy(&tail).trim().to_string()
     }
@@ -112,7 +112,7 @@ impl StderrTail {
 
 /// A running stdio server: its pipes (until the client takes them), its group, its exit.
 #[derive(Debug)]
-pub struct ServerProcess {
+pub(crate) struct ServerProcess {
     pub stdin: Option<ChildStdin>,
     pub stdout: Option<ChildStdout>,
     pub group: GroupKiller,
@@ -124,7 +124,7 @@ pub struct ServerProcess {
 impl ServerProcess {
     /// Starts `program` with `args` in `cwd` with exactly `env`. Must run inside a tokio runtime:
     /// the exit watcher and the stderr reader are tasks of it.
-    pub async fn spawn(
+    pub(crate) async fn spawn(
         program: &Path,
         args: &[String],
         cwd: &Path,
@@ -218,7 +218,7 @@ fn describe_status(status: std::process::ExitStatus) -> String {
 }
 
 /// Waits until `exit` says the process exited, and returns how.
-pub async fn exited(mut exit: watch::Receiver<Option<String>>) -> String {
+pub(crate) async fn exited(mut exit: watch::Receiver<Option<String>>) -> String {
     loop {
         if let Some(description) = exit.borrow_and_update().clone() {
             return description;

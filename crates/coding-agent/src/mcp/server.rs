@@ -25,7 +25,7 @@ use super::config::{ServerDefinition, ServerTransport};
 use super::process::{GroupKiller, ServerProcess, StderrTail, exited, server_environment};
 
 /// How long a server has to start, answer `initialize` and list its tools.
-pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
 /// After the connection is closed at shutdown, how long a stdio server has to exit by itself
 /// before its group is killed.
 const EXIT_GRACE: Duration = Duration::from_millis(300);
@@ -130,7 +130,8 @@ impl McpServer {
     }
 
     /// Another startup limit than [`STARTUP_TIMEOUT`].
-    pub fn with_startup_timeout(mut self, timeout: Duration) -> Self {
+    #[cfg(test)]
+    pub(crate) fn with_startup_timeout(mut self, timeout: Duration) -> Self {
         self.startup_timeout = timeout;
         self
     }
@@ -337,7 +338,7 @@ impl McpServer {
 }
 
 /// "10 s", or "1500 ms".
-pub fn human_duration(duration: Duration) -> String {
+pub(crate) fn human_duration(duration: Duration) -> String {
     if duration.as_millis().is_multiple_of(1000) {
         format!("{} s", duration.as_secs())
     } else {

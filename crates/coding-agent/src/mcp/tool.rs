@@ -11,13 +11,13 @@ use serde_json::{Value, json};
 use super::server::{CallError, McpServer, human_duration};
 
 /// Providers limit tool names to 64 characters.
-pub const MAX_TOOL_NAME: usize = 64;
+pub(crate) const MAX_TOOL_NAME: usize = 64;
 /// The most text one call returns to the model; the rest is cut with a note.
-pub const OUTPUT_CAP: usize = 64 * 1024;
+pub(crate) const OUTPUT_CAP: usize = 64 * 1024;
 
 /// The catalog name of `tool` of `server`: `mcp_{server}__{tool}`, with any character a provider
 /// would refuse (anything but letters, digits, `_` and `-`) replaced by `_`.
-pub fn catalog_name(server: &str, tool: &str) -> String {
+pub(crate) fn catalog_name(server: &str, tool: &str) -> String {
     let tool: String = tool
         .chars()
         .map(|c| {
@@ -130,7 +130,7 @@ impl Tool for McpTool {
 }
 
 /// What the model reads when a call fails: the server, the tool, and the cause.
-pub fn describe_error(server: &str, tool: &str, error: &CallError) -> String {
+pub(crate) fn describe_error(server: &str, tool: &str, error: &CallError) -> String {
     match error {
         CallError::Down(reason) => format!("MCP server '{server}' is not available: {reason}"),
         CallError::Rejected(message) => {
@@ -146,7 +146,7 @@ pub fn describe_error(server: &str, tool: &str, error: &CallError) -> String {
 
 /// Text and image blocks pass through; other kinds of content are described in words; a result
 /// with only structured content shows it as JSON. Text past [`OUTPUT_CAP`] is cut with a note.
-pub fn convert(result: CallToolResult, mut details: Value) -> ToolOutput {
+pub(crate) fn convert(result: CallToolResult, mut details: Value) -> ToolOutput {
     let mut content = Vec::new();
     for block in result.content {
         content.push(match block {

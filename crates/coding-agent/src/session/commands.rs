@@ -9,7 +9,7 @@ use crate::trust::TrustSlashCommand;
 
 /// A slash command.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SlashCommand {
+pub(crate) enum SlashCommand {
     Help,
     Trust,
     Untrust,
@@ -24,7 +24,7 @@ pub enum SlashCommand {
 
 /// Who carries a command out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Handler {
+pub(crate) enum Handler {
     /// The session (an [`Op`]): it waits while a turn runs.
     Session,
     /// The front end itself (a panel, quitting): it works while the agent does.
@@ -33,7 +33,7 @@ pub enum Handler {
 
 /// A command's optional argument.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Argument {
+pub(crate) struct Argument {
     /// Its name in a usage line: `/compact [instructions]`.
     pub name: &'static str,
     /// What to type, for clients that show a hint in the input.
@@ -42,7 +42,7 @@ pub struct Argument {
 
 /// One row of the table.
 #[derive(Clone, Copy, Debug)]
-pub struct Spec {
+pub(crate) struct Spec {
     pub command: SlashCommand,
     pub name: &'static str,
     pub argument: Option<Argument>,
@@ -53,7 +53,7 @@ pub struct Spec {
 /// The commands offered to editors over ACP, in the order they list them. Editors have their own
 /// ways to start, load and leave sessions and no panels, so only the commands about the project's
 /// hooks and context are.
-pub const IN_EDITORS: [SlashCommand; 4] = [
+pub(crate) const IN_EDITORS: [SlashCommand; 4] = [
     SlashCommand::Reload,
     SlashCommand::Trust,
     SlashCommand::Untrust,
@@ -61,7 +61,7 @@ pub const IN_EDITORS: [SlashCommand; 4] = [
 ];
 
 /// Every command, in the order the palette and `/help` list them.
-pub const TABLE: [Spec; 10] = [
+pub(crate) const TABLE: [Spec; 10] = [
     Spec {
         command: SlashCommand::Help,
         name: "help",
@@ -144,7 +144,7 @@ pub const TABLE: [Spec; 10] = [
 ];
 
 impl SlashCommand {
-    pub const ALL: [SlashCommand; 10] = {
+    pub(crate) const ALL: [SlashCommand; 10] = {
         let mut all = [SlashCommand::Help; 10];
         let mut i = 0;
         while i < TABLE.len() {
@@ -155,38 +155,38 @@ impl SlashCommand {
     };
 
     /// The command's row of [`TABLE`].
-    pub fn spec(self) -> &'static Spec {
+    pub(crate) fn spec(self) -> &'static Spec {
         TABLE
             .iter()
             .find(|spec| spec.command == self)
             .unwrap_or(&TABLE[0])
     }
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         self.spec().name
     }
 
     /// The argument as a usage suffix (` [instructions]`), or nothing.
-    pub fn usage(self) -> String {
+    pub(crate) fn usage(self) -> String {
         self.spec()
             .argument
             .map(|argument| format!(" [{}]", argument.name))
             .unwrap_or_default()
     }
 
-    pub fn description(self) -> &'static str {
+    pub(crate) fn description(self) -> &'static str {
         self.spec().description
     }
 
     /// Whether the session carries it out (and so it waits while a turn runs).
-    pub fn needs_session(self) -> bool {
+    pub(crate) fn needs_session(self) -> bool {
         self.spec().handler == Handler::Session
     }
 
     /// The operation a session command stands for, with its argument (`cancel` for one that can be
     /// cancelled); `None` for the front end's own commands. `/resume` without an id lists the
     /// sessions to choose from.
-    pub fn op(self, argument: Option<String>, cancel: CancellationToken) -> Option<Op> {
+    pub(crate) fn op(self, argument: Option<String>, cancel: CancellationToken) -> Option<Op> {
         match self {
             SlashCommand::Trust => Some(Op::Trust),
             SlashCommand::Untrust => Some(Op::Untrust),
@@ -214,20 +214,20 @@ impl SlashCommand {
 }
 
 /// Whether `name` is a built-in command's (without regard to case): prompt templates may not take it.
-pub fn is_builtin(name: &str) -> bool {
+pub(crate) fn is_builtin(name: &str) -> bool {
     SlashCommand::from_name(name).is_some()
 }
 
 /// Which front end asks, for [`offered`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FrontEnd {
+pub(crate) enum FrontEnd {
     Terminal,
     Editor,
 }
 
 /// The commands offered in the current trust state: exactly one of /trust and /untrust (the one
 /// `TrustDecision::offered_command` names), and for editors only those [`IN_EDITORS`].
-pub fn offered(trust: TrustSlashCommand, front_end: FrontEnd) -> Vec<SlashCommand> {
+pub(crate) fn offered(trust: TrustSlashCommand, front_end: FrontEnd) -> Vec<SlashCommand> {
     let all: &[SlashCommand] = match front_end {
         FrontEnd::Terminal => &SlashCommand::ALL,
         FrontEnd::Editor => &IN_EDITORS,
@@ -244,7 +244,7 @@ pub fn offered(trust: TrustSlashCommand, front_end: FrontEnd) -> Vec<SlashComman
 
 /// A submitted line that starts with `/`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Parsed {
+pub(crate) enum Parsed {
     /// A command and its argument text (trimmed; `None` when empty).
     Command(SlashCommand, Option<String>),
     Unknown(String),
@@ -252,7 +252,7 @@ pub enum Parsed {
 
 /// Parses a submitted line; `None` when it is not a command (a prompt). Names are matched without
 /// regard to case.
-pub fn parse(line: &str) -> Option<Parsed> {
+pub(crate) fn parse(line: &str) -> Option<Parsed> {
     let line = line.trim();
     let rest = line.strip_prefix('/')?;
     let (name, args) = match rest.split_once(char::is_whitespace) {
@@ -267,7 +267,7 @@ pub fn parse(line: &str) -> Option<Parsed> {
 
 /// The command an editor's prompt is, if it is one offered to editors with an argument only where
 /// it takes one. Anything else, other slash words included, is a prompt for the model.
-pub fn parse_for_editor(prompt: &str) -> Option<(SlashCommand, Option<String>)> {
+pub(crate) fn parse_for_editor(prompt: &str) -> Option<(SlashCommand, Option<String>)> {
     match parse(prompt)? {
         Parsed::Command(command, args)
             if IN_EDITORS.contains(&command) && (args.is_none() || command.spec().argument.is_some()) =>

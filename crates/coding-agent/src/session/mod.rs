@@ -13,7 +13,7 @@
 //! cancelling it drops the running hook or tool future, which kills its process group.
 
 mod approval;
-pub mod commands;
+pub(crate) mod commands;
 mod events;
 mod ops;
 
@@ -166,7 +166,7 @@ impl Session {
 
     /// A prompt with a `/skill:NAME` or `/TEMPLATE` command carried out; other prompts unchanged.
     /// An unknown skill or a template's missing argument is an error in words for the user.
-    pub fn expand_prompt(&self, prompt: &str) -> Result<crate::workflows::ExpandedPrompt, String> {
+    pub(crate) fn expand_prompt(&self, prompt: &str) -> Result<crate::workflows::ExpandedPrompt, String> {
         self.runtime.expand_prompt(prompt)
     }
 

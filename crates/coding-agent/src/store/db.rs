@@ -414,7 +414,7 @@ impl SessionStore {
     /// `-c`: the most recently updated session of the project that no other process has open,
     /// taken for this process; `None` when the project has no session. When every one is in use
     /// the error names the holder of the most recent.
-    pub fn take_latest_free(&self, project_dir: &Path) -> Result<Option<SessionInfo>, StoreError> {
+    pub(crate) fn take_latest_free(&self, project_dir: &Path) -> Result<Option<SessionInfo>, StoreError> {
         let sessions = self.list(project_dir)?;
         let mut first_holder = None;
         for session in sessions {
@@ -437,7 +437,7 @@ impl SessionStore {
 
     /// `--session ID` / ACP `session/load`: the session, if it belongs to `project_dir`, taken for
     /// this process.
-    pub fn take_of_project(&self, id: &str, project_dir: &Path) -> Result<SessionInfo, StoreError> {
+    pub(crate) fn take_of_project(&self, id: &str, project_dir: &Path) -> Result<SessionInfo, StoreError> {
         let session = self.session(id)?.ok_or_else(|| self.no_such_session(id))?;
         if session.project_dir != project_dir {
             return Err(StoreError::OtherProject {

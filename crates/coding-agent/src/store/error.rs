@@ -177,7 +177,7 @@ impl StoreError {
 
     /// True when the request named a session this process may not open (in use, another
     /// project's, unknown): the client's mistake, not Elph's.
-    pub fn is_about_the_request(&self) -> bool {
+    pub(crate) fn is_about_the_request(&self) -> bool {
         matches!(
             self,
             StoreError::InUse { .. }

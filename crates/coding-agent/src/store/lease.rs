@@ -16,12 +16,12 @@ pub const LOCKS_DIR: &str = "locks";
 
 /// An exclusive hold on one session; dropping it lets the session go.
 #[derive(Debug)]
-pub struct SessionLease {
+pub(crate) struct SessionLease {
     _file: File,
 }
 
 /// Whether a session could be taken.
-pub enum Claim {
+pub(crate) enum Claim {
     Held(SessionLease),
     /// Another process has it; the holder as its lock file describes it.
     InUse(String),
@@ -32,7 +32,7 @@ fn lock_path(data_dir: &Path, id: &str) -> PathBuf {
 }
 
 /// Tries to take session `id` for this process, without waiting.
-pub fn claim(data_dir: &Path, id: &str) -> Result<Claim, StoreError> {
+pub(super) fn claim(data_dir: &Path, id: &str) -> Result<Claim, StoreError> {
     let path = lock_path(data_dir, id);
     let io_error = |source| StoreError::Lock {
         path: path.clone(),

@@ -19,7 +19,7 @@ pub fn canonical_key(path: &Path) -> PathBuf {
 /// [`canonical_key`] for many keys at once: a trust.json with thousands of entries under a few
 /// folders resolves each missing ancestor once, which keeps the time a writer holds the lock short.
 #[derive(Default)]
-pub struct Resolver {
+pub(crate) struct Resolver {
     known: HashMap<PathBuf, Option<PathBuf>>,
 }
 
@@ -33,7 +33,7 @@ impl Resolver {
         resolved
     }
 
-    pub fn canonical(&mut self, path: &Path) -> PathBuf {
+    pub(super) fn canonical(&mut self, path: &Path) -> PathBuf {
         if let Some(canonical) = self.resolve(path) {
             return canonical;
         }
@@ -58,7 +58,7 @@ impl Resolver {
 
 /// `path` without `.` components, with each `..` taking away the component before it, and without a
 /// trailing slash.
-pub fn lexically_normal(path: &Path) -> PathBuf {
+pub(crate) fn lexically_normal(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for component in path.components() {
         match component {
@@ -74,7 +74,7 @@ pub fn lexically_normal(path: &Path) -> PathBuf {
 
 /// Why a key deserves a warning, if it does: not absolute (ignored), not written canonically, or
 /// naming a folder that no longer exists.
-pub fn key_warning(written: &str, expanded: &Path, canonical: &Path) -> Option<String> {
+pub(crate) fn key_warning(written: &str, expanded: &Path, canonical: &Path) -> Option<String> {
     if !expanded.is_absolute() {
         return Some(format!(
             "trust.json key \"{written}\" is not an absolute path, so it never matches; write the full path"

@@ -19,7 +19,7 @@ use sha2::{Digest, Sha256};
 
 /// The config files a project brings, relative to the project folder. Each is pinned, present or not,
 /// so that adding one counts as a change.
-pub const PINNED_FILES: [&str; 4] = [
+pub(crate) const PINNED_FILES: [&str; 4] = [
     ".elph/hooks.json",
     ".elph/mcp.json",
     ".claude/settings.json",
@@ -28,7 +28,7 @@ pub const PINNED_FILES: [&str; 4] = [
 
 /// Folders whose every file is pinned: the project's skills and prompt templates, which reach the
 /// model only when the project is trusted.
-pub const PINNED_FOLDERS: [&str; 2] = [".elph/skills", ".elph/prompts"];
+pub(crate) const PINNED_FOLDERS: [&str; 2] = [".elph/skills", ".elph/prompts"];
 
 /// At most this many files are taken from each pinned folder (a bound on the work, not a limit
 /// anyone should meet); past it, the folder's listing itself is one more "file" that changes.
@@ -88,12 +88,12 @@ impl Fingerprint {
         Fingerprint { files, hooks }
     }
 
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         json!({ "files": self.files, "hooks": self.hooks })
     }
 
     /// Reads a pin as trust.json holds it; `None` when it is not one.
-    pub fn from_json(value: &Value) -> Option<Self> {
+    pub(crate) fn from_json(value: &Value) -> Option<Self> {
         let map = |key: &str| -> Option<BTreeMap<String, String>> {
             value
                 .get(key)?
@@ -109,7 +109,7 @@ impl Fingerprint {
     }
 
     /// What changed from `self` (as trusted) to `now`; `None` when nothing did.
-    pub fn changes_to(&self, now: &Fingerprint) -> Option<PinChanges> {
+    pub(crate) fn changes_to(&self, now: &Fingerprint) -> Option<PinChanges> {
         let mut changes = PinChanges::default();
         for (id, digest) in &now.hooks {
             match self.hooks.get(id) {
@@ -149,9 +149,9 @@ impl Fingerprint {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PinChanges {
-    pub hooks_added: Vec<String>,
-    pub hooks_removed: Vec<String>,
-    pub hooks_changed: Vec<String>,
+    pub(crate) hooks_added: Vec<String>,
+    pub(crate) hooks_removed: Vec<String>,
+    pub(crate) hooks_changed: Vec<String>,
     pub files: Vec<FileChange>,
 }
 

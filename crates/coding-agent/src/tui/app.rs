@@ -36,7 +36,7 @@ fn busy_label(op: &Op) -> &'static str {
 }
 
 /// Two Ctrl+C within this time exit.
-pub const DOUBLE_PRESS: Duration = Duration::from_millis(1000);
+pub(crate) const DOUBLE_PRESS: Duration = Duration::from_millis(1000);
 /// How long a hint stays in the footer.
 const HINT_TIME: Duration = Duration::from_secs(3);
 
@@ -65,7 +65,7 @@ pub enum Modal {
     },
 }
 
-pub const APPROVAL_CHOICES: [(&str, ApprovalDecision); 3] = [
+pub(crate) const APPROVAL_CHOICES: [(&str, ApprovalDecision); 3] = [
     ("Yes, once", ApprovalDecision::AllowOnce),
     ("Yes, for this session", ApprovalDecision::AllowForSession),
     ("No, deny", ApprovalDecision::Deny),
@@ -94,19 +94,19 @@ pub struct Status {
 pub struct App {
     pub items: Vec<Item>,
     pub composer: Composer,
-    pub palette_selected: usize,
-    pub palette_dismissed: bool,
+    pub(crate) palette_selected: usize,
+    pub(crate) palette_dismissed: bool,
     pub modal: Option<Modal>,
     pub status: Status,
     pub hooks: HooksView,
     pub recent_runs: Vec<RunInfo>,
     pub busy: Option<Busy>,
     pub now: Instant,
-    pub expand_tools: bool,
+    pub(crate) expand_tools: bool,
     /// Rows scrolled up from the bottom of the transcript (0: follow the end).
-    pub scroll: usize,
+    pub(crate) scroll: usize,
     /// The largest useful `scroll` and the transcript's height, as last drawn.
-    pub scroll_max: Cell<usize>,
+    pub(crate) scroll_max: Cell<usize>,
     pub page: Cell<usize>,
     pub hint: Option<(String, Instant)>,
     pub quitting: bool,
@@ -183,7 +183,7 @@ impl App {
     }
 
     /// Applies what the session said, in order.
-    pub fn update_all(&mut self, messages: Vec<UiMsg>) {
+    pub(crate) fn update_all(&mut self, messages: Vec<UiMsg>) {
         for message in messages {
             self.update(Msg::Worker(message));
         }

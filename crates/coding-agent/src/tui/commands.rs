@@ -3,7 +3,7 @@
 
 use super::items::{Panel, PanelLine, Tone};
 use crate::session::commands::{FrontEnd, offered};
-pub use crate::session::commands::{Parsed, SlashCommand, parse};
+pub(crate) use crate::session::commands::{Parsed, SlashCommand, parse};
 use crate::trust::TrustSlashCommand;
 use crate::workflows::WorkflowCommand;
 
@@ -45,7 +45,7 @@ impl PaletteEntry {
 /// The palette's entries for `input`: open while the input is `/` and a partial name (no space
 /// yet). The built-ins come before the templates and skills; within each, names that start with
 /// the typed text come first, then names that contain it.
-pub fn palette_matches(
+pub(crate) fn palette_matches(
     input: &str,
     trust: TrustSlashCommand,
     workflows: &[WorkflowCommand],
@@ -72,7 +72,7 @@ pub fn palette_matches(
     Some(matches)
 }
 
-pub fn help_panel() -> Panel {
+pub(crate) fn help_panel() -> Panel {
     let mut lines = vec![PanelLine {
         tone: Tone::Heading,
         text: "Commands".into(),

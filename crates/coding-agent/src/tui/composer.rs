@@ -10,7 +10,7 @@ use super::wrap::char_width;
 
 /// What a key did to the composer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Edit {
+pub(crate) enum Edit {
     /// The text or the cursor changed.
     Changed,
     /// The key is not the composer's (Enter, Esc, Ctrl+C, …).
@@ -74,7 +74,7 @@ impl Composer {
     }
 
     /// Inserts text at the cursor (a paste: line breaks normalized, tabs as spaces).
-    pub fn insert_str(&mut self, text: &str) {
+    pub(crate) fn insert_str(&mut self, text: &str) {
         let text = text
             .replace("\r\n", "\n")
             .replace('\r', "\n")
@@ -84,13 +84,13 @@ impl Composer {
         self.cursor += text.len();
     }
 
-    pub fn insert_char(&mut self, c: char) {
+    pub(crate) fn insert_char(&mut self, c: char) {
         self.text.insert(self.cursor, c);
         self.cursor += c.len_utf8();
     }
 
     /// Applies an editing key.
-    pub fn handle_key(&mut self, key: KeyEvent) -> Edit {
+    pub(crate) fn handle_key(&mut self, key: KeyEvent) -> Edit {
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
         let alt = key.modifiers.contains(KeyModifiers::ALT);
         let shift = key.modifiers.contains(KeyModifiers::SHIFT);

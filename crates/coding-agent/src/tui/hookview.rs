@@ -10,7 +10,7 @@ use crate::hooks::discovery::{FileState, HookScope, HookSet};
 use crate::trust::{TrustDecision, TrustSlashCommand};
 
 /// How many runs `/hooks` remembers.
-pub const RECENT_RUNS: usize = 12;
+pub(crate) const RECENT_RUNS: usize = 12;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct HookInfo {
@@ -72,7 +72,7 @@ fn scope_name(scope: HookScope) -> &'static str {
 }
 
 impl HooksView {
-    pub fn from_set(trust: &TrustDecision, set: &HookSet) -> Self {
+    pub(crate) fn from_set(trust: &TrustDecision, set: &HookSet) -> Self {
         let hooks = set
             .hooks
             .iter()
@@ -124,7 +124,7 @@ impl HooksView {
     }
 
     /// The view of a session's hook state, its template and skill commands included.
-    pub fn from_state(state: &HookState) -> Self {
+    pub(crate) fn from_state(state: &HookState) -> Self {
         HooksView {
             workflows: state.workflows.clone(),
             ..HooksView::from_set(&state.trust, &state.set)
@@ -132,7 +132,7 @@ impl HooksView {
     }
 
     /// Whether `/name` stands for a template or a skill.
-    pub fn is_workflow(&self, name: &str) -> bool {
+    pub(crate) fn is_workflow(&self, name: &str) -> bool {
         self.workflows.iter().any(|command| command.name == name)
     }
 
@@ -153,7 +153,7 @@ pub struct RunInfo {
 }
 
 impl RunInfo {
-    pub fn from_run(run: &HookRun) -> Self {
+    pub(crate) fn from_run(run: &HookRun) -> Self {
         let summary = match run.status {
             RunStatus::Ok if run.outcome.is_some() => "ok, with an outcome".to_string(),
             RunStatus::Ok => "ok, no change".to_string(),

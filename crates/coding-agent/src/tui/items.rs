@@ -37,7 +37,7 @@ pub enum Tone {
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct PanelLine {
-    pub tone: Tone,
+    pub(crate) tone: Tone,
     pub text: String,
 }
 

@@ -7,7 +7,7 @@ use ratatui::text::{Line, Span};
 
 use super::wrap::{self, wrap};
 
-pub fn code_style() -> Style {
+pub(crate) fn code_style() -> Style {
     Style::default().fg(Color::Cyan)
 }
 
@@ -20,7 +20,7 @@ fn marker_style() -> Style {
 }
 
 /// Renders `text` to rows of at most `width` cells, each starting with `indent`.
-pub fn render(text: &str, width: usize, indent: &str) -> Vec<Line<'static>> {
+pub(crate) fn render(text: &str, width: usize, indent: &str) -> Vec<Line<'static>> {
     let text = wrap::sanitize(text);
     let pad = vec![Span::raw(indent.to_string())];
     let mut lines = Vec::new();
@@ -147,7 +147,7 @@ fn list_item(line: &str) -> Option<(String, &str)> {
 }
 
 /// Inline markup: `code`, **bold**, __bold__, *italic*, [text](url).
-pub fn inline(text: &str) -> Vec<Span<'static>> {
+pub(crate) fn inline(text: &str) -> Vec<Span<'static>> {
     let mut spans = Vec::new();
     let mut plain = String::new();
     let mut bold = false;

@@ -10,15 +10,15 @@
 //! a 100 ms tick for the spinner. Logs go to `DATA_DIR/logs/elph.log`, never to the screen.
 
 pub mod app;
-pub mod commands;
-pub mod composer;
+pub(crate) mod commands;
+pub(crate) mod composer;
 pub mod hookview;
-pub mod items;
-pub mod markdown;
-pub mod transcript;
+pub(crate) mod items;
+pub(crate) mod markdown;
+pub(crate) mod transcript;
 pub mod view;
 pub mod worker;
-pub mod wrap;
+pub(crate) mod wrap;
 
 use std::io::{Stdout, Write};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -11,15 +11,10 @@ use super::worker::Level;
 use super::wrap::{self, truncate, wrap_text};
 
 /// Result rows shown while a tool's output is collapsed.
-pub const COLLAPSED_ROWS: usize = 5;
+pub(crate) const COLLAPSED_ROWS: usize = 5;
 
 fn dim() -> Style {
     Style::default().fg(Color::DarkGray)
-}
-
-/// Every item, one blank row between them (notices stay with the command or notice before them).
-pub fn lines(items: &[Item], width: usize, expand: bool) -> Vec<Line<'static>> {
-    tail(items, width, expand, usize::MAX).0
 }
 
 fn grouped(items: &[Item], index: usize) -> bool {
@@ -32,7 +27,7 @@ fn grouped(items: &[Item], index: usize) -> bool {
 
 /// The last rows of the transcript, whole items, at least `want` of them when there are that many;
 /// and whether they are all of it. Drawing costs what is on screen, not the whole session.
-pub fn tail(items: &[Item], width: usize, expand: bool, want: usize) -> (Vec<Line<'static>>, bool) {
+pub(crate) fn tail(items: &[Item], width: usize, expand: bool, want: usize) -> (Vec<Line<'static>>, bool) {
     let width = width.max(8);
     let mut chunks: Vec<Vec<Line<'static>>> = Vec::new();
     let mut count = 0;
@@ -53,7 +48,7 @@ pub fn tail(items: &[Item], width: usize, expand: bool, want: usize) -> (Vec<Lin
     (chunks.into_iter().rev().flatten().collect(), complete)
 }
 
-pub fn item_lines(item: &Item, width: usize, expand: bool) -> Vec<Line<'static>> {
+pub(crate) fn item_lines(item: &Item, width: usize, expand: bool) -> Vec<Line<'static>> {
     match item {
         Item::User(text) => {
             let style = Style::default().add_modifier(Modifier::BOLD);
@@ -93,7 +88,7 @@ fn assistant(text: &str, streaming: bool, width: usize) -> Vec<Line<'static>> {
     lines
 }
 
-pub fn level_style(level: Level) -> (&'static str, Style) {
+pub(crate) fn level_style(level: Level) -> (&'static str, Style) {
     match level {
         Level::Info => ("· ", dim()),
         Level::Effect => ("◆ ", Style::default().fg(Color::Magenta)),
@@ -133,7 +128,7 @@ fn state_mark(state: ToolState) -> (&'static str, Style, &'static str) {
 }
 
 /// A tool's arguments on one line: the command or path when there is one, else `key: value` pairs.
-pub fn summarize_input(input: &Value) -> String {
+pub(crate) fn summarize_input(input: &Value) -> String {
     let Value::Object(map) = input else {
         return input.to_string();
     };

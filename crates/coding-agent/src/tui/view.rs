@@ -30,7 +30,7 @@ pub fn strip_colors(buffer: &mut ratatui::buffer::Buffer) {
 }
 
 /// Whether the user asked for no colour: `NO_COLOR` set to anything but the empty string.
-pub fn no_color() -> bool {
+pub(crate) fn no_color() -> bool {
     std::env::var_os("NO_COLOR").is_some_and(|value| !value.is_empty())
 }
 
@@ -266,7 +266,7 @@ fn modal_lines(modal: &Modal, width: usize) -> Vec<Line<'static>> {
     lines
 }
 
-pub fn short_id(id: &str) -> String {
+pub(crate) fn short_id(id: &str) -> String {
     id.chars().take(8).collect()
 }
 

@@ -198,7 +198,7 @@ fn trust_messages(messages: &mut Vec<UiMsg>, trust: bool, outcome: TrustOutcome)
     messages.push(UiMsg::Notice(Level::Info, text));
 }
 
-pub fn trust_word(trusted: bool) -> &'static str {
+pub(crate) fn trust_word(trusted: bool) -> &'static str {
     if trusted { "trusted" } else { "not trusted" }
 }
 

@@ -9,13 +9,13 @@ use ratatui::text::{Line, Span};
 use unicode_width::UnicodeWidthChar;
 
 /// The display width of `text` in terminal cells.
-pub fn width(text: &str) -> usize {
+pub(crate) fn width(text: &str) -> usize {
     text.chars().map(char_width).sum()
 }
 
 /// The display width of one character (control characters count as one cell: they are replaced
 /// before drawing).
-pub fn char_width(c: char) -> usize {
+pub(crate) fn char_width(c: char) -> usize {
     if c == '\t' {
         return 4;
     }
@@ -23,7 +23,7 @@ pub fn char_width(c: char) -> usize {
 }
 
 /// Replaces tabs and control characters, which would move the terminal's cursor.
-pub fn sanitize(text: &str) -> String {
+pub(crate) fn sanitize(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
@@ -39,7 +39,7 @@ pub fn sanitize(text: &str) -> String {
 /// Wraps `spans` (one logical line, no newlines) to `width` cells. The first row starts with
 /// `first`, the others with `rest`; both prefixes should have the same width.
 #[expect(clippy::expect_used, reason = "the row list is never empty")]
-pub fn wrap(
+pub(crate) fn wrap(
     spans: &[Span<'_>],
     width: usize,
     first: &[Span<'static>],
@@ -109,7 +109,7 @@ pub fn wrap(
 }
 
 /// Wraps plain text that may hold newlines, every line in `style`.
-pub fn wrap_text(
+pub(crate) fn wrap_text(
     text: &str,
     style: Style,
     width: usize,
@@ -154,7 +154,7 @@ fn merge(chars: Vec<(char, Style)>) -> Vec<Span<'static>> {
 }
 
 /// Cuts `text` to at most `max` cells, ending with `…` when something was cut.
-pub fn truncate(text: &str, max: usize) -> String {
+pub(crate) fn truncate(text: &str, max: usize) -> String {
     if width(text) <= max {
         return text.to_string();
     }

@@ -3,11 +3,11 @@
 use std::path::{Path, PathBuf};
 
 /// The largest `SKILL.md` or template read.
-pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
+pub(crate) const MAX_FILE_BYTES: u64 = 1024 * 1024;
 
 /// The file's text, read through the one bounded, non-blocking config read: a FIFO, a device or
 /// a folder is refused before anything is read, and a file over [`MAX_FILE_BYTES`] is refused.
-pub fn read_bounded(path: &Path) -> Result<String, String> {
+pub(crate) fn read_bounded(path: &Path) -> Result<String, String> {
     let bytes = elph_config::read::read_config_capped(path, MAX_FILE_BYTES)
         .map_err(|error| error.reason())?
         .ok_or("does not exist")?;
@@ -15,7 +15,7 @@ pub fn read_bounded(path: &Path) -> Result<String, String> {
 }
 
 /// The entries of `dir` in name order; a missing folder has none.
-pub fn sorted_entries(dir: &Path) -> Result<Vec<PathBuf>, String> {
+pub(crate) fn sorted_entries(dir: &Path) -> Result<Vec<PathBuf>, String> {
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),

@@ -7,16 +7,16 @@ use serde_json::{Map, Value};
 
 /// A Markdown file split into its frontmatter fields and its body.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Document {
+pub(crate) struct Document {
     /// Whether the file opened with a frontmatter block at all.
-    pub has_frontmatter: bool,
+    pub(crate) has_frontmatter: bool,
     pub fields: Map<String, Value>,
     pub body: String,
 }
 
 impl Document {
     /// Splits `text`; an error says what is wrong with the frontmatter, in words.
-    pub fn parse(text: &str) -> Result<Document, String> {
+    pub(super) fn parse(text: &str) -> Result<Document, String> {
         let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let opens = text.starts_with("---\n") || text.starts_with("---\r\n");
         if !opens {
@@ -49,7 +49,7 @@ impl Document {
     }
 
     /// A text field: `Ok(None)` when absent, an error naming the field when it is not text.
-    pub fn text(&self, field: &str) -> Result<Option<String>, String> {
+    pub(super) fn text(&self, field: &str) -> Result<Option<String>, String> {
         match self.fields.get(field) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(text)) => Ok(Some(text.clone())),

@@ -3,8 +3,8 @@
 
 mod files;
 mod frontmatter;
-pub mod prompts;
-pub mod skills;
+pub(crate) mod prompts;
+pub(crate) mod skills;
 
 use std::path::PathBuf;
 
@@ -36,15 +36,15 @@ impl Source {
 }
 
 /// The prefix of the command that puts a skill's body into the turn: `/skill:NAME`.
-pub const SKILL_COMMAND_PREFIX: &str = "skill:";
+pub(crate) const SKILL_COMMAND_PREFIX: &str = "skill:";
 
 /// The folders read, in order.
 #[derive(Clone, Debug)]
 pub struct Folders {
-    pub user_skills: PathBuf,
-    pub user_prompts: PathBuf,
-    pub project_skills: PathBuf,
-    pub project_prompts: PathBuf,
+    pub(crate) user_skills: PathBuf,
+    pub(crate) user_prompts: PathBuf,
+    pub(crate) project_skills: PathBuf,
+    pub(crate) project_prompts: PathBuf,
     pub project_dir: PathBuf,
 }
 
@@ -81,7 +81,7 @@ pub struct WorkflowCommand {
 
 /// A prompt after a workflow command in it was carried out.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ExpandedPrompt {
+pub(crate) struct ExpandedPrompt {
     /// What the model (and `userPromptSubmit` hooks) get.
     pub text: String,
     /// The template used, if any.
@@ -92,7 +92,7 @@ pub struct ExpandedPrompt {
 
 impl Workflows {
     /// The skills and templates for `paths`' project in its current trust state.
-    pub fn for_project(paths: &Paths, project_trusted: bool) -> Workflows {
+    pub(crate) fn for_project(paths: &Paths, project_trusted: bool) -> Workflows {
         Workflows::load(
             &Folders::new(paths),
             project_trusted,
@@ -169,7 +169,7 @@ impl Workflows {
 
     /// After a reload: a skill or template that loaded in `previous` and now fails to load keeps
     /// its previous version, and its diagnostic says so.
-    pub fn keep_last_good(&mut self, previous: &Workflows) {
+    pub(crate) fn keep_last_good(&mut self, previous: &Workflows) {
         for diagnostic in &mut self.diagnostics {
             let Some(file) = diagnostic.file.clone() else {
                 continue;
@@ -228,7 +228,7 @@ impl Workflows {
 
     /// The section of the system prompt that lists the skills (empty when there are none): each
     /// name, description and the path of its `SKILL.md`, for the model to read when one applies.
-    pub fn system_prompt_section(&self) -> String {
+    pub(crate) fn system_prompt_section(&self) -> String {
         if self.skills.is_empty() {
             return String::new();
         }
@@ -251,7 +251,7 @@ impl Workflows {
 
     /// Carries out `/skill:NAME [text]` or `/TEMPLATE [args]`. `Ok(None)`: the prompt is no
     /// workflow command (built-in commands and ordinary text). An error names the unknown skill.
-    pub fn expand(&self, prompt: &str) -> Result<Option<ExpandedPrompt>, String> {
+    pub(crate) fn expand(&self, prompt: &str) -> Result<Option<ExpandedPrompt>, String> {
         let Some(rest) = prompt.trim_start().strip_prefix('/') else {
             return Ok(None);
         };

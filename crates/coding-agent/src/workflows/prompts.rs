@@ -19,7 +19,7 @@ pub struct PromptTemplate {
     pub name: String,
     pub description: String,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub argument_hint: Option<String>,
+    pub(crate) argument_hint: Option<String>,
     pub file: PathBuf,
     pub source: Source,
     #[serde(skip)]
@@ -28,7 +28,7 @@ pub struct PromptTemplate {
 
 /// Reads every `*.md` in `root` (a missing folder holds none). `reserved` says whether a name
 /// belongs to a built-in command.
-pub fn load_dir(
+pub(crate) fn load_dir(
     root: &Path,
     source: Source,
     reserved: &dyn Fn(&str) -> bool,
@@ -89,7 +89,7 @@ fn load_one(file: &Path, source: Source, reserved: &dyn Fn(&str) -> bool) -> Res
 }
 
 /// A template's name must be typable after `/` and unambiguous.
-pub fn check_name(name: &str) -> Result<(), String> {
+pub(crate) fn check_name(name: &str) -> Result<(), String> {
     if name.is_empty() {
         return Err("its file name is empty before .md".into());
     }
@@ -122,7 +122,7 @@ impl PromptTemplate {
     /// every argument joined by spaces, `$1`…`$9` one argument each (quotes group words; a missing
     /// one is empty). A body with no placeholder gets non-empty arguments appended, so nothing typed
     /// is lost.
-    pub fn expand(&self, arguments: &str) -> String {
+    pub(crate) fn expand(&self, arguments: &str) -> String {
         let arguments = arguments.trim();
         let words = split_arguments(arguments);
         let mut out = String::with_capacity(self.body.len() + arguments.len());
@@ -159,7 +159,7 @@ impl PromptTemplate {
 }
 
 /// Splits like a shell would for words and quotes, without any expansion.
-pub fn split_arguments(text: &str) -> Vec<String> {
+pub(crate) fn split_arguments(text: &str) -> Vec<String> {
     let mut words = Vec::new();
     let mut current = String::new();
     let mut in_word = false;

@@ -11,11 +11,11 @@ use super::frontmatter::Document;
 use crate::diagnostics::Diagnostic;
 
 /// The longest name the format allows.
-pub const MAX_NAME_CHARS: usize = 64;
+pub(crate) const MAX_NAME_CHARS: usize = 64;
 /// The longest description the format allows.
-pub const MAX_DESCRIPTION_CHARS: usize = 1024;
+pub(crate) const MAX_DESCRIPTION_CHARS: usize = 1024;
 /// The file every skill folder holds.
-pub const SKILL_FILE: &str = "SKILL.md";
+pub(crate) const SKILL_FILE: &str = "SKILL.md";
 
 /// One skill that loaded.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -40,7 +40,7 @@ impl Skill {
 
 /// Reads every skill folder in `root` (a missing folder holds none). `confine` is the folder a
 /// skill must stay inside once symlinks are resolved (a project's skills must not point out of it).
-pub fn load_dir(
+pub(crate) fn load_dir(
     root: &Path,
     source: Source,
     confine: Option<&Path>,
@@ -116,7 +116,7 @@ fn load_one(folder: &Path, file: &Path, source: Source, confine: Option<&Path>) 
 }
 
 /// The Agent Skills rules for a name.
-pub fn check_name(name: &str, folder_name: &str) -> Result<(), String> {
+pub(crate) fn check_name(name: &str, folder_name: &str) -> Result<(), String> {
     if name.is_empty() {
         return Err("its name is empty".into());
     }

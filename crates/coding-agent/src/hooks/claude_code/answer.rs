@@ -14,7 +14,7 @@ use super::tools::{claude_input, elph_field};
 
 /// What a Claude Code hook's answer means in Elph.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Translation {
+pub(crate) struct Translation {
     /// The outcome in Elph's field names; `None` is "no change".
     pub outcome: Option<Value>,
     /// Text for the next model request (Claude Code's `additionalContext`, or plain stdout, on
@@ -25,7 +25,7 @@ pub struct Translation {
 }
 
 /// Reads an exit-2 answer: Claude Code's "blocking error", with stderr as the reason.
-pub fn exit_two(event: HookEvent, payload: &HookPayload, stderr: &str) -> Translation {
+pub(crate) fn exit_two(event: HookEvent, payload: &HookPayload, stderr: &str) -> Translation {
     let reason = stderr.trim();
     let mut out = Translation::default();
     match event {
@@ -61,7 +61,11 @@ fn cannot_block(event: HookEvent) -> &'static str {
 }
 
 /// Reads an exit-0 answer. `Err` rejects the outcome (a field of the wrong type or value).
-pub fn exit_zero(event: HookEvent, payload: &HookPayload, stdout: &str) -> Result<Translation, String> {
+pub(crate) fn exit_zero(
+    event: HookEvent,
+    payload: &HookPayload,
+    stdout: &str,
+) -> Result<Translation, String> {
     let text = stdout.trim();
     let mut out = Translation::default();
     if text.is_empty() {

@@ -11,26 +11,26 @@
 //! every hook; the environment also gets `CLAUDE_PROJECT_DIR`, which Claude Code's hook commands
 //! use to find their scripts.
 
-pub mod answer;
-pub mod payload;
-pub mod settings;
-pub mod tools;
+pub(crate) mod answer;
+pub(crate) mod payload;
+pub(crate) mod settings;
+pub(crate) mod tools;
 
 use elph_agent::hooks::{HookEvent, HookPayload, HookRun, RunStatus, parse_outcome};
 
 use super::discovery::HookDefinition;
 use super::host::base_record;
 use super::process::{Ending, ProcessOutput};
-pub use payload::stdin_bytes;
+pub(crate) use payload::stdin_bytes;
 
 /// The variable Claude Code's hook commands read to find the project (and their scripts in it).
-pub const PROJECT_DIR_VAR: &str = "CLAUDE_PROJECT_DIR";
+pub(crate) const PROJECT_DIR_VAR: &str = "CLAUDE_PROJECT_DIR";
 /// The file a SessionStart hook may append `export NAME=value` lines to, in Claude Code.
-pub const ENV_FILE_VAR: &str = "CLAUDE_ENV_FILE";
+pub(crate) const ENV_FILE_VAR: &str = "CLAUDE_ENV_FILE";
 
 /// A note when a hook wrote to its `CLAUDE_ENV_FILE`: the file exists so such hooks run (many use
 /// `set -u`), but Elph takes no environment from hooks.
-pub fn env_file_note(file: &tempfile::NamedTempFile) -> Option<String> {
+pub(crate) fn env_file_note(file: &tempfile::NamedTempFile) -> Option<String> {
     let text = std::fs::read_to_string(file.path()).ok()?;
     let names: Vec<&str> = text
         .lines()
@@ -52,7 +52,7 @@ pub fn env_file_note(file: &tempfile::NamedTempFile) -> Option<String> {
 }
 
 /// The record of one run of a Claude Code hook, and the context it adds to the next request.
-pub fn record(
+pub(crate) fn record(
     hook: &HookDefinition,
     event: HookEvent,
     output: &ProcessOutput,

@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 use super::tools::{claude_input, claude_name};
 
 /// Claude Code's name for an event, for the events it has.
-pub fn claude_event(event: HookEvent) -> Option<&'static str> {
+pub(crate) fn claude_event(event: HookEvent) -> Option<&'static str> {
     Some(match event {
         HookEvent::SessionStart => "SessionStart",
         HookEvent::UserPromptSubmit => "UserPromptSubmit",
@@ -25,7 +25,7 @@ pub fn claude_event(event: HookEvent) -> Option<&'static str> {
 
 /// The payload as Claude Code would send it, one line of JSON with a newline.
 #[expect(clippy::expect_used, reason = "a payload is plain data and always serializes")]
-pub fn stdin_bytes(payload: &HookPayload) -> Vec<u8> {
+pub(crate) fn stdin_bytes(payload: &HookPayload) -> Vec<u8> {
     let mut bytes = serde_json::to_vec(&payload_json(payload)).expect("a payload serializes");
     bytes.push(b'\n');
     bytes

@@ -15,7 +15,7 @@ const CLAUDE_DEFAULT_TIMEOUT_S: u64 = 60;
 
 /// The hooks of one settings file, and what could not be translated.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Imported {
+pub(crate) struct Imported {
     pub hooks: Vec<HookConfig>,
     pub skipped: Vec<String>,
 }
@@ -35,7 +35,7 @@ fn elph_event(claude: &str) -> Option<HookEvent> {
 }
 
 /// Reads the `hooks` of a settings document. `taken` holds ids already in use (they are avoided).
-pub fn import(settings: &Value, taken: &[String]) -> Result<Imported, String> {
+pub(crate) fn import(settings: &Value, taken: &[String]) -> Result<Imported, String> {
     let mut out = Imported::default();
     let Some(hooks) = settings.get("hooks") else {
         return Ok(out);

@@ -67,7 +67,7 @@ const TOOLS: &[(&str, &str, Fields)] = &[
 const PATH_FIELDS: &[&str] = &["file_path", "path"];
 
 /// Claude Code's name for an Elph tool.
-pub fn claude_name(elph: &str) -> String {
+pub(crate) fn claude_name(elph: &str) -> String {
     if let Some((_, claude, _)) = TOOLS.iter().find(|(name, _, _)| *name == elph) {
         return (*claude).to_string();
     }
@@ -78,7 +78,7 @@ pub fn claude_name(elph: &str) -> String {
 }
 
 /// Elph's name for a Claude Code tool, when Elph has it (`None` for `WebFetch`, `Task`, …).
-pub fn elph_name(claude: &str) -> Option<String> {
+pub(crate) fn elph_name(claude: &str) -> Option<String> {
     if let Some((elph, _, _)) = TOOLS.iter().find(|(_, name, _)| *name == claude) {
         return Some((*elph).to_string());
     }
@@ -96,7 +96,7 @@ fn fields(elph_tool: &str) -> &'static [(&'static str, &'static str)] {
 }
 
 /// An Elph tool input in Claude Code's field names, with absolute paths.
-pub fn claude_input(elph_tool: &str, input: &Value, project_dir: &Path) -> Value {
+pub(crate) fn claude_input(elph_tool: &str, input: &Value, project_dir: &Path) -> Value {
     let Value::Object(object) = input else {
         return input.clone();
     };
@@ -120,7 +120,7 @@ pub fn claude_input(elph_tool: &str, input: &Value, project_dir: &Path) -> Value
 
 /// Elph's name for one field of a Claude Code tool input. Paths stay as the hook wrote them (Elph's
 /// tools take absolute paths as well as relative ones).
-pub fn elph_field(elph_tool: &str, claude_field: &str) -> String {
+pub(crate) fn elph_field(elph_tool: &str, claude_field: &str) -> String {
     fields(elph_tool)
         .iter()
         .find(|(_, claude)| *claude == claude_field)
