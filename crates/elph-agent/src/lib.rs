@@ -25,5 +25,7 @@ pub mod process;
 pub mod sandbox;
 pub mod shell_env;
 pub mod tools;
+#[cfg(target_os = "linux")]
+mod vfork_spawn;
 
 pub use elph_ai::messages;

@@ -44,15 +44,34 @@ pub fn die_with_elph(command: &mut Command) {
     let Some(fd) = watcher() else {
         return;
     };
-    // SAFETY: the closure runs in the forked child before exec; it calls getpid(2) and write(2),
-    // both async-signal-safe, on a stack buffer, and allocates nothing.
+    // SAFETY: the closure runs in the forked child before exec; `register_self` only makes
+    // async-signal-safe system calls on a stack buffer, and allocates nothing.
     unsafe {
         command.pre_exec(move || {
-            let mut record = [0u8; 16];
-            let len = encode(b'+', libc::getpid(), &mut record);
-            libc::write(fd, record.as_ptr().cast(), len);
+            register_self(fd);
             Ok(())
         });
+    }
+}
+
+/// The pipe a child writes its registration to (starting the watcher the first time), for a
+/// spawn that runs its own pre-exec steps (`vfork_spawn`); `None` when there is no watcher.
+pub(crate) fn registration_fd() -> Option<RawFd> {
+    watcher()
+}
+
+/// In a child between clone and exec: registers its own process group (its pid: the child leads
+/// its group) with the watcher behind `fd`. Only getpid(2) and write(2) on a stack buffer, so it
+/// is safe in a forked child and in a `CLONE_VM` child alike.
+#[allow(unsafe_code)]
+pub(crate) fn register_self(fd: RawFd) {
+    let mut record = [0u8; 16];
+    // SAFETY: getpid(2) has no preconditions.
+    let len = encode(b'+', unsafe { libc::getpid() }, &mut record);
+    // SAFETY: a write of `len` bytes of a stack buffer to a file descriptor; a failure is ignored
+    // (the group then only gets the orderly kills).
+    unsafe {
+        libc::write(fd, record.as_ptr().cast(), len);
     }
 }
 

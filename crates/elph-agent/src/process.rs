@@ -29,7 +29,7 @@ use std::time::Duration;
 use nix::errno::Errno;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::process::{Child, Command};
 use tokio::time::Instant;
 
@@ -318,7 +318,7 @@ pub async fn run(spec: &RunSpec<'_>) -> RunOutput {
         duration: Duration::ZERO,
         exited_after: None,
     };
-    let mut child = match spawn(spec).await {
+    let mut child = match Started::start(spec).await {
         Ok(child) => child,
         Err(error) => {
             out.spawn_error = Some(error);
@@ -328,10 +328,7 @@ pub async fn run(spec: &RunSpec<'_>) -> RunOutput {
     };
     out.pgid = child.id().map(|pid| pid as i32);
     let mut guard = GroupGuard::new(out.pgid.map(Pid::from_raw));
-    let stdin = child.stdin.take();
-    let (Some(mut stdout), Some(mut stderr)) = (child.stdout.take(), child.stderr.take()) else {
-        unreachable!("stdout and stderr are piped");
-    };
+    let (stdin, mut stdout, mut stderr) = child.take_pipes();
 
     // A child may exit without reading its input: the write then fails with EPIPE, which is fine.
     let write = async move {
@@ -430,6 +427,118 @@ pub async fn run(spec: &RunSpec<'_>) -> RunOutput {
     drop(guard);
     out.duration = started.elapsed();
     out
+}
+
+type PipeIn = Box<dyn AsyncWrite + Send + Unpin>;
+type PipeOut = Box<dyn AsyncRead + Send + Unpin>;
+
+/// A child started by [`run`]: without copying Elph's address space (`vfork_spawn`) where the
+/// kernel allows it, else through std's fork path ([`spawn`]). Same steps before exec either way.
+enum Started {
+    #[cfg(target_os = "linux")]
+    Vfork(crate::vfork_spawn::Child),
+    Forked(Child),
+}
+
+impl Started {
+    async fn start(spec: &RunSpec<'_>) -> io::Result<Started> {
+        #[cfg(target_os = "linux")]
+        if crate::vfork_spawn::available() {
+            return vfork(spec).await.map(Started::Vfork);
+        }
+        spawn(spec).await.map(Started::Forked)
+    }
+
+    fn id(&self) -> Option<u32> {
+        match self {
+            #[cfg(target_os = "linux")]
+            Started::Vfork(child) => Some(child.id()),
+            Started::Forked(child) => child.id(),
+        }
+    }
+
+    /// stdin (when piped), stdout, stderr.
+    fn take_pipes(&mut self) -> (Option<PipeIn>, PipeOut, PipeOut) {
+        fn boxed<P: AsyncRead + Send + Unpin + 'static>(pipe: Option<P>) -> PipeOut {
+            Box::new(pipe.expect("stdout and stderr are piped"))
+        }
+        match self {
+            #[cfg(target_os = "linux")]
+            Started::Vfork(child) => (
+                child.stdin.take().map(|pipe| Box::new(pipe) as PipeIn),
+                boxed(child.stdout.take()),
+                boxed(child.stderr.take()),
+            ),
+            Started::Forked(child) => (
+                child.stdin.take().map(|pipe| Box::new(pipe) as PipeIn),
+                boxed(child.stdout.take()),
+                boxed(child.stderr.take()),
+            ),
+        }
+    }
+
+    /// Cancel-safe, as `select!` needs.
+    async fn wait(&mut self) -> io::Result<std::process::ExitStatus> {
+        match self {
+            #[cfg(target_os = "linux")]
+            Started::Vfork(child) => child.wait().await,
+            Started::Forked(child) => child.wait().await,
+        }
+    }
+}
+
+/// [`spawn`]'s child through `vfork_spawn`: its own session, registered with the orphan watcher,
+/// confined, as std's fork path does it.
+#[cfg(target_os = "linux")]
+async fn vfork(spec: &RunSpec<'_>) -> io::Result<crate::vfork_spawn::Child> {
+    use crate::vfork_spawn::{self, Request, Step};
+    let inherited: Vec<(OsString, OsString)>;
+    let env = match spec.env {
+        Env::Exactly(vars) => vars,
+        Env::Inherit => {
+            inherited = std::env::vars_os().collect();
+            &inherited
+        }
+    };
+    let mut attempt = 1;
+    loop {
+        // Prepared for each attempt: the child of a failed one may have used it.
+        let confinement = match spec
+            .sandbox
+            .map(|policy| Confinement::prepare(policy, spec.cwd))
+            .transpose()
+        {
+            Ok(confinement) => confinement.flatten(),
+            Err(error) => return Err(io::Error::other(error)),
+        };
+        let confined = confinement.is_some();
+        let result = vfork_spawn::spawn(Request {
+            program: spec.program,
+            args: spec.args,
+            cwd: spec.cwd,
+            env,
+            stdin_piped: matches!(spec.stdin, Stdin::Bytes(_)),
+            watcher: crate::orphans::registration_fd(),
+            confinement,
+        });
+        match result {
+            Ok(child) => return Ok(child),
+            // See `spawn`: a file another thread still holds open for writing.
+            Err(failed)
+                if failed.error.raw_os_error() == Some(Errno::ETXTBSY as i32) && attempt < SPAWN_ATTEMPTS =>
+            {
+                tokio::time::sleep(Duration::from_millis(5 << attempt)).await;
+                attempt += 1;
+            }
+            Err(failed) if confined && failed.step == Step::Confine => {
+                return Err(io::Error::new(
+                    failed.error.kind(),
+                    format!("{} (while confining it in the sandbox)", failed.error),
+                ));
+            }
+            Err(failed) => return Err(failed.error),
+        }
+    }
 }
 
 /// Adds `chunk` to `capture`; false when a `KillPastCap` stream passed its cap.
@@ -788,6 +897,50 @@ mod tests {
             let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
             assert_eq!(alive, survives, "{leftovers:?}");
         }
+    }
+
+    /// Each child leads a session of its own (no controlling terminal, its own group) and starts
+    /// with the signal state std gives a child: nothing blocked, SIGPIPE not ignored — even when
+    /// the spawning thread blocks a signal and the process ignores SIGPIPE (as Rust does).
+    #[tokio::test]
+    async fn the_child_leads_its_own_session_with_a_clean_signal_state() {
+        #[allow(unsafe_code)]
+        // SAFETY: a signal mask change of this test's own thread, on a stack sigset.
+        unsafe {
+            let mut usr1: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut usr1);
+            libc::sigaddset(&mut usr1, libc::SIGUSR1);
+            libc::pthread_sigmask(libc::SIG_BLOCK, &usr1, std::ptr::null_mut());
+        }
+        let script = [
+            OsStr::new("-c"),
+            OsStr::new(
+                "read -r stat < /proc/self/stat; echo \"$stat\"; \
+                 while read -r name value; do case $name in SigBlk:|SigIgn:) echo \"$name $value\";; esac; done < /proc/self/status",
+            ),
+        ];
+        let out = within(&sh(&script)).await;
+        assert_eq!(out.exit_code, Some(0), "{}", out.stderr.render());
+        let text = out.stdout.render();
+        let mut lines = text.lines();
+        let stat = lines.next().unwrap();
+        let pid: i32 = stat.split(' ').next().unwrap().parse().unwrap();
+        let fields: Vec<&str> = stat.rsplit_once(") ").unwrap().1.split(' ').collect();
+        // state ppid pgrp session tty_nr
+        assert_eq!(fields[2].parse::<i32>().unwrap(), pid, "its own group: {stat}");
+        assert_eq!(fields[3].parse::<i32>().unwrap(), pid, "its own session: {stat}");
+        assert_eq!(fields[4], "0", "no controlling terminal: {stat}");
+        assert_eq!(out.pgid, Some(pid));
+        let mask = |name: &str| {
+            let line = text.lines().find(|line| line.starts_with(name)).unwrap();
+            u64::from_str_radix(line.split(' ').nth(1).unwrap(), 16).unwrap()
+        };
+        assert_eq!(mask("SigBlk:"), 0, "{text}");
+        assert_eq!(
+            mask("SigIgn:") & (1 << (libc::SIGPIPE - 1)),
+            0,
+            "SIGPIPE is not ignored: {text}"
+        );
     }
 
     #[tokio::test]

@@ -121,6 +121,26 @@ impl Confinement {
     /// Confines the calling process. Runs in the child between `fork` and `exec`, so it must not
     /// allocate: it only makes system calls on the data `prepare` made.
     pub(crate) fn apply_in_child(&mut self) -> io::Result<()> {
+        let landlock = self.landlock.take();
+        self.apply(landlock)
+    }
+
+    /// The same, in a child that shares this process's memory (`clone(CLONE_VM)`, see
+    /// `vfork_spawn`), leaving `self` as it was: the child consumes a bitwise copy of the ruleset,
+    /// as a forked child consumes its own copy, and the parent still closes its descriptor.
+    #[allow(unsafe_code)]
+    pub(crate) fn apply_in_memory_sharing_child(&self) -> io::Result<()> {
+        // SAFETY: a `RulesetCreated` is a descriptor and plain data (no heap). The copy is
+        // consumed in the child, whose descriptor table is its own (no CLONE_FILES): its drop
+        // closes the child's descriptor, the original's drop in the parent closes the parent's.
+        let landlock = self
+            .landlock
+            .as_ref()
+            .map(|ruleset| unsafe { std::ptr::read(ruleset) });
+        self.apply(landlock)
+    }
+
+    fn apply(&self, landlock: Option<RulesetCreated>) -> io::Result<()> {
         if let Some(join) = &self.mounts {
             if let Some(user) = &join.namespace.user {
                 nix::sched::setns(user, CloneFlags::CLONE_NEWUSER)?;
@@ -128,7 +148,7 @@ impl Confinement {
             nix::sched::setns(&join.namespace.mount, CloneFlags::CLONE_NEWNS)?;
             nix::unistd::chdir(join.cwd.as_c_str())?;
         }
-        if let Some(ruleset) = self.landlock.take() {
+        if let Some(ruleset) = landlock {
             match ruleset.restrict_self() {
                 Ok(status) if status.ruleset != RulesetStatus::NotEnforced => {}
                 // Never exec unconfined.

@@ -1,0 +1,471 @@
+//! Starts a child without copying Elph's address space: `clone(CLONE_VM | CLONE_VFORK)` on a small
+//! stack of its own, as glibc's `posix_spawn` does, with the steps every child of Elph needs
+//! between clone and exec — its own session (no controlling terminal), the orphan watcher's
+//! registration, the sandbox's confinement.
+//!
+//! Why not std's `Command`: as soon as a `pre_exec` step is set, std takes the `fork` path. A fork
+//! copies the page tables of the whole process, and afterwards every page Elph writes takes a
+//! copy-on-write fault until the child has exec'd and let go of it; a hook in a real run cost
+//! 1.34× a bare spawn-and-wait (std's `posix_spawn` path) of the same command (issue 20). Here the
+//! calling thread is suspended until the child execs or exits, and the child copies nothing.
+//!
+//! The price is discipline in the child: it shares the memory of every thread of Elph that is
+//! still running, so between clone and exec it only makes system calls on data prepared before the
+//! clone, writes nothing of the parent's but the `failure` slot of its `ChildArgs`, never
+//! allocates, locks or unwinds. Signals are blocked in the calling thread around the clone, so no
+//! handler of Elph's runs in the child on the shared memory; the child resets every handled signal
+//! (and SIGPIPE, which Rust ignores) to its default, then unblocks all of them before exec: the
+//! signal state std gives a child. A failure before exec is reported through `failure` (which step,
+//! which errno), the child exits 127 and is reaped before `spawn` returns.
+//!
+//! The child is waited for through a pidfd (the process's exit makes it readable), so no SIGCHLD
+//! handler is involved; a child dropped before it was reaped is killed and reaped later
+//! (`reap_dropped`), never left a zombie for Elph's lifetime.
+
+use std::ffi::{CString, OsStr, OsString, c_int, c_void};
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::process::ExitStatus;
+use std::sync::{Mutex, OnceLock};
+
+use tokio::io::unix::AsyncFd;
+use tokio::net::unix::pipe;
+
+use crate::sandbox::Confinement;
+
+/// The child's stack. It runs a handful of system calls and the sandbox's (small) confinement
+/// code; a guard page below it turns an overflow into a crash of the child, not a corruption.
+const STACK_SIZE: usize = 256 * 1024;
+
+/// What the child does before exec, in this order (`Step` names the one that failed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Step {
+    Stdio,
+    Cwd,
+    Session,
+    Confine,
+    Exec,
+}
+
+/// What to start.
+pub(crate) struct Request<'a> {
+    pub program: &'a Path,
+    pub args: &'a [&'a OsStr],
+    pub cwd: &'a Path,
+    /// The complete environment.
+    pub env: &'a [(OsString, OsString)],
+    /// A pipe for stdin, or `/dev/null`.
+    pub stdin_piped: bool,
+    /// Where the child registers its group with the orphan watcher.
+    pub watcher: Option<RawFd>,
+    pub confinement: Option<Confinement>,
+}
+
+/// Why a spawn failed: the step and the error.
+#[derive(Debug)]
+pub(crate) struct SpawnError {
+    pub step: Step,
+    pub error: io::Error,
+}
+
+impl SpawnError {
+    fn parent(error: io::Error) -> Self {
+        SpawnError {
+            step: Step::Exec,
+            error,
+        }
+    }
+}
+
+/// A started child: its pid (which is also its process group and session id) and the parent's
+/// ends of its pipes.
+pub(crate) struct Child {
+    pid: i32,
+    pidfd: AsyncFd<OwnedFd>,
+    reaped: bool,
+    pub stdin: Option<pipe::Sender>,
+    pub stdout: Option<pipe::Receiver>,
+    pub stderr: Option<pipe::Receiver>,
+}
+
+/// Whether this kernel gives pidfds (Linux 5.3), checked once; without them the caller uses std's
+/// `Command`.
+pub(crate) fn available() -> bool {
+    static AVAILABLE: OnceLock<bool> = OnceLock::new();
+    *AVAILABLE.get_or_init(|| pidfd_open(std::process::id() as i32).is_ok())
+}
+
+/// Everything the child reads, prepared before the clone, and the one thing it writes.
+struct ChildArgs {
+    program: CString,
+    argv: Vec<*const libc::c_char>,
+    envp: Vec<*const libc::c_char>,
+    cwd: CString,
+    /// Descriptors to become 0, 1 and 2; all of them above 2 (see `above_stdio`).
+    stdio: [RawFd; 3],
+    watcher: Option<RawFd>,
+    confinement: Option<Confinement>,
+    /// Set by the child when a step failed: (step, errno).
+    failure: Option<(Step, i32)>,
+}
+
+/// Starts the child. Must be called within a tokio runtime (the pipes and the pidfd are
+/// registered with its reactor).
+#[allow(unsafe_code)]
+pub(crate) fn spawn(request: Request<'_>) -> Result<Child, SpawnError> {
+    reap_dropped();
+    let c = |bytes: &[u8]| CString::new(bytes).map_err(|_| invalid("a NUL byte in an argument or variable"));
+    let program = c(request.program.as_os_str().as_bytes()).map_err(SpawnError::parent)?;
+    let mut args_c = Vec::with_capacity(request.args.len() + 1);
+    args_c.push(program.clone());
+    for arg in request.args {
+        args_c.push(c(arg.as_bytes()).map_err(SpawnError::parent)?);
+    }
+    let mut env_c = Vec::with_capacity(request.env.len());
+    for (name, value) in request.env {
+        let mut pair = Vec::with_capacity(name.len() + value.len() + 1);
+        pair.extend_from_slice(name.as_bytes());
+        pair.push(b'=');
+        pair.extend_from_slice(value.as_bytes());
+        env_c.push(c(&pair).map_err(SpawnError::parent)?);
+    }
+    let cwd = c(request.cwd.as_os_str().as_bytes()).map_err(SpawnError::parent)?;
+
+    let (stdin_child, stdin_parent) = if request.stdin_piped {
+        let (read, write) = pipe_pair().map_err(SpawnError::parent)?;
+        (read, Some(write))
+    } else {
+        let null = std::fs::File::open("/dev/null").map_err(SpawnError::parent)?;
+        (
+            above_stdio(OwnedFd::from(null)).map_err(SpawnError::parent)?,
+            None,
+        )
+    };
+    let (stdout_parent, stdout_child) = pipe_pair().map_err(SpawnError::parent)?;
+    let (stderr_parent, stderr_child) = pipe_pair().map_err(SpawnError::parent)?;
+
+    let mut args = ChildArgs {
+        argv: args_c
+            .iter()
+            .map(|arg| arg.as_ptr())
+            .chain([std::ptr::null()])
+            .collect(),
+        envp: env_c
+            .iter()
+            .map(|pair| pair.as_ptr())
+            .chain([std::ptr::null()])
+            .collect(),
+        program,
+        cwd,
+        stdio: [
+            stdin_child.as_raw_fd(),
+            stdout_child.as_raw_fd(),
+            stderr_child.as_raw_fd(),
+        ],
+        watcher: request.watcher,
+        confinement: request.confinement,
+        failure: None,
+    };
+
+    let stack = Stack::new().map_err(SpawnError::parent)?;
+    // SAFETY: all signals are blocked in this thread for the clone and restored after it, so
+    // nothing of Elph's runs in the child; `child_main` gets a pointer to `args`, which outlives
+    // the child's use of it: with CLONE_VFORK this thread resumes only after the child exec'd or
+    // exited. The stack is ours, mapped for the child and unmapped after it let go of it.
+    let pid = unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+        let pid = libc::clone(
+            child_main,
+            stack.top(),
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            (&raw mut args).cast::<c_void>(),
+        );
+        let clone_error = io::Error::last_os_error();
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        if pid < 0 {
+            return Err(SpawnError::parent(clone_error));
+        }
+        pid
+    };
+    drop(stack);
+    // The child's ends: only the child needs them.
+    drop((stdin_child, stdout_child, stderr_child));
+
+    // SAFETY: a read of a field the child wrote before it exited; the child is gone from this
+    // memory (CLONE_VFORK resumed us after its exec or exit).
+    let failure = unsafe { std::ptr::read_volatile(&raw const args.failure) };
+    if let Some((step, errno)) = failure {
+        // It called _exit(127): reap it now.
+        let _ = wait_blocking(pid);
+        return Err(SpawnError {
+            step,
+            error: io::Error::from_raw_os_error(errno),
+        });
+    }
+    #[allow(unsafe_code)]
+    let started = (|| -> io::Result<Child> {
+        // SAFETY: an `OwnedFd` stays open and the same descriptor until it is dropped.
+        let pidfd =
+            unsafe { AsyncFd::register_with_interest(pidfd_open(pid)?, tokio::io::Interest::READABLE)? };
+        Ok(Child {
+            pid,
+            pidfd,
+            reaped: false,
+            stdin: stdin_parent.map(pipe::Sender::from_owned_fd).transpose()?,
+            stdout: Some(pipe::Receiver::from_owned_fd(stdout_parent)?),
+            stderr: Some(pipe::Receiver::from_owned_fd(stderr_parent)?),
+        })
+    })();
+    started.map_err(|error| {
+        // SAFETY: kill(2) and waitpid(2) of our own, unreaped child.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+        let _ = wait_blocking(pid);
+        SpawnError::parent(error)
+    })
+}
+
+impl Child {
+    /// The pid: also the child's process group and session.
+    pub(crate) fn id(&self) -> u32 {
+        self.pid as u32
+    }
+
+    /// Waits for the child to exit and reaps it. Cancel-safe: the reaping is not split by an await.
+    pub(crate) async fn wait(&mut self) -> io::Result<ExitStatus> {
+        loop {
+            if let Some(status) = self.try_wait()? {
+                return Ok(status);
+            }
+            let mut ready = self.pidfd.readable().await?;
+            ready.clear_ready();
+        }
+    }
+
+    #[allow(unsafe_code)]
+    fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
+        let mut status: c_int = 0;
+        // SAFETY: waitpid(2) of our own child, which cannot have been reaped elsewhere (nothing in
+        // Elph waits for any child, and tokio waits for its own children by pid).
+        match unsafe { libc::waitpid(self.pid, &mut status, libc::WNOHANG) } {
+            0 => Ok(None),
+            pid if pid == self.pid => {
+                self.reaped = true;
+                Ok(Some(ExitStatus::from_raw(status)))
+            }
+            _ => Err(io::Error::last_os_error()),
+        }
+    }
+}
+
+impl Drop for Child {
+    #[allow(unsafe_code)]
+    fn drop(&mut self) {
+        if self.reaped {
+            return;
+        }
+        // A child dropped unreaped (a cancelled run): killed, and reaped now or at a later spawn.
+        // SAFETY: the pid is our own unreaped child, so it names no other process.
+        unsafe { libc::kill(self.pid, libc::SIGKILL) };
+        if !matches!(self.try_wait(), Ok(Some(_))) {
+            dropped().push(self.pid);
+        }
+    }
+}
+
+/// Children dropped before they could be reaped.
+fn dropped() -> std::sync::MutexGuard<'static, Vec<i32>> {
+    static DROPPED: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+    DROPPED.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Reaps the dropped children that have exited since.
+#[allow(unsafe_code)]
+fn reap_dropped() {
+    dropped().retain(|&pid| {
+        let mut status: c_int = 0;
+        // SAFETY: waitpid(2) of our own child, killed and not reaped yet.
+        unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) == 0 }
+    });
+}
+
+/// Blocks until `pid` (our child, exited or killed) is reaped.
+#[allow(unsafe_code)]
+fn wait_blocking(pid: i32) -> io::Result<()> {
+    let mut status: c_int = 0;
+    loop {
+        // SAFETY: waitpid(2) of our own child.
+        match unsafe { libc::waitpid(pid, &mut status, 0) } {
+            -1 if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted => continue,
+            -1 => return Err(io::Error::last_os_error()),
+            _ => return Ok(()),
+        }
+    }
+}
+
+/// The child: runs on its own stack in the parent's memory until exec.
+#[allow(unsafe_code)]
+extern "C" fn child_main(raw: *mut c_void) -> c_int {
+    // SAFETY: `raw` is the `ChildArgs` the parent keeps alive, and only this child uses it while
+    // the parent's thread is suspended.
+    let args = unsafe { &mut *raw.cast::<ChildArgs>() };
+    let (step, errno) = child_steps(args);
+    args.failure = Some((step, errno));
+    // SAFETY: _exit(2) ends the child without running anything of the parent's (no atexit, no
+    // stdio flush).
+    unsafe { libc::_exit(127) }
+}
+
+/// The steps before exec, then exec; returns only on a failure: which step, which errno.
+#[allow(unsafe_code)]
+fn child_steps(args: &mut ChildArgs) -> (Step, i32) {
+    let errno = || io::Error::last_os_error().raw_os_error().unwrap_or(libc::EINVAL);
+    // SAFETY (this whole function): system calls on memory prepared before the clone; nothing
+    // allocates, locks or unwinds. The errors are `Os` errors (no allocation either).
+    unsafe {
+        // No handler of Elph's may run here, in the shared memory: every handled signal goes back
+        // to its default (exec would do the same), and SIGPIPE too (Rust ignores it).
+        for signal in 1..=64 {
+            if signal == libc::SIGKILL || signal == libc::SIGSTOP {
+                continue;
+            }
+            let mut current: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(signal, std::ptr::null(), &mut current) != 0 {
+                continue;
+            }
+            if signal == libc::SIGPIPE
+                || (current.sa_sigaction != libc::SIG_DFL && current.sa_sigaction != libc::SIG_IGN)
+            {
+                let mut default: libc::sigaction = std::mem::zeroed();
+                default.sa_sigaction = libc::SIG_DFL;
+                libc::sigaction(signal, &default, std::ptr::null_mut());
+            }
+        }
+        for (target, &fd) in args.stdio.iter().enumerate() {
+            // Every source is above 2, so no dup2 clobbers a source still to be moved.
+            if libc::dup2(fd, target as c_int) < 0 {
+                return (Step::Stdio, errno());
+            }
+        }
+        if libc::chdir(args.cwd.as_ptr()) != 0 {
+            return (Step::Cwd, errno());
+        }
+        // A session of its own: a new process group (its pid), and no controlling terminal.
+        if libc::setsid() < 0 {
+            return (Step::Session, errno());
+        }
+        if let Some(fd) = args.watcher {
+            crate::orphans::register_self(fd);
+        }
+        if let Some(confinement) = &args.confinement
+            && let Err(error) = confinement.apply_in_memory_sharing_child()
+        {
+            return (Step::Confine, error.raw_os_error().unwrap_or(libc::EPERM));
+        }
+        let mut none: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut none);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+        libc::execve(args.program.as_ptr(), args.argv.as_ptr(), args.envp.as_ptr());
+        (Step::Exec, errno())
+    }
+}
+
+/// The child's stack: an anonymous mapping with a guard page at its low end.
+struct Stack {
+    base: *mut c_void,
+}
+
+impl Stack {
+    #[allow(unsafe_code)]
+    fn new() -> io::Result<Stack> {
+        // SAFETY: a fresh anonymous mapping, and a protection change of its own first page.
+        unsafe {
+            let base = libc::mmap(
+                std::ptr::null_mut(),
+                STACK_SIZE,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK | libc::MAP_NORESERVE,
+                -1,
+                0,
+            );
+            if base == libc::MAP_FAILED {
+                return Err(io::Error::last_os_error());
+            }
+            let stack = Stack { base };
+            if libc::mprotect(base, page_size(), libc::PROT_NONE) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(stack)
+        }
+    }
+
+    /// The high end: stacks grow down. 16-byte aligned, as the ABI wants.
+    fn top(&self) -> *mut c_void {
+        self.base.cast::<u8>().wrapping_add(STACK_SIZE).cast()
+    }
+}
+
+impl Drop for Stack {
+    #[allow(unsafe_code)]
+    fn drop(&mut self) {
+        // SAFETY: our own mapping, no longer used: the child exec'd (a new address space) or exited.
+        unsafe {
+            libc::munmap(self.base, STACK_SIZE);
+        }
+    }
+}
+
+#[allow(unsafe_code)]
+fn page_size() -> usize {
+    // SAFETY: sysconf(3) has no preconditions.
+    usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096)
+}
+
+/// A pipe, both ends close-on-exec and above 2: (read end, write end).
+#[allow(unsafe_code)]
+fn pipe_pair() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0 as c_int; 2];
+    // SAFETY: pipe2(2) into a two-element array.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the two descriptors were just created and are owned by nobody else.
+    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    Ok((above_stdio(read)?, above_stdio(write)?))
+}
+
+/// `fd`, moved above 2 when it is one of 0, 1, 2 (possible when Elph's own are closed), so the
+/// child's dup2 onto 0, 1 and 2 never overwrites a descriptor it still has to move.
+#[allow(unsafe_code)]
+fn above_stdio(fd: OwnedFd) -> io::Result<OwnedFd> {
+    if fd.as_raw_fd() > 2 {
+        return Ok(fd);
+    }
+    // SAFETY: fcntl(2) F_DUPFD_CLOEXEC of a descriptor we own; the copy is owned by the result.
+    let copy = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 3) };
+    if copy < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `copy` was just created and is owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(copy) })
+}
+
+#[allow(unsafe_code)]
+fn pidfd_open(pid: i32) -> io::Result<OwnedFd> {
+    // SAFETY: pidfd_open(2) with no flags; the result is a new descriptor we own.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: just created, owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+fn invalid(what: &str) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, what.to_string())
+}
