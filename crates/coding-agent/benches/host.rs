@@ -136,7 +136,7 @@ fn bare_spawn_and_wait(binary: &Path, stdin: &[u8]) {
 
 /// The same with a `pre_exec` step (`setsid`), which puts std on its fork path: what every hook
 /// paid before `vfork_spawn`, for comparison.
-#[allow(unsafe_code)]
+#[expect(unsafe_code, reason = "pre_exec puts std on its fork path")]
 fn bare_fork_and_wait(binary: &Path, stdin: &[u8]) {
     use std::os::unix::process::CommandExt;
     let mut command = Command::new(binary);

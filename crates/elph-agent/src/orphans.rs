@@ -63,7 +63,7 @@ pub(crate) fn registration_fd() -> Option<RawFd> {
 /// In a child between clone and exec: registers its own process group (its pid: the child leads
 /// its group) with the watcher behind `fd`. Only getpid(2) and write(2) on a stack buffer, so it
 /// is safe in a forked child and in a `CLONE_VM` child alike.
-#[allow(unsafe_code)]
+#[expect(unsafe_code, reason = "getpid and write in a child before exec")]
 pub(crate) fn register_self(fd: RawFd) {
     let mut record = [0u8; 16];
     // SAFETY: getpid(2) has no preconditions.

@@ -459,22 +459,23 @@ impl Started {
 
     /// stdin (when piped), stdout, stderr.
     fn take_pipes(&mut self) -> (Option<PipeIn>, PipeOut, PipeOut) {
-        fn boxed<P: AsyncRead + Send + Unpin + 'static>(pipe: Option<P>) -> PipeOut {
-            Box::new(pipe.expect("stdout and stderr are piped"))
-        }
-        match self {
+        let (stdin, stdout, stderr): (Option<PipeIn>, Option<PipeOut>, Option<PipeOut>) = match self {
             #[cfg(target_os = "linux")]
             Started::Vfork(child) => (
                 child.stdin.take().map(|pipe| Box::new(pipe) as PipeIn),
-                boxed(child.stdout.take()),
-                boxed(child.stderr.take()),
+                child.stdout.take().map(|pipe| Box::new(pipe) as PipeOut),
+                child.stderr.take().map(|pipe| Box::new(pipe) as PipeOut),
             ),
             Started::Forked(child) => (
                 child.stdin.take().map(|pipe| Box::new(pipe) as PipeIn),
-                boxed(child.stdout.take()),
-                boxed(child.stderr.take()),
+                child.stdout.take().map(|pipe| Box::new(pipe) as PipeOut),
+                child.stderr.take().map(|pipe| Box::new(pipe) as PipeOut),
             ),
-        }
+        };
+        let (Some(stdout), Some(stderr)) = (stdout, stderr) else {
+            unreachable!("stdout and stderr are piped");
+        };
+        (stdin, stdout, stderr)
     }
 
     /// Cancel-safe, as `select!` needs.
@@ -904,7 +905,7 @@ mod tests {
     /// the spawning thread blocks a signal and the process ignores SIGPIPE (as Rust does).
     #[tokio::test]
     async fn the_child_leads_its_own_session_with_a_clean_signal_state() {
-        #[allow(unsafe_code)]
+        #[expect(unsafe_code, reason = "blocks a signal in the test's thread")]
         // SAFETY: a signal mask change of this test's own thread, on a stack sigset.
         unsafe {
             let mut usr1: libc::sigset_t = std::mem::zeroed();

@@ -114,7 +114,10 @@ struct ChildArgs {
 
 /// Starts the child. Must be called within a tokio runtime (the pipes and the pidfd are
 /// registered with its reactor).
-#[allow(unsafe_code)]
+#[expect(
+    unsafe_code,
+    reason = "clone(CLONE_VM | CLONE_VFORK) and the raw descriptors around it"
+)]
 pub(crate) fn spawn(request: Request<'_>) -> Result<Child, SpawnError> {
     reap_dropped();
     let c = |bytes: &[u8]| CString::new(bytes).map_err(|_| invalid("a NUL byte in an argument or variable"));
@@ -208,7 +211,6 @@ pub(crate) fn spawn(request: Request<'_>) -> Result<Child, SpawnError> {
             error: io::Error::from_raw_os_error(errno),
         });
     }
-    #[allow(unsafe_code)]
     let started = (|| -> io::Result<Child> {
         // SAFETY: an `OwnedFd` stays open and the same descriptor until it is dropped.
         let pidfd =
@@ -247,7 +249,7 @@ impl Child {
         }
     }
 
-    #[allow(unsafe_code)]
+    #[expect(unsafe_code, reason = "waitpid of our own child")]
     fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
         let mut status: c_int = 0;
         // SAFETY: waitpid(2) of our own child, which cannot have been reaped elsewhere (nothing in
@@ -264,7 +266,7 @@ impl Child {
 }
 
 impl Drop for Child {
-    #[allow(unsafe_code)]
+    #[expect(unsafe_code, reason = "kill of our own unreaped child")]
     fn drop(&mut self) {
         if self.reaped {
             return;
@@ -285,7 +287,7 @@ fn dropped() -> std::sync::MutexGuard<'static, Vec<i32>> {
 }
 
 /// Reaps the dropped children that have exited since.
-#[allow(unsafe_code)]
+#[expect(unsafe_code, reason = "waitpid of our own children")]
 fn reap_dropped() {
     dropped().retain(|&pid| {
         let mut status: c_int = 0;
@@ -295,7 +297,7 @@ fn reap_dropped() {
 }
 
 /// Blocks until `pid` (our child, exited or killed) is reaped.
-#[allow(unsafe_code)]
+#[expect(unsafe_code, reason = "waitpid of our own child")]
 fn wait_blocking(pid: i32) -> io::Result<()> {
     let mut status: c_int = 0;
     loop {
@@ -309,7 +311,7 @@ fn wait_blocking(pid: i32) -> io::Result<()> {
 }
 
 /// The child: runs on its own stack in the parent's memory until exec.
-#[allow(unsafe_code)]
+#[expect(unsafe_code, reason = "the child of the clone, in the parent's memory")]
 extern "C" fn child_main(raw: *mut c_void) -> c_int {
     // SAFETY: `raw` is the `ChildArgs` the parent keeps alive, and only this child uses it while
     // the parent's thread is suspended.
@@ -322,7 +324,7 @@ extern "C" fn child_main(raw: *mut c_void) -> c_int {
 }
 
 /// The steps before exec, then exec; returns only on a failure: which step, which errno.
-#[allow(unsafe_code)]
+#[expect(unsafe_code, reason = "raw system calls between clone and exec")]
 fn child_steps(args: &mut ChildArgs) -> (Step, i32) {
     let errno = || io::Error::last_os_error().raw_os_error().unwrap_or(libc::EINVAL);
     // SAFETY (this whole function): system calls on memory prepared before the clone; nothing
@@ -381,7 +383,7 @@ struct Stack {
 }
 
 impl Stack {
-    #[allow(unsafe_code)]
+    #[expect(unsafe_code, reason = "mmap of the child's stack")]
     fn new() -> io::Result<Stack> {
         // SAFETY: a fresh anonymous mapping, and a protection change of its own first page.
         unsafe {
@@ -411,7 +413,7 @@ impl Stack {
 }
 
 impl Drop for Stack {
-    #[allow(unsafe_code)]
+    #[expect(unsafe_code, reason = "munmap of the child's stack")]
     fn drop(&mut self) {
         // SAFETY: our own mapping, no longer used: the child exec'd (a new address space) or exited.
         unsafe {
@@ -420,14 +422,14 @@ impl Drop for Stack {
     }
 }
 
-#[allow(unsafe_code)]
+#[expect(unsafe_code, reason = "sysconf")]
 fn page_size() -> usize {
     // SAFETY: sysconf(3) has no preconditions.
     usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096)
 }
 
 /// A pipe, both ends close-on-exec and above 2: (read end, write end).
-#[allow(unsafe_code)]
+#[expect(unsafe_code, reason = "pipe2 and ownership of its descriptors")]
 fn pipe_pair() -> io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0 as c_int; 2];
     // SAFETY: pipe2(2) into a two-element array.
@@ -441,7 +443,7 @@ fn pipe_pair() -> io::Result<(OwnedFd, OwnedFd)> {
 
 /// `fd`, moved above 2 when it is one of 0, 1, 2 (possible when Elph's own are closed), so the
 /// child's dup2 onto 0, 1 and 2 never overwrites a descriptor it still has to move.
-#[allow(unsafe_code)]
+#[expect(unsafe_code, reason = "fcntl F_DUPFD_CLOEXEC")]
 fn above_stdio(fd: OwnedFd) -> io::Result<OwnedFd> {
     if fd.as_raw_fd() > 2 {
         return Ok(fd);
@@ -455,7 +457,7 @@ fn above_stdio(fd: OwnedFd) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(copy) })
 }
 
-#[allow(unsafe_code)]
+#[expect(unsafe_code, reason = "the pidfd_open system call")]
 fn pidfd_open(pid: i32) -> io::Result<OwnedFd> {
     // SAFETY: pidfd_open(2) with no flags; the result is a new descriptor we own.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
