@@ -1,9 +1,11 @@
 //! The command line: argument parsing and dispatch to one module per command.
 
+mod completions;
 mod doctor;
 mod hooks;
 mod hooks_import;
 mod hooks_test;
+mod man;
 mod run;
 mod sandbox;
 mod sessions;
@@ -89,6 +91,10 @@ pub enum Command {
     Prompts(workflows::PromptsCommand),
     /// Run one command under the sandbox policy, to see what it allows: elph sandbox -- CMD [ARGS...]
     Sandbox(sandbox::SandboxCommandArgs),
+    /// Print the completion script for a shell (bash, zsh, fish, elvish, powershell).
+    Completions(completions::CompletionsArgs),
+    /// Print the manual page (roff: elph man | man -l -), or write one page per command (--dir).
+    Man(man::ManArgs),
 }
 
 /// `--approval`, shared by `elph`, `elph run` and `elph acp`.
@@ -147,6 +153,8 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         Some(Command::Skills(command)) => workflows::run_skills(cli.cwd.as_deref(), command),
         Some(Command::Prompts(command)) => workflows::run_prompts(cli.cwd.as_deref(), command),
         Some(Command::Sandbox(args)) => sandbox::run(cli.cwd.as_deref(), args),
+        Some(Command::Completions(args)) => completions::run(args),
+        Some(Command::Man(args)) => man::run(args),
         None => interactive(
             cli.cwd.as_deref(),
             cli.model,

@@ -37,6 +37,7 @@ mod sandbox_e2e;
 mod schema;
 mod session_api;
 mod sessions_e2e;
+mod shell_integration;
 mod stop_reasons;
 mod store;
 mod tool_policy;
