@@ -17,7 +17,7 @@ pub struct CompletionsArgs {
 }
 
 /// Writes the completion script to stdout.
-pub fn run(args: CompletionsArgs) -> anyhow::Result<u8> {
+pub(super) fn run(args: CompletionsArgs) -> anyhow::Result<u8> {
     let mut command = Cli::command();
     let mut script = Vec::new();
     clap_complete::generate(args.shell, &mut command, "elph", &mut script);

@@ -35,7 +35,7 @@ fn page(command: clap::Command) -> clap_mangen::Man {
         .manual("Elph Manual")
 }
 
-pub fn run(args: ManArgs) -> anyhow::Result<u8> {
+pub(super) fn run(args: ManArgs) -> anyhow::Result<u8> {
     match args.dir {
         None => {
             let mut text = Vec::new();
