@@ -1,4 +1,5 @@
 mod bounded_reads;
 mod harness;
 mod policy;
+mod tool_schemas;
 mod tools;
