@@ -286,3 +286,4 @@ impl ToolCatalog {
 }
 
 pub mod native;
+mod schema;

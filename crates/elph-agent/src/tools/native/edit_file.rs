@@ -1,5 +1,6 @@
 //! `edit_file`: replace an exact piece of text in a file, once or everywhere.
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -8,12 +9,18 @@ use crate::tools::{PathAccess, Tool, ToolContext, ToolKind, ToolOutput};
 
 pub struct EditFile;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
+    /// The file to edit: relative to the project folder, or absolute.
+    #[schemars(length(min = 1))]
     path: String,
+    /// The exact text to find, copied from the file (not empty).
+    #[schemars(length(min = 1))]
     old_text: String,
+    /// The text to put in its place (may be empty to delete).
     new_text: String,
+    /// Replace every occurrence instead of requiring exactly one. Default: false.
     #[serde(default)]
     replace_all: bool,
 }
@@ -32,32 +39,7 @@ impl Tool for EditFile {
     }
 
     fn input_schema(&self) -> Value {
-        json!({
-            "$schema": "https://json-schema.org/draft/2020-12/schema",
-            "type": "object",
-            "properties": {
-                "path": {
-                    "type": "string",
-                    "minLength": 1,
-                    "description": "The file to edit: relative to the project folder, or absolute."
-                },
-                "old_text": {
-                    "type": "string",
-                    "minLength": 1,
-                    "description": "The exact text to find, copied from the file (not empty)."
-                },
-                "new_text": {
-                    "type": "string",
-                    "description": "The text to put in its place (may be empty to delete)."
-                },
-                "replace_all": {
-                    "type": "boolean",
-                    "description": "Replace every occurrence instead of requiring exactly one. Default: false."
-                }
-            },
-            "required": ["path", "old_text", "new_text"],
-            "additionalProperties": false
-        })
+        crate::tools::schema::input_schema::<Args>()
     }
 
     fn mutates(&self) -> bool {

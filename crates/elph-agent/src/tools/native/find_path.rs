@@ -3,6 +3,7 @@
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -17,11 +18,16 @@ pub struct FindPath;
 /// The most paths one call returns.
 const MAX_PATHS: usize = 1000;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
+    /// The pattern: * ? [abc] {a,b} and ** are supported.
+    #[schemars(length(min = 1))]
     glob: String,
+    /// The folder to search: relative to the project folder, or absolute. Default: "." (the
+    /// project folder).
     #[serde(default)]
+    #[schemars(length(min = 1))]
     path: Option<String>,
 }
 
@@ -42,24 +48,7 @@ impl Tool for FindPath {
     }
 
     fn input_schema(&self) -> Value {
-        json!({
-            "$schema": "https://json-schema.org/draft/2020-12/schema",
-            "type": "object",
-            "properties": {
-                "glob": {
-                    "type": "string",
-                    "minLength": 1,
-                    "description": "The pattern: * ? [abc] {a,b} and ** are supported."
-                },
-                "path": {
-                    "type": "string",
-                    "minLength": 1,
-                    "description": "The folder to search: relative to the project folder, or absolute. Default: \".\" (the project folder)."
-                }
-            },
-            "required": ["glob"],
-            "additionalProperties": false
-        })
+        crate::tools::schema::input_schema::<Args>()
     }
 
     fn mutates(&self) -> bool {

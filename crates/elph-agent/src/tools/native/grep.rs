@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use regex::bytes::{Regex, RegexBuilder};
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -22,17 +23,29 @@ const MAX_MAX_RESULTS: u64 = 5000;
 /// Longer matching lines are cut to this many bytes.
 const MAX_LINE_BYTES: usize = 400;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
+    /// The regular expression to search for (Rust regex syntax; escape literal characters such as
+    /// ( [ . * with a backslash).
+    #[schemars(length(min = 1))]
     pattern: String,
+    /// The folder to search recursively, or a single file: relative to the project folder, or
+    /// absolute. Default: "." (the project folder).
     #[serde(default)]
+    #[schemars(length(min = 1))]
     path: Option<String>,
+    /// Only search files whose name matches this glob ("*.rs"), or, if it contains '/', whose
+    /// path from `path` matches it ("src/**/*.rs").
     #[serde(default)]
+    #[schemars(length(min = 1))]
     glob: Option<String>,
+    /// Ignore letter case. Default: false.
     #[serde(default)]
     case_insensitive: bool,
+    /// Stop after this many matching lines. Default: 200.
     #[serde(default)]
+    #[schemars(range(min = 1, max = MAX_MAX_RESULTS))]
     max_results: Option<u64>,
 }
 
@@ -52,39 +65,7 @@ impl Tool for Grep {
     }
 
     fn input_schema(&self) -> Value {
-        json!({
-            "$schema": "https://json-schema.org/draft/2020-12/schema",
-            "type": "object",
-            "properties": {
-                "pattern": {
-                    "type": "string",
-                    "minLength": 1,
-                    "description": "The regular expression to search for (Rust regex syntax; escape literal characters such as ( [ . * with a backslash)."
-                },
-                "path": {
-                    "type": "string",
-                    "minLength": 1,
-                    "description": "The folder to search recursively, or a single file: relative to the project folder, or absolute. Default: \".\" (the project folder)."
-                },
-                "glob": {
-                    "type": "string",
-                    "minLength": 1,
-                    "description": "Only search files whose name matches this glob (\"*.rs\"), or, if it contains '/', whose path from `path` matches it (\"src/**/*.rs\")."
-                },
-                "case_insensitive": {
-                    "type": "boolean",
-                    "description": "Ignore letter case. Default: false."
-                },
-                "max_results": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": MAX_MAX_RESULTS,
-                    "description": "Stop after this many matching lines. Default: 200."
-                }
-            },
-            "required": ["pattern"],
-            "additionalProperties": false
-        })
+        crate::tools::schema::input_schema::<Args>()
     }
 
     fn mutates(&self) -> bool {

@@ -3,6 +3,7 @@
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -15,10 +16,13 @@ pub struct ListDir;
 /// The most entries one call shows.
 const MAX_ENTRIES: usize = 2000;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
+    /// The folder to list: relative to the project folder, or absolute. Default: "." (the project
+    /// folder).
     #[serde(default)]
+    #[schemars(length(min = 1))]
     path: Option<String>,
 }
 
@@ -35,19 +39,7 @@ impl Tool for ListDir {
     }
 
     fn input_schema(&self) -> Value {
-        json!({
-            "$schema": "https://json-schema.org/draft/2020-12/schema",
-            "type": "object",
-            "properties": {
-                "path": {
-                    "type": "string",
-                    "minLength": 1,
-                    "description": "The folder to list: relative to the project folder, or absolute. Default: \".\" (the project folder)."
-                }
-            },
-            "required": [],
-            "additionalProperties": false
-        })
+        crate::tools::schema::input_schema::<Args>()
     }
 
     fn mutates(&self) -> bool {

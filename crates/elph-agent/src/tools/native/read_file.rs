@@ -5,6 +5,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -15,13 +16,19 @@ use crate::tools::{PathAccess, Tool, ToolContext, ToolKind, ToolOutput};
 
 pub struct ReadFile;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
+    /// The file to read: relative to the project folder, or absolute.
+    #[schemars(length(min = 1))]
     path: String,
+    /// The first line to return, counting from 1. Default: 1.
     #[serde(default)]
+    #[schemars(range(min = 1))]
     offset: Option<u64>,
+    /// The most lines to return. Default: as many as fit in 64 KiB.
     #[serde(default)]
+    #[schemars(range(min = 1))]
     limit: Option<u64>,
 }
 
@@ -40,29 +47,7 @@ impl Tool for ReadFile {
     }
 
     fn input_schema(&self) -> Value {
-        json!({
-            "$schema": "https://json-schema.org/draft/2020-12/schema",
-            "type": "object",
-            "properties": {
-                "path": {
-                    "type": "string",
-                    "minLength": 1,
-                    "description": "The file to read: relative to the project folder, or absolute."
-                },
-                "offset": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "description": "The first line to return, counting from 1. Default: 1."
-                },
-                "limit": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "description": "The most lines to return. Default: as many as fit in 64 KiB."
-                }
-            },
-            "required": ["path"],
-            "additionalProperties": false
-        })
+        crate::tools::schema::input_schema::<Args>()
     }
 
     fn mutates(&self) -> bool {

@@ -4,6 +4,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -17,11 +18,16 @@ pub struct ShellExec;
 pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
 pub const MAX_TIMEOUT_MS: u64 = 600_000;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
+    /// The shell command line, as typed in a POSIX shell (pipes, &&, redirections work).
+    #[schemars(length(min = 1))]
     command: String,
+    /// Kill the command after this many milliseconds. Default: 120000 (2 minutes); at most
+    /// 600000.
     #[serde(default)]
+    #[schemars(range(min = 1, max = MAX_TIMEOUT_MS))]
     timeout_ms: Option<u64>,
 }
 
@@ -41,25 +47,7 @@ impl Tool for ShellExec {
     }
 
     fn input_schema(&self) -> Value {
-        json!({
-            "$schema": "https://json-schema.org/draft/2020-12/schema",
-            "type": "object",
-            "properties": {
-                "command": {
-                    "type": "string",
-                    "minLength": 1,
-                    "description": "The shell command line, as typed in a POSIX shell (pipes, &&, redirections work)."
-                },
-                "timeout_ms": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": MAX_TIMEOUT_MS,
-                    "description": "Kill the command after this many milliseconds. Default: 120000 (2 minutes); at most 600000."
-                }
-            },
-            "required": ["command"],
-            "additionalProperties": false
-        })
+        crate::tools::schema::input_schema::<Args>()
     }
 
     fn mutates(&self) -> bool {

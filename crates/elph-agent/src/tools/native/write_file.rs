@@ -1,5 +1,6 @@
 //! `write_file`: create or overwrite a file with the given text, creating its parent folders.
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -8,10 +9,13 @@ use crate::tools::{PathAccess, Tool, ToolContext, ToolKind, ToolOutput};
 
 pub struct WriteFile;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
+    /// The file to write: relative to the project folder, or absolute.
+    #[schemars(length(min = 1))]
     path: String,
+    /// The complete new contents of the file.
     content: String,
 }
 
@@ -28,23 +32,7 @@ impl Tool for WriteFile {
     }
 
     fn input_schema(&self) -> Value {
-        json!({
-            "$schema": "https://json-schema.org/draft/2020-12/schema",
-            "type": "object",
-            "properties": {
-                "path": {
-                    "type": "string",
-                    "minLength": 1,
-                    "description": "The file to write: relative to the project folder, or absolute."
-                },
-                "content": {
-                    "type": "string",
-                    "description": "The complete new contents of the file."
-                }
-            },
-            "required": ["path", "content"],
-            "additionalProperties": false
-        })
+        crate::tools::schema::input_schema::<Args>()
     }
 
     fn mutates(&self) -> bool {
