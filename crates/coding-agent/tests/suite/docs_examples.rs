@@ -103,7 +103,7 @@ fn hooks_test_text(env: &TestEnv, args: &[&str]) -> String {
 }
 
 /// Installs a recipe the way hooks.md tells people to: `cp -R docs/examples/NAME/. CONFIG_DIR/`.
-fn install(env: &TestEnv, recipe: &str) {
+pub(super) fn install(env: &TestEnv, recipe: &str) {
     copy_tree(&examples_dir().join(recipe), &env.config_dir);
 }
 

@@ -505,3 +505,69 @@ async fn a_post_tool_image_block_with_bad_data_or_type_is_rejected_and_under_fai
         }
     }
 }
+
+#[tokio::test]
+async fn the_block_command_recipe_is_a_guard_a_broken_script_blocks_instead_of_letting_commands_run() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let env = TestEnv::new();
+    super::docs_examples::install(&env, "block-command");
+    let script = env.config_dir.join("hooks/block-command.sh");
+    // Working: `rm -rf` is blocked with the recipe's reason, the folder stays.
+    std::fs::create_dir_all(env.project.join("build")).unwrap();
+    let server = FakeModelServer::start(Wire::OpenAi).await;
+    server.enqueue(FakeReply::tool_call(
+        "shell_exec",
+        json!({"command": "rm -rf build"}),
+    ));
+    server.enqueue(FakeReply::text("done"));
+    let output = run_elph(&env, &server, &["clean"]).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(env.project.join("build").exists());
+    assert!(tool_results(&server)[0].contains("commands containing 'rm -rf' are not allowed"));
+
+    // Broken (not executable): even a harmless command is blocked, and everyone is told why.
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let server = FakeModelServer::start(Wire::OpenAi).await;
+    server.enqueue(FakeReply::tool_call(
+        "shell_exec",
+        json!({"command": "touch ran.txt"}),
+    ));
+    server.enqueue(FakeReply::text("done"));
+    let output = run_elph(&env, &server, &["touch"]).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(!env.project.join("ran.txt").exists(), "the command ran unchecked");
+    let results = tool_results(&server);
+    assert!(
+        results[0].contains("fail-closed hook 'block-command' could not decide"),
+        "{results:?}"
+    );
+    assert!(
+        stderr(&output)
+            .contains("hook 'block-command' (preToolUse) failed closed, so the tool call is blocked"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn the_published_schema_and_the_hooks_guide_show_the_guard_fields() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let schema: Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join("schemas/hooks-schema.json")).unwrap())
+            .unwrap();
+    let hook = &schema["$defs"]["HookConfig"]["properties"];
+    assert_eq!(hook["failClosed"]["type"], "boolean", "{hook:#}");
+    for limit in ["maxInputBytes", "maxOutputBytes"] {
+        assert_eq!(hook[limit]["maximum"], 16 * 1024 * 1024, "{limit}");
+        assert_eq!(hook[limit]["minimum"], 1024, "{limit}");
+    }
+    let guide = std::fs::read_to_string(root.join("docs/hooks.md")).unwrap();
+    for field in [
+        "`failClosed`",
+        "`maxInputBytes`",
+        "`maxOutputBytes`",
+        "## Fail-closed guards",
+    ] {
+        assert!(guide.contains(field), "docs/hooks.md lacks {field}");
+    }
+}
