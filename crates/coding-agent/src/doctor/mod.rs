@@ -180,6 +180,9 @@ pub(crate) struct Summary {
     pub enabled: usize,
     pub errors: usize,
     pub warnings: usize,
+    /// Recent runs (in each hook's window) of hooks on guarding events that failed while what
+    /// they guard went on (no `failClosed`).
+    pub failed_open_runs: usize,
 }
 
 /// Where each of the three paths came from, named as the user would set it.
@@ -301,6 +304,11 @@ pub(crate) fn gather(paths: &Paths, sources: &PathSources, path_var: &str) -> Re
         enabled: hooks.iter().filter(|hook| hook.enabled).count(),
         errors: problems.iter().filter(|p| p.level == Level::Error).count(),
         warnings: problems.iter().filter(|p| p.level == Level::Warning).count(),
+        failed_open_runs: hooks
+            .iter()
+            .filter_map(|hook| hook.recent_runs.as_ref())
+            .map(|stats| stats.failed_open)
+            .sum(),
     };
     Report {
         schema_version: SCHEMA_VERSION,

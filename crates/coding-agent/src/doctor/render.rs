@@ -124,6 +124,14 @@ pub(crate) fn render(out: &mut impl Write, report: &Report) -> io::Result<()> {
             summary.warnings
         )?;
     }
+    if summary.failed_open_runs > 0 {
+        writeln!(
+            out,
+            "  ! {} recent run(s) of hooks that guard something failed open: what they guard went on \
+             without their check (see \"failed open\" above)",
+            summary.failed_open_runs
+        )?;
+    }
     Ok(())
 }
 

@@ -271,7 +271,7 @@ fn json_report_of_a_mixed_layout() {
     assert!(problems.iter().all(|p| p["fix"].is_string()), "{problems:#?}");
     assert_eq!(
         report["summary"],
-        json!({"hooks": 5, "enabled": 4, "errors": 4, "warnings": 0})
+        json!({"hooks": 5, "enabled": 4, "errors": 4, "warnings": 0, "failedOpenRuns": 0})
     );
 
     // Doctor wrote nothing: not in the project, not in CONFIG_DIR, and DATA_DIR was not created.

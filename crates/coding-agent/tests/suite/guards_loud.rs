@@ -126,6 +126,7 @@ async fn a_guard_that_fails_open_is_a_warning_with_its_stderr_in_every_output_fo
     let report: Value = serde_json::from_slice(&output.stdout).unwrap();
     let hook = &report["hooks"][0];
     assert_eq!(hook["recentRuns"]["failedOpen"], 3, "{hook:#}");
+    assert_eq!(report["summary"]["failedOpenRuns"], 3, "{:#}", report["summary"]);
     assert_eq!(hook["status"], "error", "{hook:#}");
     let messages: Vec<&str> = hook["findings"]
         .as_array()
@@ -151,6 +152,10 @@ async fn a_guard_that_fails_open_is_a_warning_with_its_stderr_in_every_output_fo
         "{text}"
     );
     assert!(text.contains("set \"failClosed\": true in"), "{text}");
+    assert!(
+        text.contains("! 3 recent run(s) of hooks that guard something failed open"),
+        "{text}"
+    );
 }
 
 #[tokio::test]
