@@ -23,6 +23,7 @@ use super::updates::{
     tool_call,
 };
 use crate::notices::{self, NoticeKind};
+use crate::session::wording;
 use crate::session::{HookState, Outcome, SessionEvent, SessionEvents, TrustOutcome};
 
 /// The start of the hook-set diagnostic that an untrusted project's message replaces.
@@ -224,32 +225,18 @@ impl Forwarder {
     /// The answer to the prompt whose operation ended with `outcome`; a slash command's result is
     /// said as a message first (the model is not involved).
     fn answer(&mut self, outcome: Outcome) -> Result<PromptResponse, Error> {
-        let dir = self.project_dir.display().to_string();
-        let reply = match outcome {
-            Outcome::Turn(result) => return self.turn_answer(result),
-            // The harness's Compacted event already said so.
-            Outcome::Compaction(CompactOutcome::Compacted { .. }) => return Ok(end_turn()),
+        // What the session's words leave to ACP: a turn's and a cancelled compaction's stop
+        // reasons, the commands a changed hook set offers, the mode the client is in now.
+        match &outcome {
+            Outcome::Turn(_) => {}
             Outcome::Compaction(CompactOutcome::Interrupted) => {
                 return Ok(PromptResponse::new(StopReason::Cancelled));
             }
-            Outcome::Compaction(CompactOutcome::CancelledByHook { hook_id }) => {
-                format!("Compaction was cancelled by hook '{hook_id}'.")
-            }
-            Outcome::Compaction(CompactOutcome::NothingToCompact) => "Nothing to compact yet.".into(),
-            Outcome::Compaction(CompactOutcome::Failed(error)) => format!("Compaction failed: {error}"),
-            Outcome::Reloaded(hooks) => {
-                self.advertise_commands(&hooks);
-                let mut lines = vec![format!("Reloaded hooks: {} active hook(s).", hooks.active())];
-                lines.extend(marked(hook_set_notices(&hooks)));
-                lines.join("\n\n")
-            }
-            Outcome::Trust { trust, outcome } => self.trust_reply(&dir, trust, outcome),
-            // Editors open and load sessions themselves: these come from no command of theirs.
-            Outcome::Switched => "Switched sessions.".into(),
-            Outcome::AlreadyInSession(id) => format!("Already in session {id}."),
-            Outcome::SwitchFailed(error) | Outcome::PromptRejected(error) => error,
-            Outcome::Sessions(Ok(sessions)) => format!("{} stored session(s).", sessions.len()),
-            Outcome::Sessions(Err(error)) => error,
+            Outcome::Reloaded(hooks)
+            | Outcome::Trust {
+                outcome: TrustOutcome::Changed(hooks),
+                ..
+            } => self.advertise_commands(hooks),
             // From `session/set_mode`, answered already: the client hears the mode it is in now.
             Outcome::Mode(Ok(mode)) => {
                 self.notify(SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(
@@ -257,9 +244,25 @@ impl Forwarder {
                 )));
                 return Ok(end_turn());
             }
-            Outcome::Mode(Err(error)) => error,
+            _ => {}
+        }
+        let Some(said) = wording::said(&outcome) else {
+            return match outcome {
+                Outcome::Turn(result) => self.turn_answer(result),
+                _ => Ok(end_turn()),
+            };
         };
-        self.say(reply);
+        let mut lines = vec![said.text];
+        // A reload or a trust that turned the project's hooks on lists the set's notices.
+        if let Outcome::Reloaded(hooks)
+        | Outcome::Trust {
+            trust: true,
+            outcome: TrustOutcome::Changed(hooks),
+        } = &outcome
+        {
+            lines.extend(marked(hook_set_notices(hooks)));
+        }
+        self.say(lines.join("\n\n"));
         Ok(end_turn())
     }
 
@@ -274,33 +277,6 @@ impl Forwarder {
                     result.error.unwrap_or_else(|| "the turn failed".into()),
                 ))
             }
-        }
-    }
-
-    /// `/trust` (`trust`) or `/untrust`, as it went.
-    fn trust_reply(&self, dir: &str, trust: bool, outcome: TrustOutcome) -> String {
-        match (trust, outcome) {
-            (true, TrustOutcome::Changed(hooks)) => {
-                self.advertise_commands(&hooks);
-                let mut lines = vec![format!(
-                    "Trusted {dir}: its project hooks are on ({} active hook(s) in all).",
-                    hooks.active()
-                )];
-                lines.extend(marked(hook_set_notices(&hooks)));
-                lines.join("\n\n")
-            }
-            (true, TrustOutcome::Unchanged(hooks)) => {
-                format!("{dir} is already trusted ({}).", hooks.trust.explanation())
-            }
-            (true, TrustOutcome::Failed(error)) => format!("Could not trust {dir}: {error}"),
-            (false, TrustOutcome::Changed(hooks)) => {
-                self.advertise_commands(&hooks);
-                format!("{dir} is no longer trusted: its project hooks are off. Trust it again with /trust.")
-            }
-            (false, TrustOutcome::Unchanged(_)) => {
-                format!("{dir} is not trusted, so there is nothing to untrust.")
-            }
-            (false, TrustOutcome::Failed(error)) => format!("Could not untrust {dir}: {error}"),
         }
     }
 }

@@ -57,7 +57,7 @@ pub enum TrustOutcome {
     /// Nothing to do: the project already was trusted (`Trust`) or was not (`Untrust`).
     Unchanged(HookState),
     /// trust.json could not be changed; the session goes on as it was.
-    Failed(String),
+    Failed { project_dir: PathBuf, error: String },
 }
 
 /// What an operation did.

@@ -16,6 +16,7 @@ mod approval;
 pub(crate) mod commands;
 mod events;
 mod ops;
+pub(crate) mod wording;
 
 use std::future::Future;
 use std::path::Path;

@@ -64,7 +64,10 @@ impl Session {
         } else {
             match self.runtime.set_trust(trust) {
                 Ok(_) => TrustOutcome::Changed(self.hook_state()),
-                Err(error) => TrustOutcome::Failed(error.to_string()),
+                Err(error) => TrustOutcome::Failed {
+                    project_dir: self.runtime.paths().project_dir.clone(),
+                    error: error.to_string(),
+                },
             }
         };
         Outcome::Trust { trust, outcome }

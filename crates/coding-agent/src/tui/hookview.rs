@@ -177,7 +177,7 @@ pub fn panel(view: &HooksView, recent: &[RunInfo]) -> Panel {
         if view.trusted { Tone::Good } else { Tone::Warn },
         format!(
             "project {} ({}); /{} to change",
-            super::worker::trust_word(view.trusted),
+            crate::session::wording::trust_word(view.trusted),
             view.trust_reason,
             view.offered.name()
         ),

@@ -116,7 +116,7 @@ fn welcome(app: &App, width: usize) -> Vec<Line<'static>> {
     let hooks = format!(
         "hooks    {} active · project {}",
         app.hooks.active(),
-        super::worker::trust_word(app.hooks.trusted)
+        crate::session::wording::trust_word(app.hooks.trusted)
     );
     lines.extend(wrap_text(&hooks, dim(), width, &[], &[]));
     lines.push(Line::default());

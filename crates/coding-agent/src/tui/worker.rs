@@ -2,11 +2,12 @@
 //! [`SessionEvent`] comes back as the [`UiMsg`]s the app understands — the harness's events,
 //! approval questions, and each operation's outcome as notices in the TUI's words.
 
-use elph_agent::harness::{AgentEvent, AgentMode, CompactOutcome, Entry};
+use elph_agent::harness::{AgentEvent, AgentMode, Entry};
 use elph_agent::messages::Message;
 use serde_json::Value;
 
 use super::hookview::HooksView;
+use crate::session::wording::{self, Tone};
 use crate::session::{HookState, Outcome, SessionEvent, TrustOutcome};
 pub use crate::session::{Op, PendingApproval};
 use crate::store::SessionInfo;
@@ -109,97 +110,36 @@ fn hooks_and_problems(messages: &mut Vec<UiMsg>, hooks: &HookState, problems: bo
     }
 }
 
-/// An operation's outcome in the TUI's words. A turn and a compaction have told their story through
-/// the harness's events already, unless the compaction did not happen.
+/// An operation's outcome as notices, in the session's words (`session::wording`, the same as
+/// ACP's). A turn and a compaction have told their story through the harness's events already,
+/// unless the compaction did not happen.
 fn outcome_messages(outcome: Outcome) -> Vec<UiMsg> {
     let mut messages = Vec::new();
-    match outcome {
-        Outcome::Turn(_) | Outcome::Switched | Outcome::Compaction(CompactOutcome::Compacted { .. }) => {}
-        Outcome::Compaction(CompactOutcome::CancelledByHook { hook_id }) => messages.push(UiMsg::Notice(
-            Level::Effect,
-            format!("hook '{hook_id}' cancelled the compaction"),
-        )),
-        Outcome::Compaction(CompactOutcome::Interrupted) => {
-            messages.push(UiMsg::Notice(Level::Info, "compaction cancelled".into()))
+    match &outcome {
+        // The switch shows as the new session itself, the list as the sessions picker.
+        Outcome::Switched => return messages,
+        Outcome::Sessions(Ok(sessions)) => {
+            messages.push(UiMsg::Sessions(sessions.clone()));
+            return messages;
         }
-        Outcome::Compaction(CompactOutcome::NothingToCompact) => {
-            messages.push(UiMsg::Notice(Level::Info, "nothing to compact yet".into()))
-        }
-        Outcome::Compaction(CompactOutcome::Failed(error)) => {
-            messages.push(UiMsg::Notice(Level::Error, format!("compaction failed: {error}")))
-        }
-        Outcome::Reloaded(hooks) => {
-            hooks_and_problems(&mut messages, &hooks, true);
-            messages.push(UiMsg::Notice(
-                Level::Info,
-                format!(
-                    "reloaded: {} active hook(s), {} diagnostic(s); project {}",
-                    hooks.active(),
-                    hooks.set.diagnostics.len(),
-                    trust_word(hooks.trust.trusted)
-                ),
-            ));
-        }
-        Outcome::Trust { trust, outcome } => trust_messages(&mut messages, trust, outcome),
-        Outcome::AlreadyInSession(id) => {
-            messages.push(UiMsg::Notice(Level::Info, format!("already in session {id}")))
-        }
-        Outcome::SwitchFailed(error) | Outcome::PromptRejected(error) => {
-            messages.push(UiMsg::Notice(Level::Error, error))
-        }
-        Outcome::Sessions(Ok(sessions)) => messages.push(UiMsg::Sessions(sessions)),
-        Outcome::Sessions(Err(error)) => messages.push(UiMsg::Notice(Level::Error, error)),
-        Outcome::Mode(Ok(mode)) => {
-            messages.push(UiMsg::Mode(mode));
-            messages.push(UiMsg::Notice(
-                Level::Info,
-                format!("mode {mode}: {}", mode.description()),
-            ));
-        }
-        Outcome::Mode(Err(error)) => messages.push(UiMsg::Notice(Level::Error, error)),
+        Outcome::Reloaded(hooks) => hooks_and_problems(&mut messages, hooks, true),
+        // After /untrust, the only news would be that the project's hooks are skipped.
+        Outcome::Trust {
+            outcome: TrustOutcome::Changed(hooks),
+            ..
+        } => hooks_and_problems(&mut messages, hooks, hooks.trust.trusted),
+        Outcome::Mode(Ok(mode)) => messages.push(UiMsg::Mode(*mode)),
+        _ => {}
+    }
+    if let Some(said) = wording::said(&outcome) {
+        let level = match said.tone {
+            Tone::Info => Level::Info,
+            Tone::Effect => Level::Effect,
+            Tone::Error => Level::Error,
+        };
+        messages.push(UiMsg::Notice(level, said.text));
     }
     messages
-}
-
-/// `/trust` or `/untrust` (`trust`), as it went.
-fn trust_messages(messages: &mut Vec<UiMsg>, trust: bool, outcome: TrustOutcome) {
-    let text = match outcome {
-        // After /untrust, the only news would be that the project's hooks are skipped.
-        TrustOutcome::Changed(hooks) => {
-            hooks_and_problems(messages, &hooks, hooks.trust.trusted);
-            let dir = hooks.project_dir.display();
-            if hooks.trust.trusted {
-                format!(
-                    "trusted {dir}: its .elph/hooks.json is loaded ({} active hook(s))",
-                    hooks.active()
-                )
-            } else {
-                format!(
-                    "no longer trusting {dir}: its hooks are off ({} active hook(s) left). {}",
-                    hooks.active(),
-                    crate::gate::next_start(hooks.trust.default)
-                )
-            }
-        }
-        TrustOutcome::Unchanged(hooks) if trust => format!(
-            "{} is already trusted ({})",
-            hooks.project_dir.display(),
-            hooks.trust.explanation()
-        ),
-        TrustOutcome::Unchanged(hooks) => format!(
-            "{} is not trusted, so there is nothing to untrust",
-            hooks.project_dir.display()
-        ),
-        TrustOutcome::Failed(error) => {
-            messages.push(UiMsg::Notice(Level::Error, error));
-            return;
-        }
-    };
-    messages.push(UiMsg::Notice(Level::Info, text));
-}
-
-pub(crate) fn trust_word(trusted: bool) -> &'static str {
-    if trusted { "trusted" } else { "not trusted" }
 }
 
 /// A stored transcript as the UI shows it: prompts, answers, tool calls with their results.

@@ -95,7 +95,10 @@ async fn an_untrusted_cwd_is_told_how_to_trust_it_and_the_commands_work() {
 
     client.prompt(&session, "/reload").await.unwrap();
     let text = agent_text(&client.drain());
-    assert!(text.contains("Reloaded hooks: 0 active hook(s)."), "{text}");
+    assert!(
+        text.contains("Reloaded hooks: 0 active hook(s), 1 diagnostic(s); project not trusted."),
+        "{text}"
+    );
     assert!(text.contains("Project hooks are off"), "{text}");
 
     assert_eq!(

@@ -50,7 +50,7 @@ fn mode_command_asks_the_session_and_the_status_line_follows() {
     assert!(status_row(&app).contains("mode plan"), "{}", status_row(&app));
     assert!(app.items.iter().any(|item| matches!(
         item,
-        Item::Notice { level: Level::Info, text } if text.starts_with("mode plan: Read-only")
+        Item::Notice { level: Level::Info, text } if text.starts_with("Mode plan: Read-only")
     )));
 
     // Without an argument: the session picks the next mode.

@@ -329,7 +329,7 @@ fn untrust_then_the_palette_offers_trust() {
         tui.contents()
     );
     tui.press(b"untrust\r");
-    tui.wait_for("no longer trusting");
+    tui.wait_for("is no longer trusted");
     tui.wait_idle();
     assert!(
         tui.contents().contains("· untrusted · 0 hooks ·"),
@@ -386,14 +386,14 @@ fn edit_hooks_json_reload_and_the_new_hook_fires() {
     ]}));
     tui.send("/reload");
     // The new file is malformed: a diagnostic, and nothing loads from it.
-    tui.wait_for("reloaded: 0 active hook(s)");
+    tui.wait_for("Reloaded hooks: 0 active hook(s)");
     assert!(tui.contents().contains("timeoutMs"), "{}", tui.contents());
 
     env.write_project_hooks(&json!({"hooks": [
         {"id": "add-context", "event": "beforeAgent", "command": command},
     ]}));
     tui.send("/reload");
-    tui.wait_for("reloaded: 1 active hook(s)");
+    tui.wait_for("Reloaded hooks: 1 active hook(s)");
     tui.wait_for("· 1 hook ·");
     model.server.enqueue(FakeReply::text("context received"));
     tui.send("use the context");
