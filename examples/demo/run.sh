@@ -36,14 +36,25 @@ echo "== The hooks it declares"
 "$elph" hooks list --cwd "$work/project" | sed "s#$work/##g"
 echo
 echo "== Running one turn with the scripted model (offline)"
-echo "   (hook activity on stderr, marked • for effects and ! for problems)"
-"$elph" run --cwd "$work/project" --model "scripted/$here/script.json" \
-  "Tidy up the build output and write down what you did." 2>&1 | sed "s#$work/##g"
+echo "   The session's events (elph run --output-format stream-json), shown turn by turn by show.py:"
+echo "   each model turn, its tool calls (→), what the model received back (← result, ✗ refused),"
+echo "   and each hook's effect (•) next to what it changed; problems are marked !"
+echo
+status=0
+"$elph" run --cwd "$work/project" --model "scripted/$here/script.json" --output-format stream-json \
+  "Tidy up the build output and write down what you did." > "$work/events.jsonl" || status=$?
+python3 "$here/show.py" "$work/project" "$work/" < "$work/events.jsonl" || [ "$status" -ne 0 ] || status=1
+if [ "$status" -ne 0 ]; then
+  echo "the demo's turn failed (exit $status)" >&2
+  exit "$status"
+fi
 echo
 echo "== What the hooks left behind"
 echo "-- build/ still exists (rm -rf was blocked):"
 ls "$work/project/build"
 echo "-- the notes landed in docs/ (write_file was rewritten):"
 cat "$work/project/docs/notes.txt"
-echo "-- .elph/audit.log has one line per tool call:"
+echo "-- .elph/audit.log has one line per tool call, the blocked one included:"
+python3 -c 'import json, sys; print(", ".join(json.loads(line)["toolName"] for line in sys.stdin))' \
+  < "$work/project/.elph/audit.log"
 wc -l < "$work/project/.elph/audit.log" | tr -d ' '

@@ -51,6 +51,29 @@ fn stdout_of(output: &Output) -> String {
     text
 }
 
+/// The lines of `text` from the first that contains `start` up to (not including) the next that
+/// starts with `end`: one model turn, or one section, of the demo's output.
+fn section<'a>(text: &'a str, start: &str, end: &str) -> Vec<&'a str> {
+    let mut lines = text.lines().skip_while(|line| !line.contains(start));
+    let first = lines
+        .next()
+        .unwrap_or_else(|| panic!("no line with {start:?} in:\n{text}"));
+    std::iter::once(first)
+        .chain(lines.take_while(|line| !line.starts_with(end)))
+        .collect()
+}
+
+fn assert_lines(section: &[&str], expected: &[&str]) {
+    let mut rest = section.iter();
+    for line in expected {
+        assert!(
+            rest.any(|actual| actual.trim_end() == *line),
+            "missing (or out of order) {line:?} in:\n{}",
+            section.join("\n")
+        );
+    }
+}
+
 #[tokio::test]
 async fn the_offline_demo_shows_each_hook_at_work() {
     let output = run_demo(
@@ -60,22 +83,133 @@ async fn the_offline_demo_shows_each_hook_at_work() {
     )
     .await;
     let text = stdout_of(&output);
-    for expected in [
-        "hook 'house-rules' added to the system prompt",
-        "hook 'redact-secrets' replaced the tool result",
-        "hook 'block-rm-rf' blocked the tool call",
-        "hook 'notes-go-in-docs' rewrote the tool input",
-        "wrote my notes to docs/notes.txt",
-        "remove build/output.txt by hand",
-    ] {
-        assert!(text.contains(expected), "missing {expected:?} in:\n{text}");
-    }
-    assert!(
-        !text.contains("sk-demo-0123456789abcdef"),
-        "the secret never reaches the output"
+
+    // The model's turns are visible, each one, in order, as the script has them.
+    let script: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(demo_dir().join("script.json")).unwrap()).unwrap();
+    let turns: Vec<String> = script["turns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|turn| format!("model: {}", turn["text"].as_str().unwrap()))
+        .collect();
+    let turn_lines: Vec<&str> = turns.iter().map(String::as_str).collect();
+    assert_lines(&text.lines().collect::<Vec<_>>(), &turn_lines);
+
+    // The added context: what the hook added, shown as what the model's system prompt ends with,
+    // before the model's first turn.
+    assert_lines(
+        &section(&text, "you: Tidy up the build output", "model: "),
+        &[
+            "  • hook 'house-rules' added to the system prompt for this turn;",
+            "    the model receives it at the end of its system prompt:",
+            "      House rules: never delete the build folder wholesale; keep notes in docs/.",
+        ],
     );
-    let audit_lines = text.lines().last().unwrap().trim();
-    assert_eq!(audit_lines, "4", "one audit line per tool call");
+
+    // The redaction: the line as the file has it, then as the model received it; the rest of the
+    // result reaches the model unchanged.
+    assert_lines(
+        &section(&text, "model: I'll check the service configuration.", "model: "),
+        &[
+            "    → read_file {\"path\": \"config.env\"}",
+            "    • hook 'redact-secrets' replaced the tool result before the model saw it:",
+            "      config.env on disk:  OPENAI_API_KEY=sk-demo-0123456789abcdef",
+            "      the model received:  OPENAI_API_KEY=[REDACTED]",
+            "    ← # Local settings for the demo service",
+            "      SERVICE_URL=http://localhost:8080",
+            "      OPENAI_API_KEY=[REDACTED]",
+        ],
+    );
+    let secret = "sk-demo-0123456789abcdef";
+    let with_secret: Vec<&str> = text.lines().filter(|line| line.contains(secret)).collect();
+    assert_eq!(
+        with_secret,
+        ["      config.env on disk:  OPENAI_API_KEY=sk-demo-0123456789abcdef"],
+        "the secret shows only as the file's own line, never as something the model received"
+    );
+
+    // The block: the hook's reason, then what the model received instead of a result.
+    assert_lines(
+        &section(&text, "model: Now I'll clear the stale build output.", "model: "),
+        &[
+            "    → shell_exec {\"command\": \"rm -rf build\"}",
+            "    • hook 'block-rm-rf' blocked the tool call: rm -rf is not allowed in this project; delete files one by one",
+            "    ✗ Tool call blocked by hook 'block-rm-rf': rm -rf is not allowed in this project; delete files one by one.",
+        ],
+    );
+
+    // The rewritten input: the field the model asked for, then what ran.
+    assert_lines(
+        &section(&text, "model: That was blocked", "model: "),
+        &[
+            "    • hook 'notes-go-in-docs' rewrote the tool input:",
+            "      the model asked for:  \"path\": \"notes.txt\"",
+            "      what runs:            \"path\": \"docs/notes.txt\"",
+            "    ← Created docs/notes.txt (70 bytes)",
+        ],
+    );
+
+    // What the hooks left behind, checked in the project itself.
+    assert_lines(
+        &section(&text, "== What the hooks left behind", "== "),
+        &[
+            "-- build/ still exists (rm -rf was blocked):",
+            "output.txt",
+            "-- the notes landed in docs/ (write_file was rewritten):",
+            "The build folder holds stale output; remove build/output.txt by hand.",
+            "-- .elph/audit.log has one line per tool call, the blocked one included:",
+            "list_dir, read_file, shell_exec, write_file",
+            "4",
+        ],
+    );
+    assert!(!text.contains(" ! "), "no hook problem in the demo:\n{text}");
+}
+
+/// A model that fails mid-way: the demo says the turn did not complete and exits with elph's
+/// status, rather than showing a half-run session as a success.
+#[tokio::test]
+async fn the_demo_fails_when_the_turn_fails() {
+    let checkout = tempfile::tempdir().unwrap();
+    let copy = checkout.path().join("examples/demo");
+    copy_tree(&demo_dir(), &copy);
+    std::fs::write(
+        copy.join("script.json"),
+        r#"{"turns": [{"text": "Looking.", "toolCalls": [{"name": "list_dir", "input": {"path": "."}}]},
+                    {"error": "the model is unreachable"}]}"#,
+    )
+    .unwrap();
+    let output = run_demo(
+        &copy.join("run.sh"),
+        joined(&path_without_elph()),
+        &[("ELPH_BIN", env!("CARGO_BIN_EXE_elph"))],
+    )
+    .await;
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("model: Looking."), "{text}");
+    assert!(
+        text.contains("the turn did not complete: failed") && text.contains("the model is unreachable"),
+        "{text}"
+    );
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("the demo's turn failed (exit 1)"),
+        "{output:?}"
+    );
+    assert!(!text.contains("== What the hooks left behind"), "{text}");
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
 }
 
 /// The README installs `elph` and then runs the demo with no `ELPH_BIN`: the demo must take the
