@@ -63,7 +63,18 @@ pub enum Modal {
         sessions: Vec<SessionInfo>,
         selected: usize,
     },
+    /// After `/reload`: the trusted project changed since it was trusted; trust the new content?
+    Trust {
+        project: String,
+        changes: Vec<String>,
+        selected: usize,
+    },
 }
+
+pub(crate) const TRUST_CHOICES: [&str; 2] = [
+    "Yes, trust the new content",
+    "No, keep its hooks and MCP servers off",
+];
 
 pub(crate) const APPROVAL_CHOICES: [(&str, ApprovalDecision); 3] = [
     ("Yes, once", ApprovalDecision::AllowOnce),
@@ -453,6 +464,7 @@ impl App {
         let (count, selected) = match modal {
             Modal::Approval { selected, .. } => (APPROVAL_CHOICES.len(), selected),
             Modal::Sessions { sessions, selected } => (sessions.len(), selected),
+            Modal::Trust { selected, .. } => (TRUST_CHOICES.len(), selected),
         };
         let mut choose = None;
         match key.code {
@@ -471,6 +483,8 @@ impl App {
             KeyCode::Char('y') if matches!(modal, Modal::Approval { .. }) => choose = Some(0),
             KeyCode::Char('a') if matches!(modal, Modal::Approval { .. }) => choose = Some(1),
             KeyCode::Char('n') if matches!(modal, Modal::Approval { .. }) => choose = Some(2),
+            KeyCode::Char('y') if matches!(modal, Modal::Trust { .. }) => choose = Some(0),
+            KeyCode::Char('n') if matches!(modal, Modal::Trust { .. }) => choose = Some(1),
             _ => {}
         }
         let Some(choice) = choose else { return };
@@ -495,6 +509,17 @@ impl App {
             Some(Modal::Sessions { sessions, .. }) => {
                 if let Some(session) = sessions.get(choice) {
                     self.start("resuming", Op::Resume(session.id.clone()), None);
+                }
+            }
+            // Yes re-pins and reloads (as /trust does); anything else records nothing.
+            Some(Modal::Trust { project, .. }) => {
+                if choice == 0 {
+                    self.start(busy_label(&Op::Trust), Op::Trust, None);
+                } else {
+                    self.push_notice(
+                        Level::Info,
+                        format!("kept {project}'s hooks and MCP servers off; /trust trusts the new content"),
+                    );
                 }
             }
             None => {}

@@ -7,7 +7,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 
-use super::app::{APPROVAL_CHOICES, App, Modal};
+use super::app::{APPROVAL_CHOICES, App, Modal, TRUST_CHOICES};
 use super::transcript::{self, summarize_input};
 use super::wrap::{self, truncate, wrap_text};
 
@@ -240,6 +240,60 @@ fn modal_lines(modal: &Modal, width: usize) -> Vec<Line<'static>> {
                 body.push(Line::from(Span::styled(truncate(&text, inner), style)));
             }
             ("Resume a session", "Enter resume · Esc cancel")
+        }
+        Modal::Trust {
+            project,
+            changes,
+            selected,
+        } => {
+            body.extend(wrap_text(
+                &format!("{project} changed since you trusted it:"),
+                Style::default().add_modifier(Modifier::BOLD),
+                inner,
+                &[],
+                &[],
+            ));
+            // The list can be long (a pull that touched many files); the first few show the kind.
+            const SHOWN: usize = 6;
+            for change in changes.iter().take(SHOWN) {
+                body.extend(wrap_text(
+                    change,
+                    Style::default().fg(Color::Cyan),
+                    inner,
+                    &[Span::raw("  - ")],
+                    &[Span::raw("    ")],
+                ));
+            }
+            if changes.len() > SHOWN {
+                body.push(Line::from(Span::styled(
+                    format!(
+                        "  … and {} more (`elph trust --status` lists them)",
+                        changes.len() - SHOWN
+                    ),
+                    dim(),
+                )));
+            }
+            body.extend(wrap_text(
+                "Its hooks and MCP servers stay off until you trust the new content.",
+                dim(),
+                inner,
+                &[],
+                &[],
+            ));
+            for (index, label) in TRUST_CHOICES.iter().enumerate() {
+                let chosen = index == *selected;
+                let style = if chosen {
+                    Style::default().fg(Color::Yellow).add_modifier(Modifier::BOLD)
+                } else {
+                    Style::default()
+                };
+                let marker = if chosen { "› " } else { "  " };
+                body.push(Line::from(Span::styled(
+                    format!("{marker}{}. {label}", index + 1),
+                    style,
+                )));
+            }
+            ("Trust the new content?", "Enter choose · y/n · Esc keep off")
         }
     };
     body.push(Line::from(Span::styled(footer, dim())));

@@ -62,6 +62,12 @@ pub enum UiMsg {
         window: u64,
     },
     Notice(Level, String),
+    /// `/reload` found that the trusted project changed since it was trusted: ask whether to trust
+    /// the new content. `changes` are one line each, escaped for the terminal.
+    TrustChanged {
+        project: String,
+        changes: Vec<String>,
+    },
     Sessions(Vec<SessionInfo>),
     /// The agent mode the session switched to.
     Mode(AgentMode),
@@ -138,6 +144,19 @@ fn outcome_messages(outcome: Outcome) -> Vec<UiMsg> {
             Tone::Error => Level::Error,
         };
         messages.push(UiMsg::Notice(level, said.text));
+    }
+    // After the reload's own notice: the question whether to trust what changed.
+    if let Outcome::Reloaded(hooks) = &outcome
+        && let Some(changes) = hooks.trust.changes()
+    {
+        messages.push(UiMsg::TrustChanged {
+            project: crate::terminal_text::escape_path(&hooks.project_dir),
+            changes: changes
+                .lines()
+                .iter()
+                .map(|line| crate::terminal_text::escape(line).into_owned())
+                .collect(),
+        });
     }
     messages
 }

@@ -549,3 +549,91 @@ fn untrust_in_the_app_says_what_the_next_start_does() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// The sha256 recorded for `file` (relative to the project) in trust.json's pin of the project.
+fn pinned_digest(session: &Session, file: &str) -> Value {
+    let trust: Value = serde_json::from_str(&std::fs::read_to_string(session.trust_file()).unwrap()).unwrap();
+    trust["pins"][session.project.to_str().unwrap()]["files"][file].clone()
+}
+
+fn sha256_of(path: &Path) -> Value {
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::digest(std::fs::read(path).unwrap());
+    Value::String(format!(
+        "sha256:{}",
+        digest.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    ))
+}
+
+#[test]
+fn reload_after_an_edit_asks_to_trust_the_new_content_and_shows_what_changed() {
+    let mut session = Session::start_after("project", |project, _| {
+        let hooks = project.join(".elph/hooks");
+        std::fs::create_dir_all(&hooks).unwrap();
+        std::fs::write(hooks.join("audit.sh"), "#!/bin/sh\ncat >/dev/null\n").unwrap();
+        std::fs::write(
+            project.join(".elph/hooks.json"),
+            r#"{"hooks": [{"id": "audit", "event": "stop", "command": "hooks/audit.sh"}]}"#,
+        )
+        .unwrap();
+    });
+    question(&session);
+    session.press(b"y");
+    session.wait_for("· trusted · 1 hook ·");
+    let script = session.project.join(".elph/hooks/audit.sh");
+    let first = pinned_digest(&session, ".elph/hooks/audit.sh");
+    assert_eq!(first, sha256_of(&script));
+
+    // A pull changes the script and adds a hook.
+    std::fs::write(&script, "#!/bin/sh\ncat >/dev/null\necho changed\n").unwrap();
+    std::fs::write(
+        session.project.join(".elph/hooks.json"),
+        r#"{"hooks": [
+            {"id": "audit", "event": "stop", "command": "hooks/audit.sh"},
+            {"id": "lint", "event": "stop", "command": "hooks/audit.sh"}
+        ]}"#,
+    )
+    .unwrap();
+    session.press(b"/reload");
+    session.wait_for("› /reload");
+    session.press(b"\r");
+    session.wait_for("Trust the new content?");
+    session.wait_for("Esc keep off");
+    let screen = session.contents();
+    assert!(
+        screen.contains(&format!(
+            "{} changed since you trusted it:",
+            session.project.display()
+        )),
+        "{screen}"
+    );
+    assert!(screen.contains("- hook added: lint"), "{screen}");
+    assert!(
+        screen.contains("- file changed: .elph/hooks/audit.sh"),
+        "{screen}"
+    );
+    assert!(screen.contains("› 1. Yes, trust the new content"), "{screen}");
+
+    // No keeps the project's hooks off and records nothing.
+    session.press(b"n");
+    session.wait_for("hooks and MCP servers off; /trust trusts the new content");
+    session.wait_for("· untrusted · 0 hooks ·");
+    assert_eq!(pinned_digest(&session, ".elph/hooks/audit.sh"), first);
+
+    // Asked again at the next /reload; Yes re-pins and loads.
+    session.press(b"/reload");
+    session.wait_for("› /reload");
+    session.press(b"\r");
+    session.wait_for("Esc keep off");
+    session.press(b"\x1b[B"); // Down: No
+    session.wait_for("› 2. No, keep its hooks and MCP servers off");
+    session.press(b"\x1b[A"); // Up: Yes
+    session.wait_for("› 1. Yes, trust the new content");
+    session.press(b"\r");
+    session.wait_for("· trusted · 2 hooks ·");
+    assert_eq!(
+        pinned_digest(&session, ".elph/hooks/audit.sh"),
+        sha256_of(&script)
+    );
+    assert!(!session.contents().contains("Trust the new content?"));
+}

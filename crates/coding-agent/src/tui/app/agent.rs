@@ -70,6 +70,14 @@ impl App {
                 self.status.context_window = window;
             }
             UiMsg::Notice(level, text) => self.push_notice(level, text),
+            UiMsg::TrustChanged { project, changes } => {
+                self.modal = Some(Modal::Trust {
+                    project,
+                    changes,
+                    selected: 0,
+                });
+                self.scroll = 0;
+            }
             UiMsg::Sessions(sessions) => {
                 let others: Vec<SessionInfo> = sessions
                     .into_iter()
