@@ -151,6 +151,12 @@ fn write_status(out: &mut impl Write, decision: &TrustDecision, store: &TrustSto
         }
         crate::trust::PinState::Matches => writeln!(out, "pinned: unchanged since trusted")?,
         crate::trust::PinState::Off => writeln!(out, "pinning: off (\"trustPinning\": false)")?,
+        // Trusted through a parent folder's entry, the default, or an entry older than pinning.
+        crate::trust::PinState::Unpinned if decision.trusted => writeln!(
+            out,
+            "not pinned: trusted by path only, so a change to its hooks would run without a question; \
+             run `elph trust` here to pin what is there now"
+        )?,
         crate::trust::PinState::Unpinned => {}
     }
     if decision.error().is_none() {

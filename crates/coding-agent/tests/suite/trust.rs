@@ -135,7 +135,9 @@ fn trust_is_inherited_from_a_trusted_parent() {
     assert_eq!(
         human,
         format!(
-            "{}: trusted\ndecided by entry {} = true\ndefault: ask\ntrust file: {}\n",
+            "{}: trusted\ndecided by entry {} = true\nnot pinned: trusted by path only, so a change to \
+             its hooks would run without a question; run `elph trust` here to pin what is there now\n\
+             default: ask\ntrust file: {}\n",
             child.display(),
             parent.display(),
             world.trust_file().display()

@@ -172,4 +172,18 @@ fn a_project_trusted_before_pinning_keeps_path_trust() {
     let status = p.status();
     assert_eq!(status["trusted"], true);
     assert!(status.get("pin").is_none(), "{status}");
+    // The human status says so, and how to pin it.
+    let text = stdout(&elph(&p.env, &["trust", "--status"]));
+    assert!(
+        text.contains("not pinned: trusted by path only") && text.contains("run `elph trust` here"),
+        "{text}"
+    );
+    // So is a project trusted through its parent's entry, until `elph trust` in it.
+    let child = p.env.project.join("sub");
+    std::fs::create_dir_all(&child).unwrap();
+    let text = stdout(&elph(&p.env, &["trust", "--status", child.to_str().unwrap()]));
+    assert!(text.contains("not pinned: trusted by path only"), "{text}");
+    elph(&p.env, &["trust", child.to_str().unwrap()]);
+    let text = stdout(&elph(&p.env, &["trust", "--status", child.to_str().unwrap()]));
+    assert!(text.contains("pinned: unchanged since trusted"), "{text}");
 }
