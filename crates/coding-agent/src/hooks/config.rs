@@ -340,8 +340,15 @@ pub fn check(bytes: &[u8]) -> Result<HooksFile, Vec<LoadError>> {
             problems.push(LoadError::new(
                 Some(format!("/hooks/{index}/protocol")),
                 format!(
-                    "hook '{}': protocol claude-code is only for events Claude Code has (sessionStart, userPromptSubmit, preToolUse, postToolUse, postToolUseFailure, preCompact, stop, sessionEnd), not {}; file ignored",
-                    hook.id, hook.event
+                    "hook '{}': protocol claude-code is only for events Claude Code has ({}), not {}; file ignored",
+                    hook.id,
+                    HookEvent::ALL
+                        .into_iter()
+                        .filter(|event| claude_code_has(*event))
+                        .map(HookEvent::as_str)
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    hook.event
                 ),
             ));
         }
@@ -411,11 +418,9 @@ fn fields_at(pointer: &str) -> Vec<&'static str> {
     list.iter().map(String::as_str).collect()
 }
 
+/// Whether Claude Code has `event` (it has a name for it there).
 fn claude_code_has(event: HookEvent) -> bool {
-    !matches!(
-        event,
-        HookEvent::BeforeAgent | HookEvent::Context | HookEvent::PostCompact
-    )
+    crate::hooks::claude_code::payload::claude_event(event).is_some()
 }
 
 /// One schema error in words, with its pointer; an object with several unknown fields gives one

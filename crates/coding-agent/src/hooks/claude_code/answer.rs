@@ -43,7 +43,14 @@ pub(crate) fn exit_two(event: HookEvent, payload: &HookPayload, stderr: &str) ->
                 out.outcome = Some(feedback(payload, &[reason]));
             }
         }
-        _ => out.notes.push(format!(
+        HookEvent::SessionStart
+        | HookEvent::UserPromptSubmit
+        | HookEvent::BeforeAgent
+        | HookEvent::Context
+        | HookEvent::PreCompact
+        | HookEvent::PostCompact
+        | HookEvent::Stop
+        | HookEvent::SessionEnd => out.notes.push(format!(
             "exit code 2 cannot block {} in Elph: {}; stderr: {reason}",
             claude_event(event).unwrap_or(event.as_str()),
             cannot_block(event)
@@ -56,7 +63,32 @@ fn cannot_block(event: HookEvent) -> &'static str {
     match event {
         HookEvent::UserPromptSubmit => "the prompt went on to the model",
         HookEvent::Stop => "the turn had already ended",
-        _ => "the event only reports what happened",
+        HookEvent::SessionStart
+        | HookEvent::BeforeAgent
+        | HookEvent::Context
+        | HookEvent::PreToolUse
+        | HookEvent::PostToolUse
+        | HookEvent::PostToolUseFailure
+        | HookEvent::PreCompact
+        | HookEvent::PostCompact
+        | HookEvent::SessionEnd => "the event only reports what happened",
+    }
+}
+
+/// Whether Claude Code adds a hook's plain-text stdout to the context for `event` (elsewhere it
+/// only shows it to the user).
+fn plain_text_is_context(event: HookEvent) -> bool {
+    match event {
+        HookEvent::SessionStart | HookEvent::UserPromptSubmit => true,
+        HookEvent::BeforeAgent
+        | HookEvent::Context
+        | HookEvent::PreToolUse
+        | HookEvent::PostToolUse
+        | HookEvent::PostToolUseFailure
+        | HookEvent::PreCompact
+        | HookEvent::PostCompact
+        | HookEvent::Stop
+        | HookEvent::SessionEnd => false,
     }
 }
 
@@ -75,7 +107,7 @@ pub(crate) fn exit_zero(
         Ok(Value::Object(object)) => object,
         // Plain text: Claude Code adds it to the context on these two events, and only shows it
         // to the user elsewhere.
-        _ if matches!(event, HookEvent::SessionStart | HookEvent::UserPromptSubmit) => {
+        _ if plain_text_is_context(event) => {
             out.context = Some(bounded("stdout", text)?);
             return Ok(out);
         }
@@ -176,7 +208,14 @@ impl Reader<'_> {
                             .push(format!("the hook ended the turn: {stop_reason}"));
                     }
                 }
-                _ => self.unsupported("continue", "only tool events can end the turn"),
+                HookEvent::SessionStart
+                | HookEvent::UserPromptSubmit
+                | HookEvent::BeforeAgent
+                | HookEvent::Context
+                | HookEvent::PreCompact
+                | HookEvent::PostCompact
+                | HookEvent::Stop
+                | HookEvent::SessionEnd => self.unsupported("continue", "only tool events can end the turn"),
             }
         } else if stop_reason.is_some() {
             self.unsupported("stopReason", "it applies only with continue: false");
@@ -247,7 +286,13 @@ impl Reader<'_> {
                     self.out.context = Some(bounded("hookSpecificOutput.additionalContext", &context)?);
                 }
                 HookEvent::PostToolUse | HookEvent::PostToolUseFailure => self.feedback.push(context),
-                _ => self.unsupported(
+                HookEvent::BeforeAgent
+                | HookEvent::Context
+                | HookEvent::PreToolUse
+                | HookEvent::PreCompact
+                | HookEvent::PostCompact
+                | HookEvent::Stop
+                | HookEvent::SessionEnd => self.unsupported(
                     "hookSpecificOutput.additionalContext",
                     "it applies to SessionStart, UserPromptSubmit and PostToolUse",
                 ),
@@ -290,7 +335,15 @@ impl Reader<'_> {
 fn feedback(payload: &HookPayload, texts: &[&str]) -> Value {
     let mut content = match payload {
         HookPayload::PostToolUse(p) | HookPayload::PostToolUseFailure(p) => p.content.clone(),
-        _ => Vec::new(),
+        HookPayload::SessionStart(_)
+        | HookPayload::UserPromptSubmit(_)
+        | HookPayload::BeforeAgent(_)
+        | HookPayload::Context(_)
+        | HookPayload::PreToolUse(_)
+        | HookPayload::PreCompact(_)
+        | HookPayload::PostCompact(_)
+        | HookPayload::Stop(_)
+        | HookPayload::SessionEnd(_) => Vec::new(),
     };
     content.extend(
         texts

@@ -7,6 +7,7 @@ use elph_agent::hooks::HookEvent;
 use elph_agent::hooks::limits::MAX_TIMEOUT_MS;
 use serde_json::Value;
 
+use super::payload::claude_event;
 use super::tools::elph_name;
 use crate::hooks::config::{HookConfig, MatcherConfig, Protocol};
 
@@ -20,18 +21,12 @@ pub(crate) struct Imported {
     pub skipped: Vec<String>,
 }
 
+/// The Elph event Claude Code calls `claude`: the inverse of [`claude_event`], so the names are
+/// listed once.
 fn elph_event(claude: &str) -> Option<HookEvent> {
-    Some(match claude {
-        "SessionStart" => HookEvent::SessionStart,
-        "UserPromptSubmit" => HookEvent::UserPromptSubmit,
-        "PreToolUse" => HookEvent::PreToolUse,
-        "PostToolUse" => HookEvent::PostToolUse,
-        "PostToolUseFailure" => HookEvent::PostToolUseFailure,
-        "PreCompact" => HookEvent::PreCompact,
-        "Stop" => HookEvent::Stop,
-        "SessionEnd" => HookEvent::SessionEnd,
-        _ => return None,
-    })
+    HookEvent::ALL
+        .into_iter()
+        .find(|event| claude_event(*event) == Some(claude))
 }
 
 /// Reads the `hooks` of a settings document. `taken` holds ids already in use (they are avoided).
