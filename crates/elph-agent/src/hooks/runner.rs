@@ -148,17 +148,7 @@ impl Severity {
 /// What goes on without a hook of `event` that fails open; `None` for observation-only events,
 /// whose hooks run after the fact and guard nothing (so they cannot be fail-closed either).
 pub fn went_on_unchecked(event: HookEvent) -> Option<&'static str> {
-    match event {
-        HookEvent::PreToolUse => Some("the tool call went ahead without its check"),
-        HookEvent::UserPromptSubmit | HookEvent::BeforeAgent | HookEvent::Context => {
-            Some("the model request was sent without its check")
-        }
-        HookEvent::PostToolUse | HookEvent::PostToolUseFailure => {
-            Some("the tool's result reached the model without its check")
-        }
-        HookEvent::PreCompact => Some("compaction went ahead without its check"),
-        HookEvent::SessionStart | HookEvent::PostCompact | HookEvent::Stop | HookEvent::SessionEnd => None,
-    }
+    event.unchecked()
 }
 
 /// Something a person should know about a hook run.
@@ -202,19 +192,7 @@ pub struct FailedClosed {
 impl FailedClosed {
     /// What a session does when a fail-closed hook of `event` cannot decide.
     pub fn consequence(event: HookEvent) -> &'static str {
-        match event {
-            HookEvent::PreToolUse => "the tool call is blocked",
-            HookEvent::UserPromptSubmit | HookEvent::BeforeAgent | HookEvent::Context => {
-                "the model request is not sent and the turn fails"
-            }
-            HookEvent::PostToolUse | HookEvent::PostToolUseFailure => {
-                "the tool's result is withheld from the model"
-            }
-            HookEvent::PreCompact => "compaction is cancelled",
-            HookEvent::SessionStart | HookEvent::PostCompact | HookEvent::Stop | HookEvent::SessionEnd => {
-                "nothing: observation-only events cannot fail closed"
-            }
-        }
+        event.fail_closed()
     }
 
     /// The reason given to the model and the user: which hook, what went wrong, and why that

@@ -79,6 +79,8 @@ impl Event for BeforeAgent {
     type Payload = BeforeAgentPayload;
     type Outcome = BeforeAgentOutcome;
     type Reduced = BeforeAgentReduced;
+    const UNCHECKED: Option<&'static str> = Some("the model request was sent without its check");
+    const FAIL_CLOSED: &'static str = "the model request is not sent and the turn fails";
 
     const TAKES_PROMPT: bool = true;
 

@@ -37,6 +37,8 @@ impl Event for Context {
     type Payload = ContextPayload;
     type Outcome = ContextOutcome;
     type Reduced = ContextReduced;
+    const UNCHECKED: Option<&'static str> = Some("the model request was sent without its check");
+    const FAIL_CLOSED: &'static str = "the model request is not sent and the turn fails";
 
     const TAKES_PROMPT: bool = true;
 

@@ -48,6 +48,11 @@ pub trait Event: 'static {
     const TOOL_EVENT: bool = false;
     /// Whether `elph hooks test --prompt` applies to this event's sample payload.
     const TAKES_PROMPT: bool = false;
+    /// What goes on without a hook of this event that fails open; `None` for observation-only
+    /// events, whose hooks run after the fact and guard nothing (so they cannot fail closed).
+    const UNCHECKED: Option<&'static str> = None;
+    /// What a session does when a fail-closed hook of this event cannot decide.
+    const FAIL_CLOSED: &'static str = "nothing: observation-only events cannot fail closed";
 
     fn base(payload: &Self::Payload) -> &PayloadBase;
 
@@ -219,6 +224,21 @@ macro_rules! events {
             pub fn takes_prompt(self) -> bool {
                 match self {
                     $( HookEvent::$variant => <$module::$ty as Event>::TAKES_PROMPT, )*
+                }
+            }
+
+            /// What goes on without a hook of this event that fails open (`Event::UNCHECKED`).
+            pub fn unchecked(self) -> Option<&'static str> {
+                match self {
+                    $( HookEvent::$variant => <$module::$ty as Event>::UNCHECKED, )*
+                }
+            }
+
+            /// What a session does when a fail-closed hook of this event cannot decide
+            /// (`Event::FAIL_CLOSED`).
+            pub fn fail_closed(self) -> &'static str {
+                match self {
+                    $( HookEvent::$variant => <$module::$ty as Event>::FAIL_CLOSED, )*
                 }
             }
 

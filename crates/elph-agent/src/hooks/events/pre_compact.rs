@@ -48,6 +48,8 @@ impl Event for PreCompact {
     type Payload = PreCompactPayload;
     type Outcome = PreCompactOutcome;
     type Reduced = PreCompactReduced;
+    const UNCHECKED: Option<&'static str> = Some("compaction went ahead without its check");
+    const FAIL_CLOSED: &'static str = "compaction is cancelled";
 
     fn base(payload: &PreCompactPayload) -> &PayloadBase {
         &payload.base
