@@ -9,7 +9,7 @@ use elph_agent::hooks::{HookEvent, HookPayload};
 use elph_ai::ContentBlock;
 use serde_json::{Map, Value, json};
 
-use super::payload::claude_event;
+use super::payload::ClaudeEvent;
 use super::tools::{claude_input, elph_field};
 
 /// What a Claude Code hook's answer means in Elph.
@@ -28,8 +28,12 @@ pub(crate) struct Translation {
 pub(crate) fn exit_two(event: HookEvent, payload: &HookPayload, stderr: &str) -> Translation {
     let reason = stderr.trim();
     let mut out = Translation::default();
+    // The configuration allows the claude-code protocol only on events Claude Code has.
+    let Some(event) = ClaudeEvent::of(event) else {
+        return out;
+    };
     match event {
-        HookEvent::PreToolUse => {
+        ClaudeEvent::PreToolUse => {
             let reason = if reason.is_empty() {
                 "blocked by a Claude Code hook (exit code 2)"
             } else {
@@ -37,58 +41,49 @@ pub(crate) fn exit_two(event: HookEvent, payload: &HookPayload, stderr: &str) ->
             };
             out.outcome = Some(json!({"block": true, "reason": reason}));
         }
-        HookEvent::PostToolUse | HookEvent::PostToolUseFailure => {
+        ClaudeEvent::PostToolUse | ClaudeEvent::PostToolUseFailure => {
             // The tool already ran; Claude Code shows stderr to the model.
             if !reason.is_empty() {
                 out.outcome = Some(feedback(payload, &[reason]));
             }
         }
-        HookEvent::SessionStart
-        | HookEvent::UserPromptSubmit
-        | HookEvent::BeforeAgent
-        | HookEvent::Context
-        | HookEvent::PreCompact
-        | HookEvent::PostCompact
-        | HookEvent::Stop
-        | HookEvent::SessionEnd => out.notes.push(format!(
+        ClaudeEvent::SessionStart
+        | ClaudeEvent::UserPromptSubmit
+        | ClaudeEvent::PreCompact
+        | ClaudeEvent::Stop
+        | ClaudeEvent::SessionEnd => out.notes.push(format!(
             "exit code 2 cannot block {} in Elph: {}; stderr: {reason}",
-            claude_event(event).unwrap_or(event.as_str()),
+            event.name(),
             cannot_block(event)
         )),
     }
     out
 }
 
-fn cannot_block(event: HookEvent) -> &'static str {
+fn cannot_block(event: ClaudeEvent) -> &'static str {
     match event {
-        HookEvent::UserPromptSubmit => "the prompt went on to the model",
-        HookEvent::Stop => "the turn had already ended",
-        HookEvent::SessionStart
-        | HookEvent::BeforeAgent
-        | HookEvent::Context
-        | HookEvent::PreToolUse
-        | HookEvent::PostToolUse
-        | HookEvent::PostToolUseFailure
-        | HookEvent::PreCompact
-        | HookEvent::PostCompact
-        | HookEvent::SessionEnd => "the event only reports what happened",
+        ClaudeEvent::UserPromptSubmit => "the prompt went on to the model",
+        ClaudeEvent::Stop => "the turn had already ended",
+        ClaudeEvent::SessionStart
+        | ClaudeEvent::PreToolUse
+        | ClaudeEvent::PostToolUse
+        | ClaudeEvent::PostToolUseFailure
+        | ClaudeEvent::PreCompact
+        | ClaudeEvent::SessionEnd => "the event only reports what happened",
     }
 }
 
 /// Whether Claude Code adds a hook's plain-text stdout to the context for `event` (elsewhere it
 /// only shows it to the user).
-fn plain_text_is_context(event: HookEvent) -> bool {
+fn plain_text_is_context(event: ClaudeEvent) -> bool {
     match event {
-        HookEvent::SessionStart | HookEvent::UserPromptSubmit => true,
-        HookEvent::BeforeAgent
-        | HookEvent::Context
-        | HookEvent::PreToolUse
-        | HookEvent::PostToolUse
-        | HookEvent::PostToolUseFailure
-        | HookEvent::PreCompact
-        | HookEvent::PostCompact
-        | HookEvent::Stop
-        | HookEvent::SessionEnd => false,
+        ClaudeEvent::SessionStart | ClaudeEvent::UserPromptSubmit => true,
+        ClaudeEvent::PreToolUse
+        | ClaudeEvent::PostToolUse
+        | ClaudeEvent::PostToolUseFailure
+        | ClaudeEvent::PreCompact
+        | ClaudeEvent::Stop
+        | ClaudeEvent::SessionEnd => false,
     }
 }
 
@@ -100,9 +95,10 @@ pub(crate) fn exit_zero(
 ) -> Result<Translation, String> {
     let text = stdout.trim();
     let mut out = Translation::default();
-    if text.is_empty() {
+    // The configuration allows the claude-code protocol only on events Claude Code has.
+    let (false, Some(event)) = (text.is_empty(), ClaudeEvent::of(event)) else {
         return Ok(out);
-    }
+    };
     let object = match serde_json::from_str::<Value>(text) {
         Ok(Value::Object(object)) => object,
         // Plain text: Claude Code adds it to the context on these two events, and only shows it
@@ -125,7 +121,7 @@ pub(crate) fn exit_zero(
 }
 
 struct Reader<'a> {
-    event: HookEvent,
+    event: ClaudeEvent,
     payload: &'a HookPayload,
     out: &'a mut Translation,
     /// The Elph outcome being built.
@@ -136,7 +132,7 @@ struct Reader<'a> {
 
 impl Reader<'_> {
     fn event_name(&self) -> &'static str {
-        claude_event(self.event).unwrap_or(self.event.as_str())
+        self.event.name()
     }
 
     fn unsupported(&mut self, field: &str, why: &str) {
@@ -170,9 +166,9 @@ impl Reader<'_> {
 
         match (decision.as_deref(), self.event) {
             (None, _) => {}
-            (Some("approve" | "allow"), HookEvent::PreToolUse) => {} // never loosens approval
-            (Some("block" | "deny"), HookEvent::PreToolUse) => self.block(reason),
-            (Some("block"), HookEvent::PostToolUse | HookEvent::PostToolUseFailure) => {
+            (Some("approve" | "allow"), ClaudeEvent::PreToolUse) => {} // never loosens approval
+            (Some("block" | "deny"), ClaudeEvent::PreToolUse) => self.block(reason),
+            (Some("block"), ClaudeEvent::PostToolUse | ClaudeEvent::PostToolUseFailure) => {
                 if let Some(reason) = &reason {
                     self.feedback.push(reason.clone());
                 }
@@ -193,14 +189,14 @@ impl Reader<'_> {
         }
         if !keep_going {
             match self.event {
-                HookEvent::PreToolUse => {
+                ClaudeEvent::PreToolUse => {
                     self.block(stop_reason);
                     self.out.notes.push(
                         "continue: false ends the whole turn in Claude Code; in Elph preToolUse blocks the call instead"
                             .into(),
                     );
                 }
-                HookEvent::PostToolUse | HookEvent::PostToolUseFailure => {
+                ClaudeEvent::PostToolUse | ClaudeEvent::PostToolUseFailure => {
                     self.elph.insert("terminate".into(), json!(true));
                     if let Some(stop_reason) = &stop_reason {
                         self.out
@@ -208,14 +204,13 @@ impl Reader<'_> {
                             .push(format!("the hook ended the turn: {stop_reason}"));
                     }
                 }
-                HookEvent::SessionStart
-                | HookEvent::UserPromptSubmit
-                | HookEvent::BeforeAgent
-                | HookEvent::Context
-                | HookEvent::PreCompact
-                | HookEvent::PostCompact
-                | HookEvent::Stop
-                | HookEvent::SessionEnd => self.unsupported("continue", "only tool events can end the turn"),
+                ClaudeEvent::SessionStart
+                | ClaudeEvent::UserPromptSubmit
+                | ClaudeEvent::PreCompact
+                | ClaudeEvent::Stop
+                | ClaudeEvent::SessionEnd => {
+                    self.unsupported("continue", "only tool events can end the turn")
+                }
             }
         } else if stop_reason.is_some() {
             self.unsupported("stopReason", "it applies only with continue: false");
@@ -250,7 +245,7 @@ impl Reader<'_> {
                 "field 'hookSpecificOutput.{field}' has no Elph equivalent and was ignored"
             ));
         }
-        if self.event != HookEvent::PreToolUse {
+        if self.event != ClaudeEvent::PreToolUse {
             if permission.is_some() {
                 self.unsupported(
                     "hookSpecificOutput.permissionDecision",
@@ -282,17 +277,14 @@ impl Reader<'_> {
         }
         if let Some(context) = context {
             match self.event {
-                HookEvent::SessionStart | HookEvent::UserPromptSubmit => {
+                ClaudeEvent::SessionStart | ClaudeEvent::UserPromptSubmit => {
                     self.out.context = Some(bounded("hookSpecificOutput.additionalContext", &context)?);
                 }
-                HookEvent::PostToolUse | HookEvent::PostToolUseFailure => self.feedback.push(context),
-                HookEvent::BeforeAgent
-                | HookEvent::Context
-                | HookEvent::PreToolUse
-                | HookEvent::PreCompact
-                | HookEvent::PostCompact
-                | HookEvent::Stop
-                | HookEvent::SessionEnd => self.unsupported(
+                ClaudeEvent::PostToolUse | ClaudeEvent::PostToolUseFailure => self.feedback.push(context),
+                ClaudeEvent::PreToolUse
+                | ClaudeEvent::PreCompact
+                | ClaudeEvent::Stop
+                | ClaudeEvent::SessionEnd => self.unsupported(
                     "hookSpecificOutput.additionalContext",
                     "it applies to SessionStart, UserPromptSubmit and PostToolUse",
                 ),

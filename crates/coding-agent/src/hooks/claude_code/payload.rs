@@ -8,19 +8,54 @@ use serde_json::{Map, Value, json};
 
 use super::tools::{claude_input, claude_name};
 
+/// An event both agents have: the only events a Claude Code hook can be written for (the
+/// configuration refuses the others), so the answer's reader matches over these eight.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ClaudeEvent {
+    SessionStart,
+    UserPromptSubmit,
+    PreToolUse,
+    PostToolUse,
+    PostToolUseFailure,
+    PreCompact,
+    Stop,
+    SessionEnd,
+}
+
+impl ClaudeEvent {
+    /// Claude Code's counterpart of `event`, if it has one.
+    pub(crate) fn of(event: HookEvent) -> Option<ClaudeEvent> {
+        Some(match event {
+            HookEvent::SessionStart => ClaudeEvent::SessionStart,
+            HookEvent::UserPromptSubmit => ClaudeEvent::UserPromptSubmit,
+            HookEvent::PreToolUse => ClaudeEvent::PreToolUse,
+            HookEvent::PostToolUse => ClaudeEvent::PostToolUse,
+            HookEvent::PostToolUseFailure => ClaudeEvent::PostToolUseFailure,
+            HookEvent::PreCompact => ClaudeEvent::PreCompact,
+            HookEvent::Stop => ClaudeEvent::Stop,
+            HookEvent::SessionEnd => ClaudeEvent::SessionEnd,
+            HookEvent::BeforeAgent | HookEvent::Context | HookEvent::PostCompact => return None,
+        })
+    }
+
+    /// Its name in Claude Code.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            ClaudeEvent::SessionStart => "SessionStart",
+            ClaudeEvent::UserPromptSubmit => "UserPromptSubmit",
+            ClaudeEvent::PreToolUse => "PreToolUse",
+            ClaudeEvent::PostToolUse => "PostToolUse",
+            ClaudeEvent::PostToolUseFailure => "PostToolUseFailure",
+            ClaudeEvent::PreCompact => "PreCompact",
+            ClaudeEvent::Stop => "Stop",
+            ClaudeEvent::SessionEnd => "SessionEnd",
+        }
+    }
+}
+
 /// Claude Code's name for an event, for the events it has.
 pub(crate) fn claude_event(event: HookEvent) -> Option<&'static str> {
-    Some(match event {
-        HookEvent::SessionStart => "SessionStart",
-        HookEvent::UserPromptSubmit => "UserPromptSubmit",
-        HookEvent::PreToolUse => "PreToolUse",
-        HookEvent::PostToolUse => "PostToolUse",
-        HookEvent::PostToolUseFailure => "PostToolUseFailure",
-        HookEvent::PreCompact => "PreCompact",
-        HookEvent::Stop => "Stop",
-        HookEvent::SessionEnd => "SessionEnd",
-        HookEvent::BeforeAgent | HookEvent::Context | HookEvent::PostCompact => return None,
-    })
+    ClaudeEvent::of(event).map(ClaudeEvent::name)
 }
 
 /// The payload as Claude Code would send it, one line of JSON with a newline.
