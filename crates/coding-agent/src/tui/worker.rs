@@ -111,7 +111,15 @@ fn hooks_and_problems(messages: &mut Vec<UiMsg>, hooks: &HookState, problems: bo
     messages.push(UiMsg::Hooks(HooksView::from_state(hooks)));
     if problems {
         for diagnostic in &hooks.set.diagnostics {
-            messages.push(UiMsg::Notice(Level::Problem, diagnostic.to_string()));
+            // Project hooks that are off for trust (their ids and events are in the message) are
+            // as loud as a guard that failed open: a guard that does not run does not guard.
+            let off = !hooks.trust.trusted
+                && (diagnostic.message.starts_with("project hooks skipped until")
+                    || diagnostic
+                        .message
+                        .starts_with("project hooks and MCP servers skipped:"));
+            let level = if off { Level::Warning } else { Level::Problem };
+            messages.push(UiMsg::Notice(level, diagnostic.to_string()));
         }
     }
 }

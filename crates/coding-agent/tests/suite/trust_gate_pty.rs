@@ -527,6 +527,14 @@ fn the_app_names_the_project_hooks_that_are_off_when_it_starts_untrusted() {
         "said once:\n{}",
         session.contents()
     );
+    assert!(
+        session.contents().contains(&format!(
+            "⚠ {}/.elph/hooks.json: project hooks skipped until",
+            session.project.display()
+        )),
+        "as loud as a failed guard:\n{}",
+        session.contents()
+    );
 }
 
 #[test]
