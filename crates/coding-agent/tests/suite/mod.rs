@@ -51,5 +51,6 @@ mod tui_modes;
 mod tui_pty;
 mod tui_snapshots;
 mod tui_support;
+mod tui_trust;
 mod workflows_cli;
 mod workflows_e2e;
