@@ -165,7 +165,10 @@ async fn run_async(
                 };
                 for diagnostic in &session.hooks.set.diagnostics {
                     // The warning above said it, with more weight.
-                    if hooks_off && diagnostic.message.starts_with(SKIPPED_UNTRUSTED) {
+                    if hooks_off
+                        && (diagnostic.message.starts_with(SKIPPED_UNTRUSTED)
+                            || diagnostic.message.starts_with(SKIPPED_CHANGED))
+                    {
                         continue;
                     }
                     emit_diagnostic(format, &diagnostic.to_string());
@@ -227,6 +230,9 @@ async fn run_async(
 
 /// The start of the hook-set diagnostic that [`warn_hooks_off`] stands in for.
 const SKIPPED_UNTRUSTED: &str = "project hooks skipped until";
+/// The start of the trust decision's diagnostic for a changed project, which the warning also
+/// stands in for (it names the changes).
+const SKIPPED_CHANGED: &str = "project hooks and MCP servers skipped:";
 
 /// When the project is not trusted (or changed since it was) and has hooks, says which are off,
 /// on several lines that stand out: a guard hook that silently does not run lets through what it
@@ -235,15 +241,21 @@ fn warn_hooks_off(paths: &Paths, trust: &crate::trust::TrustDecision) -> bool {
     if trust.trusted {
         return false;
     }
-    let off = crate::trust::contents::ProjectContents::survey(paths).enabled_hooks();
+    let contents = crate::trust::contents::ProjectContents::survey(paths);
+    let off = contents.enabled_hooks();
     if off.is_empty() {
         return false;
     }
+    let servers_too = match &contents.mcp_servers {
+        crate::trust::contents::Listing::Items(servers) if !servers.is_empty() => {
+            " (its MCP servers are off too)"
+        }
+        _ => "",
+    };
     let dir = crate::diagnostics::shell_quote(&paths.project_dir);
-    let why = if trust.changes().is_some() {
-        "it changed since you trusted it"
-    } else {
-        "it is not trusted"
+    let why = match trust.changes() {
+        Some(changes) => format!("it changed since you trusted it ({})", changes.summary()),
+        None => "it is not trusted".to_string(),
     };
     let mut text = format!(
         "elph: WARNING: {} project hook(s) are OFF in this run: {why}.\n\
@@ -255,7 +267,7 @@ fn warn_hooks_off(paths: &Paths, trust: &crate::trust::TrustDecision) -> bool {
         text.push_str(&format!("elph:     - {hook}\n"));
     }
     text.push_str(&format!(
-        "elph:   Review them, then run `elph trust {dir}` to turn them on."
+        "elph:   Review them, then run `elph trust {dir}` to turn them on{servers_too}."
     ));
     crate::terminal_text::eprint_line(&text);
     true

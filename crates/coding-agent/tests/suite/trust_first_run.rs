@@ -105,7 +105,35 @@ async fn run_in_an_untrusted_project_names_the_hooks_that_are_off_once() {
     let output = run_once(&env).await;
     let stderr = text(&output.stderr);
     assert!(
-        stderr.contains("2 project hook(s) are OFF in this run: it changed since you trusted it."),
+        stderr.contains(
+            "2 project hook(s) are OFF in this run: it changed since you trusted it (file changed: \
+             .elph/hooks/audit.sh)."
+        ),
+        "{stderr}"
+    );
+    assert_eq!(
+        stderr.matches("changed since you trusted it").count(),
+        1,
+        "said once: {stderr}"
+    );
+}
+
+#[tokio::test]
+async fn the_warning_says_the_project_servers_are_off_too() {
+    let env = TestEnv::new();
+    guarded_project(&env);
+    std::fs::write(
+        env.project.join(".elph/mcp.json"),
+        json!({"mcpServers": {"db": {"command": "/bin/true"}}}).to_string(),
+    )
+    .unwrap();
+    let output = run_once(&env).await;
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains(
+            "to turn them on (its MCP servers are off too).
+"
+        ),
         "{stderr}"
     );
 }
