@@ -130,10 +130,7 @@ async fn the_warning_says_the_project_servers_are_off_too() {
     let output = run_once(&env).await;
     let stderr = text(&output.stderr);
     assert!(
-        stderr.contains(
-            "to turn them on (its MCP servers are off too).
-"
-        ),
+        stderr.contains("to turn them on (its MCP servers are off too).\n"),
         "{stderr}"
     );
 }
