@@ -246,6 +246,19 @@ impl Runtime {
         &self.model
     }
 
+    /// `/model PROVIDER/MODEL`: the next requests go to that model, the conversation stays. A
+    /// name that is not a model Elph can use (no provider of that name, no API key) changes nothing.
+    pub(crate) fn set_model(&mut self, spec: &str) -> Result<(), elph_ai::ProviderError> {
+        let origin = elph_ai::ModelOrigin::Command;
+        let selection = elph_ai::ModelSelection::parse(spec, &origin)?;
+        let provider = elph_ai::select::build(&selection, &origin, &self.paths.config_dir, &|name| {
+            std::env::var(name).ok()
+        })?;
+        self.model = format!("{}/{}", provider.provider_name(), provider.model_id());
+        self.harness.set_provider(Arc::from(provider));
+        Ok(())
+    }
+
     /// `/reload`: re-reads trust and both hook files and swaps the new set in one step. Returns the
     /// new set, whose diagnostics the front end shows.
     pub(crate) fn reload(&mut self) -> Arc<HookSet> {

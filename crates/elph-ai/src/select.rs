@@ -21,6 +21,8 @@ pub enum ModelOrigin {
     Env,
     /// `model` in this settings file.
     Settings(PathBuf),
+    /// A running session's `/model NAME` command.
+    Command,
 }
 
 impl fmt::Display for ModelOrigin {
@@ -29,6 +31,7 @@ impl fmt::Display for ModelOrigin {
             ModelOrigin::Flag => f.write_str("--model"),
             ModelOrigin::Env => f.write_str("ELPH_MODEL"),
             ModelOrigin::Settings(path) => write!(f, "\"model\" in {}", path.display()),
+            ModelOrigin::Command => f.write_str("/model"),
         }
     }
 }

@@ -62,6 +62,14 @@ pub(crate) struct Cli {
     #[arg(long = "mode", value_name = "MODE", default_value = "build")]
     pub(crate) agent_mode: elph_agent::harness::AgentMode,
 
+    /// Continue the project's most recent session in the terminal UI (its conversation shows again).
+    #[arg(short = 'c', long = "continue", conflicts_with = "session")]
+    pub continue_session: bool,
+
+    /// Resume the session with this id in the terminal UI (`elph sessions` lists them).
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
+
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -155,25 +163,30 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         Some(Command::Sandbox(args)) => sandbox::run(cli.cwd.as_deref(), args),
         Some(Command::Completions(args)) => completions::run(args),
         Some(Command::Man(args)) => man::run(args),
-        None => interactive(
-            cli.cwd.as_deref(),
-            cli.model,
-            cli.approval.into(),
-            cli.sandbox,
-            cli.agent_mode,
-        ),
+        None => {
+            let session = match (cli.continue_session, cli.session) {
+                (true, _) => crate::session::SessionChoice::Continue,
+                (false, Some(id)) => crate::session::SessionChoice::Resume(id),
+                (false, None) => crate::session::SessionChoice::New,
+            };
+            let options = crate::session::SessionOptions {
+                model: cli.model,
+                // `ask` by default: a person is there to answer.
+                approval: cli.approval.into(),
+                max_turns: None,
+                session,
+                sandbox: cli.sandbox,
+                editor_mcp_servers: Vec::new(),
+                mode: cli.agent_mode,
+            };
+            interactive(cli.cwd.as_deref(), options)
+        }
     }
 }
 
 /// `elph` without a subcommand: the trust gate first, before the datastore or any UI opens; then
 /// the terminal UI, with the project's hooks only if the project is trusted.
-fn interactive(
-    cwd: Option<&std::path::Path>,
-    model: Option<String>,
-    approval: elph_agent::harness::ApprovalPolicy,
-    sandbox: crate::sandbox::SandboxArgs,
-    mode: elph_agent::harness::AgentMode,
-) -> anyhow::Result<u8> {
+fn interactive(cwd: Option<&std::path::Path>, options: crate::session::SessionOptions) -> anyhow::Result<u8> {
     use crate::gate::{GateOutcome, has_terminal, startup_gate};
     let paths = crate::paths::Paths::from_env(cwd)?;
     let store = crate::trust::TrustStore::new(&paths.config_dir);
@@ -184,7 +197,7 @@ fn interactive(
             Ok(exit::TRUST_DECLINED)
         }
         GateOutcome::Interrupted => Ok(exit::INTERRUPTED),
-        GateOutcome::Proceed(decision) => crate::tui::run(paths, model, approval, sandbox, mode, decision),
+        GateOutcome::Proceed(decision) => crate::tui::run(paths, options, decision),
     }
 }
 

@@ -18,6 +18,7 @@ pub(crate) enum SlashCommand {
     New,
     Resume,
     Mode,
+    Model,
     Hooks,
     Quit,
 }
@@ -45,6 +46,8 @@ pub(crate) struct Argument {
 pub(crate) struct Spec {
     pub command: SlashCommand,
     pub name: &'static str,
+    /// Other names it answers to, the ones people bring from other agents (`/exit`, `/clear`).
+    pub aliases: &'static [&'static str],
     pub argument: Option<Argument>,
     pub description: &'static str,
     pub handler: Handler,
@@ -52,19 +55,21 @@ pub(crate) struct Spec {
 
 /// The commands offered to editors over ACP, in the order they list them. Editors have their own
 /// ways to start, load and leave sessions and no panels, so only the commands about the project's
-/// hooks and context are.
-pub(crate) const IN_EDITORS: [SlashCommand; 4] = [
+/// hooks, context and model are: never `/quit`, `/new`, `/resume` or their aliases.
+pub(crate) const IN_EDITORS: [SlashCommand; 5] = [
     SlashCommand::Reload,
     SlashCommand::Trust,
     SlashCommand::Untrust,
     SlashCommand::Compact,
+    SlashCommand::Model,
 ];
 
 /// Every command, in the order the palette and `/help` list them.
-pub(crate) const TABLE: [Spec; 10] = [
+pub(crate) const TABLE: [Spec; 11] = [
     Spec {
         command: SlashCommand::Help,
         name: "help",
+        aliases: &[],
         argument: None,
         description: "Show commands and keys",
         handler: Handler::FrontEnd,
@@ -72,6 +77,7 @@ pub(crate) const TABLE: [Spec; 10] = [
     Spec {
         command: SlashCommand::Trust,
         name: TrustSlashCommand::Trust.name(),
+        aliases: &[],
         argument: None,
         description: TrustSlashCommand::Trust.description(),
         handler: Handler::Session,
@@ -79,6 +85,7 @@ pub(crate) const TABLE: [Spec; 10] = [
     Spec {
         command: SlashCommand::Untrust,
         name: TrustSlashCommand::Untrust.name(),
+        aliases: &[],
         argument: None,
         description: TrustSlashCommand::Untrust.description(),
         handler: Handler::Session,
@@ -86,6 +93,7 @@ pub(crate) const TABLE: [Spec; 10] = [
     Spec {
         command: SlashCommand::Reload,
         name: "reload",
+        aliases: &[],
         argument: None,
         description: "Re-read trust and both hooks.json files",
         handler: Handler::Session,
@@ -93,6 +101,7 @@ pub(crate) const TABLE: [Spec; 10] = [
     Spec {
         command: SlashCommand::Compact,
         name: "compact",
+        aliases: &[],
         argument: Some(Argument {
             name: "instructions",
             hint: "what the summary should keep",
@@ -103,6 +112,7 @@ pub(crate) const TABLE: [Spec; 10] = [
     Spec {
         command: SlashCommand::New,
         name: "new",
+        aliases: &["clear"],
         argument: None,
         description: "End this session and start a new one",
         handler: Handler::Session,
@@ -110,6 +120,7 @@ pub(crate) const TABLE: [Spec; 10] = [
     Spec {
         command: SlashCommand::Resume,
         name: "resume",
+        aliases: &[],
         argument: Some(Argument {
             name: "session id",
             hint: "the id of an earlier session",
@@ -120,6 +131,7 @@ pub(crate) const TABLE: [Spec; 10] = [
     Spec {
         command: SlashCommand::Mode,
         name: "mode",
+        aliases: &[],
         argument: Some(Argument {
             name: "build|plan",
             hint: "build or plan; none switches to the other",
@@ -128,8 +140,20 @@ pub(crate) const TABLE: [Spec; 10] = [
         handler: Handler::Session,
     },
     Spec {
+        command: SlashCommand::Model,
+        name: "model",
+        aliases: &[],
+        argument: Some(Argument {
+            name: "provider/model",
+            hint: "a model such as openai/gpt-4.1; none shows the current one",
+        }),
+        description: "Show the model, or switch this session to another",
+        handler: Handler::Session,
+    },
+    Spec {
         command: SlashCommand::Hooks,
         name: "hooks",
+        aliases: &[],
         argument: None,
         description: "Active hooks, sources, recent runs, diagnostics",
         handler: Handler::FrontEnd,
@@ -137,6 +161,7 @@ pub(crate) const TABLE: [Spec; 10] = [
     Spec {
         command: SlashCommand::Quit,
         name: "quit",
+        aliases: &["exit"],
         argument: None,
         description: "End the session and exit",
         handler: Handler::FrontEnd,
@@ -144,8 +169,8 @@ pub(crate) const TABLE: [Spec; 10] = [
 ];
 
 impl SlashCommand {
-    pub(crate) const ALL: [SlashCommand; 10] = {
-        let mut all = [SlashCommand::Help; 10];
+    pub const ALL: [SlashCommand; 11] = {
+        let mut all = [SlashCommand::Help; 11];
         let mut i = 0;
         while i < TABLE.len() {
             all[i] = TABLE[i].command;
@@ -172,6 +197,20 @@ impl SlashCommand {
             .argument
             .map(|argument| format!(" [{}]", argument.name))
             .unwrap_or_default()
+    }
+
+    /// The other names it answers to.
+    pub fn aliases(self) -> &'static [&'static str] {
+        self.spec().aliases
+    }
+
+    /// The name and its aliases as typed: `/quit, /exit`.
+    pub(crate) fn names(self) -> String {
+        std::iter::once(self.name())
+            .chain(self.aliases().iter().copied())
+            .map(|name| format!("/{name}"))
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 
     pub(crate) fn description(self) -> &'static str {
@@ -201,6 +240,7 @@ impl SlashCommand {
                 None => Op::ListSessions,
             }),
             SlashCommand::Mode => Some(Op::SetMode(argument)),
+            SlashCommand::Model => Some(Op::Model(argument)),
             SlashCommand::Help | SlashCommand::Hooks | SlashCommand::Quit => None,
         }
     }
@@ -208,7 +248,10 @@ impl SlashCommand {
     fn from_name(name: &str) -> Option<SlashCommand> {
         TABLE
             .iter()
-            .find(|spec| spec.name.eq_ignore_ascii_case(name))
+            .find(|spec| {
+                spec.name.eq_ignore_ascii_case(name)
+                    || spec.aliases.iter().any(|alias| alias.eq_ignore_ascii_case(name))
+            })
             .map(|spec| spec.command)
     }
 }
@@ -288,10 +331,14 @@ mod tests {
             assert_eq!(command.spec().command, command);
             assert_eq!(SlashCommand::from_name(command.name()), Some(command));
         }
-        let mut names: Vec<&str> = TABLE.iter().map(|spec| spec.name).collect();
+        let mut names: Vec<&str> = TABLE
+            .iter()
+            .flat_map(|spec| std::iter::once(spec.name).chain(spec.aliases.iter().copied()))
+            .collect();
+        let count = names.len();
         names.sort_unstable();
         names.dedup();
-        assert_eq!(names.len(), TABLE.len());
+        assert_eq!(names.len(), count, "no name or alias is used twice");
     }
 
     #[test]
@@ -303,7 +350,7 @@ mod tests {
         assert!(trusted.contains(&"untrust") && !trusted.contains(&"trust"));
         assert_eq!(
             names(TrustSlashCommand::Untrust, FrontEnd::Editor),
-            ["reload", "untrust", "compact"]
+            ["reload", "untrust", "compact", "model"]
         );
     }
 
@@ -317,6 +364,15 @@ mod tests {
             ))
         );
         assert_eq!(parse(" /quit "), Some(Parsed::Command(SlashCommand::Quit, None)));
+        assert_eq!(parse("/exit"), Some(Parsed::Command(SlashCommand::Quit, None)));
+        assert_eq!(parse("/Clear"), Some(Parsed::Command(SlashCommand::New, None)));
+        assert_eq!(
+            parse("/model openai/gpt-4.1"),
+            Some(Parsed::Command(
+                SlashCommand::Model,
+                Some("openai/gpt-4.1".into())
+            ))
+        );
         assert_eq!(parse("/nope x"), Some(Parsed::Unknown("nope".into())));
         assert_eq!(parse("hello /quit"), None);
     }
@@ -334,6 +390,9 @@ mod tests {
         assert_eq!(parse_for_editor("/reloading"), None);
         assert_eq!(parse_for_editor("/trust me"), None);
         assert_eq!(parse_for_editor("/help"), None);
+        assert_eq!(parse_for_editor("/exit"), None);
+        assert_eq!(parse_for_editor("/clear"), None);
+        assert_eq!(parse_for_editor("/model"), Some((SlashCommand::Model, None)));
         assert_eq!(parse_for_editor("please /reload"), None);
     }
 }

@@ -84,6 +84,19 @@ pub enum Outcome {
     Sessions(Result<Vec<SessionInfo>, String>),
     /// The agent mode now, or why the one asked for is not one (the mode is unchanged).
     Mode(Result<AgentMode, String>),
+    /// What `/model` did.
+    Model(ModelOutcome),
+}
+
+/// What `Model` did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ModelOutcome {
+    /// No name was given: the model in use (`provider/model`).
+    Current(String),
+    /// The next requests go to this model; the conversation stays.
+    Switched(String),
+    /// Not a model Elph can use (the model is unchanged): why, and the model still in use.
+    Failed { error: String, current: String },
 }
 
 /// One thing a session tells its front end.

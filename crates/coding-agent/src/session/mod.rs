@@ -30,7 +30,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 pub use approval::{Approvals, PendingApproval};
-pub use events::{HookState, OpId, Opened, Outcome, SessionEvent, TrustOutcome};
+pub use events::{HookState, ModelOutcome, OpId, Opened, Outcome, SessionEvent, TrustOutcome};
 
 use crate::paths::Paths;
 use crate::runtime::Runtime;
@@ -63,6 +63,9 @@ pub enum Op {
     /// turns, by name; `None` switches to the next mode in the cycle. It also holds for a session
     /// opened by `New`/`Resume` in this one's place.
     SetMode(Option<String>),
+    /// `/model [PROVIDER/MODEL]`: with a name, the model for the next requests of this session
+    /// (and of one opened by `New`/`Resume` in its place); without, which model is in use.
+    Model(Option<String>),
     /// Fire sessionEnd with `reason`, then stop (the last event is [`SessionEvent::Ended`]).
     End { reason: String },
 }

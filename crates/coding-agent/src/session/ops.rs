@@ -3,7 +3,7 @@
 use elph_agent::harness::AgentMode;
 use elph_agent::hooks::CompactTrigger;
 
-use super::{Op, Outcome, Session, SessionChoice, SessionEvent, TrustOutcome};
+use super::{ModelOutcome, Op, Outcome, Session, SessionChoice, SessionEvent, TrustOutcome};
 use crate::runtime::Runtime;
 
 impl Session {
@@ -39,6 +39,7 @@ impl Session {
             Op::Resume(id) => self.switch(SessionChoice::Resume(id)).await,
             Op::ListSessions => Outcome::Sessions(self.list_sessions()),
             Op::SetMode(name) => Outcome::Mode(self.set_mode(name.as_deref())),
+            Op::Model(name) => Outcome::Model(self.set_model(name.as_deref())),
             Op::End { reason } => {
                 self.end(&reason).await;
                 return None;
@@ -82,6 +83,24 @@ impl Session {
         self.runtime.harness_mut().set_mode(mode);
         self.options.mode = mode;
         Ok(mode)
+    }
+
+    /// Switches the model by name, or says which one is in use; the options keep it for
+    /// `New`/`Resume`.
+    fn set_model(&mut self, name: Option<&str>) -> ModelOutcome {
+        let Some(name) = name.map(str::trim).filter(|name| !name.is_empty()) else {
+            return ModelOutcome::Current(self.runtime.model().to_string());
+        };
+        match self.runtime.set_model(name) {
+            Ok(()) => {
+                self.options.model = Some(name.to_string());
+                ModelOutcome::Switched(self.runtime.model().to_string())
+            }
+            Err(error) => ModelOutcome::Failed {
+                error: error.to_string(),
+                current: self.runtime.model().to_string(),
+            },
+        }
     }
 
     fn list_sessions(&self) -> Result<Vec<crate::store::SessionInfo>, String> {

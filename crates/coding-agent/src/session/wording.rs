@@ -5,7 +5,7 @@
 
 use elph_agent::harness::CompactOutcome;
 
-use super::{HookState, Outcome, TrustOutcome};
+use super::{HookState, ModelOutcome, Outcome, TrustOutcome};
 
 /// How a result reads: news, a change a hook made, or a failure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,6 +58,15 @@ pub(crate) fn said(outcome: &Outcome) -> Option<Said> {
         Outcome::Sessions(Err(error)) => Said::error(error),
         Outcome::Mode(Ok(mode)) => Said::info(format!("Mode {mode}: {}", mode.description())),
         Outcome::Mode(Err(error)) => Said::error(error),
+        Outcome::Model(ModelOutcome::Current(model)) => Said::info(format!(
+            "Model: {model}. /model PROVIDER/MODEL switches this session to another."
+        )),
+        Outcome::Model(ModelOutcome::Switched(model)) => {
+            Said::info(format!("Model: {model}; the next requests go to it."))
+        }
+        Outcome::Model(ModelOutcome::Failed { error, current }) => Said::error(format!(
+            "Cannot switch the model: {error}. Still using {current}."
+        )),
     })
 }
 

@@ -31,6 +31,7 @@ fn busy_label(op: &Op) -> &'static str {
         Op::Resume(_) => "resuming",
         Op::ListSessions => "listing sessions",
         Op::SetMode(_) => "switching mode",
+        Op::Model(_) => "switching model",
         Op::End { .. } => "ending the session",
     }
 }
@@ -306,6 +307,8 @@ impl App {
             return;
         }
         if key.code == KeyCode::Esc && plain {
+            // Nothing open to close: Esc stops the running turn, as the first Ctrl+C does.
+            self.cancel_running();
             return;
         }
         if self.composer.handle_key(key) == super::composer::Edit::Changed {
@@ -331,18 +334,7 @@ impl App {
             self.exit = true;
             return;
         }
-        let running = self
-            .busy
-            .as_ref()
-            .and_then(|busy| busy.cancel.as_ref())
-            .filter(|cancel| !cancel.is_cancelled())
-            .cloned();
-        if let Some(cancel) = running {
-            cancel.cancel();
-            if let Some(busy) = &mut self.busy {
-                busy.label = "cancelling".into();
-            }
-            self.close_approval();
+        if self.cancel_running() {
             self.set_hint("cancelling the turn · Ctrl+C again to exit");
             return;
         }
@@ -357,8 +349,38 @@ impl App {
         self.set_hint("press Ctrl+C again to exit");
     }
 
-    /// `/quit`, or Ctrl+C twice: cancel what runs, fire sessionEnd, then exit.
+    /// Cancels the running turn or compaction (its hooks and tools are killed; the turn ends
+    /// cancelled); whether one was running.
+    fn cancel_running(&mut self) -> bool {
+        let running = self
+            .busy
+            .as_ref()
+            .and_then(|busy| busy.cancel.as_ref())
+            .filter(|cancel| !cancel.is_cancelled())
+            .cloned();
+        let Some(cancel) = running else {
+            return false;
+        };
+        cancel.cancel();
+        if let Some(busy) = &mut self.busy {
+            busy.label = "cancelling".into();
+        }
+        self.close_approval();
+        true
+    }
+
+    /// `/quit`, or Ctrl+C twice: cancel what runs, fire sessionEnd (reason `exit`), then exit.
     pub fn quit(&mut self) {
+        self.end_session("exit");
+    }
+
+    /// Told to stop by a signal (SIGTERM, SIGHUP, …): [`quit`](Self::quit), with sessionEnd's
+    /// reason `interrupted`, as `elph run` and `elph acp` record it.
+    pub fn interrupted(&mut self) {
+        self.end_session("interrupted");
+    }
+
+    fn end_session(&mut self, reason: &str) {
         if self.quitting {
             self.exit = true;
             return;
@@ -369,7 +391,7 @@ impl App {
         }
         self.close_approval();
         let end = Op::End {
-            reason: "exit".into(),
+            reason: reason.into(),
         };
         self.start(busy_label(&end), end, None);
         self.set_hint("Ctrl+C to exit now");
@@ -435,7 +457,9 @@ impl App {
 
     fn run_command(&mut self, command: SlashCommand, args: Option<String>) {
         match command {
-            SlashCommand::Help => self.items.push(Item::Panel(help_panel())),
+            SlashCommand::Help => self
+                .items
+                .push(Item::Panel(help_panel(self.hooks.offered, &self.hooks.workflows))),
             SlashCommand::Hooks => {
                 let panel = hookview::panel(&self.hooks, &self.recent_runs);
                 self.items.push(Item::Panel(panel));
@@ -447,7 +471,8 @@ impl App {
             | SlashCommand::Compact
             | SlashCommand::New
             | SlashCommand::Resume
-            | SlashCommand::Mode => {
+            | SlashCommand::Mode
+            | SlashCommand::Model => {
                 let cancel = CancellationToken::new();
                 if let Some(op) = command.op(args, cancel.clone()) {
                     // Only a compaction runs long enough to be worth cancelling.

@@ -3,6 +3,7 @@
 //! - `app`: the state and `update(msg)`; `view`: drawing; `transcript`, `markdown`, `wrap`: the
 //!   transcript's rows; `composer`: the multi-line input; `commands`: slash commands and the
 //!   palette; `hookview`: the hook set, recent runs and the `/hooks` panel.
+//! - `farewell`: the transcript and the resume hint, printed after the screen is restored.
 //! - `worker`: the app's side of its [`Session`]: session events as the app's messages.
 //!
 //! This module sets up the terminal (raw mode, alternate screen, bracketed paste), restores it on
@@ -12,6 +13,7 @@
 pub mod app;
 pub(crate) mod commands;
 pub(crate) mod composer;
+pub(crate) mod farewell;
 pub mod hookview;
 pub(crate) mod items;
 pub(crate) mod markdown;
@@ -30,27 +32,19 @@ use crossterm::event::{
     PopKeyboardEnhancementFlags, PushKeyboardEnhancementFlags,
 };
 use crossterm::terminal::{EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode};
-use elph_agent::harness::ApprovalPolicy;
 use futures::StreamExt;
 use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
 
 use crate::cli::exit;
 use crate::paths::Paths;
-use crate::session::{Approvals, Session, SessionChoice, SessionOptions};
+use crate::session::{Approvals, Session, SessionOptions};
 use crate::trust::TrustDecision;
 use app::{App, Msg};
 
 /// Runs the TUI for the project in `paths` until the person quits. `decision` is the startup
 /// gate's; the runtime reads trust again when it loads the hooks (and on every reload).
-pub fn run(
-    paths: Paths,
-    model: Option<String>,
-    approval: ApprovalPolicy,
-    sandbox: crate::sandbox::SandboxArgs,
-    mode: elph_agent::harness::AgentMode,
-    decision: TrustDecision,
-) -> anyhow::Result<u8> {
+pub fn run(paths: Paths, options: SessionOptions, decision: TrustDecision) -> anyhow::Result<u8> {
     if !crate::gate::has_terminal() {
         eprintln!("elph: the terminal UI needs a terminal on stdin and stdout; use `elph run` in scripts");
         return Ok(exit::USAGE);
@@ -66,29 +60,13 @@ pub fn run(
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let result = runtime.block_on(main_loop(paths, model, approval, sandbox, mode));
+    let result = runtime.block_on(main_loop(paths, options));
     // Whatever still runs (an interrupted sessionEnd hook) is dropped, which kills its process group.
     runtime.shutdown_timeout(Duration::from_secs(2));
     result
 }
 
-async fn main_loop(
-    paths: Paths,
-    model: Option<String>,
-    approval: ApprovalPolicy,
-    sandbox: crate::sandbox::SandboxArgs,
-    mode: elph_agent::harness::AgentMode,
-) -> anyhow::Result<u8> {
-    let options = SessionOptions {
-        model,
-        // `ask` by default: a person is there to answer.
-        approval,
-        max_turns: None,
-        session: SessionChoice::New,
-        sandbox,
-        editor_mcp_servers: Vec::new(),
-        mode,
-    };
+async fn main_loop(paths: Paths, options: SessionOptions) -> anyhow::Result<u8> {
     let project = paths.project_dir.display().to_string();
     // Errors here (no model set, an unreadable store) print before the screen changes.
     let (session, mut events) = Session::open(paths, options, Approvals::Asked)?;
@@ -167,7 +145,7 @@ async fn main_loop(
             // Told to stop: end the session (sessionEnd hooks run), then exit.
             () = shutdown.requested(), if !signalled => {
                 signalled = true;
-                app.quit();
+                app.interrupted();
             }
         }
         // No terminal to read: end the session, then exit.
@@ -181,7 +159,16 @@ async fn main_loop(
             break;
         }
     }
+    let width = screen.terminal.size().map_or(80, |size| size.width as usize);
     screen.restore();
+    // The alternate screen kept nothing: leave the conversation in the scrollback. Errors are
+    // ignored (after SIGHUP there is no terminal to write to).
+    let farewell = farewell::text(&app.items, width, &app.status.session_id);
+    if !farewell.is_empty() {
+        let mut out = std::io::stdout();
+        let _ = out.write_all(farewell.as_bytes());
+        let _ = out.flush();
+    }
     drop(session);
     if !session_task.is_finished() {
         // Ended without waiting for sessionEnd (Ctrl+C while quitting): give it a moment.

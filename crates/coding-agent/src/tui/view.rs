@@ -89,12 +89,20 @@ fn draw_transcript(frame: &mut Frame<'_>, app: &App, area: Rect) {
     let width = area.width as usize;
     let height = area.height as usize;
     let page = height.saturating_sub(2).max(1);
-    let lines = if app.items.is_empty() {
-        welcome(app, width)
+    // Enough rows for this view and one more page up.
+    let want = height + app.scroll + page + 1;
+    let (items, complete) = transcript::tail(&app.items, width, app.expand_tools, want);
+    // The welcome header heads the transcript for good (a startup notice does not replace it);
+    // it scrolls away with the first rows.
+    let lines = if complete {
+        let mut lines = welcome(app, width);
+        if !items.is_empty() {
+            lines.push(Line::default());
+        }
+        lines.extend(items);
+        lines
     } else {
-        // Enough rows for this view and one more page up.
-        let want = height + app.scroll + page + 1;
-        transcript::tail(&app.items, width, app.expand_tools, want).0
+        items
     };
     let max = lines.len().saturating_sub(height);
     app.scroll_max.set(max);
@@ -330,7 +338,7 @@ fn activity(app: &App, width: usize) -> Line<'static> {
         let frame = (elapsed.as_millis() / 100) as usize % SPINNER.len();
         let mut text = format!("{} · {}s", busy.label, elapsed.as_secs());
         if busy.cancel.as_ref().is_some_and(|c| !c.is_cancelled()) {
-            text.push_str(" · Ctrl+C to cancel");
+            text.push_str(" · Esc or Ctrl+C to cancel");
         }
         if let Some(hint) = app.hint() {
             text = format!("{text} · {hint}");

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::hookview::HooksView;
 use crate::session::wording::{self, Tone};
-use crate::session::{HookState, Outcome, SessionEvent, TrustOutcome};
+use crate::session::{HookState, ModelOutcome, Outcome, SessionEvent, TrustOutcome};
 pub use crate::session::{Op, PendingApproval};
 use crate::store::SessionInfo;
 
@@ -71,6 +71,8 @@ pub enum UiMsg {
     Sessions(Vec<SessionInfo>),
     /// The agent mode the session switched to.
     Mode(AgentMode),
+    /// The model (`provider/model`) the session switched to.
+    Model(String),
     /// The command finished; the agent waits for the next one.
     Idle,
     /// The session ended after `Op::End`.
@@ -143,6 +145,7 @@ fn outcome_messages(outcome: Outcome) -> Vec<UiMsg> {
             ..
         } => hooks_and_problems(&mut messages, hooks, hooks.trust.trusted),
         Outcome::Mode(Ok(mode)) => messages.push(UiMsg::Mode(*mode)),
+        Outcome::Model(ModelOutcome::Switched(model)) => messages.push(UiMsg::Model(model.clone())),
         _ => {}
     }
     if let Some(said) = wording::said(&outcome) {

@@ -492,7 +492,7 @@ fn the_spinner_names_the_hook_or_tool_at_work() {
     }
     let since = app.busy.as_ref().unwrap().since;
     app.update(Msg::Tick(since + Duration::from_secs(75)));
-    assert!(render(&app, 80, 24).contains("running shell_exec · 75s · Ctrl+C to cancel"));
+    assert!(render(&app, 80, 24).contains("running shell_exec · 75s · Esc or Ctrl+C to cancel"));
     // When the harness says which chain runs, the spinner says so exactly.
     agent(
         &mut app,

@@ -110,7 +110,7 @@ fn help_and_palette_list_the_mode_command_and_key() {
         .iter()
         .map(|c| c.name().to_string())
         .collect();
-    assert_eq!(offered, ["mode"]);
+    assert_eq!(offered, ["mode", "model"]);
     app.composer.set_text("");
     type_text(&mut app, "/help");
     press(&mut app, KeyCode::Enter);

@@ -223,6 +223,12 @@ impl AgentHarness {
         &self.provider
     }
 
+    /// Sends the next model requests to `provider` (a front end's `/model NAME`); the transcript
+    /// and everything else stay.
+    pub fn set_provider(&mut self, provider: Arc<dyn Provider>) {
+        self.provider = provider;
+    }
+
     fn base(&self) -> PayloadBase {
         PayloadBase::new(self.config.session_id.clone(), self.config.project_dir.clone())
     }

@@ -61,6 +61,7 @@ impl App {
             }
             UiMsg::Session(view) => self.session(view),
             UiMsg::Mode(mode) => self.status.mode = mode,
+            UiMsg::Model(model) => self.status.model = model,
             UiMsg::Hooks(view) => {
                 self.hooks = view;
                 self.palette_selected = 0;
