@@ -426,7 +426,7 @@ async fn a_prompt_streams_messages_and_tool_calls_and_runs_the_lifecycle_hooks()
     let opening = client.wait_for("available commands", is_commands_update).await;
     assert_eq!(
         last_commands(&opening).unwrap(),
-        ["reload", "untrust", "compact"],
+        ["reload", "untrust", "compact", "model"],
         "a trusted project offers /untrust, not /trust"
     );
 

@@ -42,7 +42,10 @@ async fn an_untrusted_cwd_is_told_how_to_trust_it_and_the_commands_work() {
         )),
         "{text}"
     );
-    assert_eq!(last_commands(&opening).unwrap(), ["reload", "trust", "compact"]);
+    assert_eq!(
+        last_commands(&opening).unwrap(),
+        ["reload", "trust", "compact", "model"]
+    );
     assert!(!log.exists(), "the untrusted project's hooks did not run");
     let mut written: Vec<String> = std::fs::read_dir(&env.project)
         .unwrap()
@@ -60,6 +63,17 @@ async fn an_untrusted_cwd_is_told_how_to_trust_it_and_the_commands_work() {
     let text = agent_text(&client.drain());
     assert!(text.contains("Nothing to compact yet."), "{text}");
 
+    // `/model` is offered to editors too: it says which model runs, and refuses an unknown one.
+    client.prompt(&session, "/model").await.unwrap();
+    let text = agent_text(&client.drain());
+    assert!(text.contains("Model: "), "{text}");
+    client.prompt(&session, "/model nosuch/thing").await.unwrap();
+    let text = agent_text(&client.drain());
+    assert!(
+        text.contains("Cannot switch the model: unknown provider \"nosuch\"") && text.contains("Still using"),
+        "{text}"
+    );
+
     // `/trust` records the decision, reloads, and refreshes the commands; the model is not asked.
     let response = client.prompt(&session, "/trust").await.unwrap();
     assert_eq!(response.stop_reason, StopReason::EndTurn);
@@ -69,7 +83,10 @@ async fn an_untrusted_cwd_is_told_how_to_trust_it_and_the_commands_work() {
         "{}",
         agent_text(&updates)
     );
-    assert_eq!(last_commands(&updates).unwrap(), ["reload", "untrust", "compact"]);
+    assert_eq!(
+        last_commands(&updates).unwrap(),
+        ["reload", "untrust", "compact", "model"]
+    );
     let trust: Value =
         serde_json::from_str(&std::fs::read_to_string(env.config_dir.join("trust.json")).unwrap()).unwrap();
     assert_eq!(trust["directories"][&dir], true);
@@ -89,7 +106,10 @@ async fn an_untrusted_cwd_is_told_how_to_trust_it_and_the_commands_work() {
         "{}",
         agent_text(&updates)
     );
-    assert_eq!(last_commands(&updates).unwrap(), ["reload", "trust", "compact"]);
+    assert_eq!(
+        last_commands(&updates).unwrap(),
+        ["reload", "trust", "compact", "model"]
+    );
     client.prompt(&session, "hello again").await.unwrap();
     assert_eq!(events_of(&log), ["stop"], "off again after /untrust");
 
@@ -230,9 +250,12 @@ async fn two_sessions_with_different_cwds_see_their_own_hooks_and_trust() {
     assert!(!notice_text(&opening_a).contains("not trusted"));
     assert_eq!(
         last_commands(&opening_a).unwrap(),
-        ["reload", "untrust", "compact"]
+        ["reload", "untrust", "compact", "model"]
     );
-    assert_eq!(last_commands(&opening_b).unwrap(), ["reload", "trust", "compact"]);
+    assert_eq!(
+        last_commands(&opening_b).unwrap(),
+        ["reload", "trust", "compact", "model"]
+    );
     assert!(notice_text(&opening_b).contains(&project_b.display().to_string()));
 
     client.prompt(&a, "in a").await.unwrap();

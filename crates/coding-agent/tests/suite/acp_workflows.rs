@@ -59,7 +59,7 @@ async fn templates_and_skills_are_offered_and_reload_brings_a_new_template() {
     let opening = client.wait_for("available commands", is_commands_update).await;
     assert_eq!(
         last_commands(&opening).unwrap(),
-        ["reload", "untrust", "compact", "review", "skill:pdf"]
+        ["reload", "untrust", "compact", "model", "review", "skill:pdf"]
     );
     assert_eq!(hint_of(&opening, "review").as_deref(), Some("<file>"));
 
@@ -72,7 +72,15 @@ async fn templates_and_skills_are_offered_and_reload_brings_a_new_template() {
     let updates = client.wait_for("commands after reload", is_commands_update).await;
     assert_eq!(
         last_commands(&updates).unwrap(),
-        ["reload", "untrust", "compact", "explain", "review", "skill:pdf"]
+        [
+            "reload",
+            "untrust",
+            "compact",
+            "model",
+            "explain",
+            "review",
+            "skill:pdf"
+        ]
     );
     assert!(setup.server.requests().is_empty(), "/reload reached no model");
     finish(client, agent).await;
