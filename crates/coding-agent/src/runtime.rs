@@ -251,7 +251,7 @@ impl Runtime {
     pub(crate) fn set_model(&mut self, spec: &str) -> Result<(), elph_ai::ProviderError> {
         let origin = elph_ai::ModelOrigin::Command;
         let selection = elph_ai::ModelSelection::parse(spec, &origin)?;
-        let provider = elph_ai::select::build(&selection, &origin, &self.paths.config_dir, &|name| {
+        let provider = elph_ai::build_provider(&selection, &origin, &self.paths.config_dir, &|name| {
             std::env::var(name).ok()
         })?;
         self.model = format!("{}/{}", provider.provider_name(), provider.model_id());

@@ -33,4 +33,4 @@ pub use openai::{API_KEY_ENV as OPENAI_API_KEY_ENV, OpenAiProvider};
 pub use provider::{Provider, Request, StopReason, StreamEvent, ToolSpec, Turn, Usage};
 pub use retry::RetryPolicy;
 pub use scripted::ScriptedProvider;
-pub use select::{ModelOrigin, ModelSelection, resolve};
+pub use select::{ModelOrigin, ModelSelection, build as build_provider, resolve};

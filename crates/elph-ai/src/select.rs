@@ -111,8 +111,8 @@ pub fn resolve(
 }
 
 /// Builds the provider for a selection. A relative `scripted/PATH` from settings.json is taken
-/// relative to CONFIG_DIR; from the flag or `ELPH_MODEL`, relative to the current directory.
-pub(crate) fn build(
+/// relative to CONFIG_DIR; from the flag, `ELPH_MODEL` or `/model`, relative to the current directory.
+pub fn build(
     selection: &ModelSelection,
     origin: &ModelOrigin,
     config_dir: &Path,
