@@ -190,7 +190,7 @@ fn interactive(cwd: Option<&std::path::Path>, options: crate::session::SessionOp
     use crate::gate::{GateOutcome, has_terminal, startup_gate};
     let paths = crate::paths::Paths::from_env(cwd)?;
     let store = crate::trust::TrustStore::new(&paths.config_dir);
-    let check = || crate::gate::preflight::check(&paths, model.as_deref(), &sandbox);
+    let check = || crate::gate::preflight::check(&paths, options.model.as_deref(), &options.sandbox);
     match startup_gate(&paths, &store, has_terminal(), &check)? {
         GateOutcome::Declined(declined) => {
             crate::terminal_text::eprint_line(&declined.to_stderr_text());
