@@ -169,7 +169,7 @@ pub(crate) const TABLE: [Spec; 11] = [
 ];
 
 impl SlashCommand {
-    pub const ALL: [SlashCommand; 11] = {
+    pub(crate) const ALL: [SlashCommand; 11] = {
         let mut all = [SlashCommand::Help; 11];
         let mut i = 0;
         while i < TABLE.len() {
@@ -200,7 +200,7 @@ impl SlashCommand {
     }
 
     /// The other names it answers to.
-    pub fn aliases(self) -> &'static [&'static str] {
+    pub(crate) fn aliases(self) -> &'static [&'static str] {
         self.spec().aliases
     }
 
@@ -339,6 +339,26 @@ mod tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), count, "no name or alias is used twice");
+    }
+
+    #[test]
+    fn the_command_table_in_cli_md_names_every_command_and_alias() {
+        let cli = include_str!("../../../../docs/cli.md");
+        for command in SlashCommand::ALL {
+            let row = format!("| `/{}", command.name());
+            assert!(
+                cli.contains(&row),
+                "docs/cli.md has no row for /{}",
+                command.name()
+            );
+            for alias in command.aliases() {
+                assert!(
+                    cli.contains(&format!("`/{alias}`")),
+                    "docs/cli.md does not name /{alias}, the alias of /{}",
+                    command.name()
+                );
+            }
+        }
     }
 
     #[test]

@@ -8,12 +8,12 @@ use super::transcript;
 /// The transcript at `width` columns, every row escaped for the terminal (a project's text may
 /// hold escape sequences), then the resume hint when there is a conversation to resume. Empty when
 /// nothing happened.
-pub fn text(items: &[Item], width: usize, session_id: &str) -> String {
+pub(crate) fn text(items: &[Item], width: usize, session_id: &str) -> String {
     let mut out = String::new();
     if items.is_empty() {
         return out;
     }
-    for line in transcript::lines(items, width, false) {
+    for line in transcript::tail(items, width, false, usize::MAX).0 {
         let row: String = line.spans.iter().map(|span| span.content.as_ref()).collect();
         out.push_str(crate::terminal_text::escape(row.trim_end()).as_ref());
         out.push('\n');

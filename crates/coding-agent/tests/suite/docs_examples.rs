@@ -985,24 +985,3 @@ fn the_claude_code_page_examples_validate_and_import_as_described() {
         run.stderr
     );
 }
-
-#[test]
-fn the_terminal_ui_command_table_in_cli_md_names_every_slash_command_and_alias() {
-    use coding_agent::session::commands::SlashCommand;
-    let cli = read_doc("cli.md");
-    for command in SlashCommand::ALL {
-        let row = format!("| `/{}", command.name());
-        assert!(
-            cli.contains(&row),
-            "docs/cli.md has no row for /{}",
-            command.name()
-        );
-        for alias in command.aliases() {
-            assert!(
-                cli.contains(&format!("`/{alias}`")),
-                "docs/cli.md does not name /{alias}, the alias of /{}",
-                command.name()
-            );
-        }
-    }
-}
