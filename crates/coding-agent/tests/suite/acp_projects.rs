@@ -348,7 +348,10 @@ async fn a_project_changed_since_it_was_trusted_runs_no_hook_or_server_and_says_
         1,
         "said once: {text}"
     );
-    assert_eq!(last_commands(&opening).unwrap(), ["reload", "trust", "compact", "model"]);
+    assert_eq!(
+        last_commands(&opening).unwrap(),
+        ["reload", "trust", "compact", "model"]
+    );
 
     client.prompt(&session, "hello").await.unwrap();
     let new_log = env.evidence("elsewhere.jsonl");
