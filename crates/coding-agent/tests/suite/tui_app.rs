@@ -346,15 +346,15 @@ fn hook_notices_attach_to_their_tool_call() {
     );
     let before = app.items.len();
     let outcome = HookOutcome::PreToolUse(PreToolUseOutcome {
-        block: Some(true),
-        reason: Some("no".into()),
+        decision: Some(elph_agent::hooks::Decision::Ask),
+        reason: Some("check it".into()),
         ..Default::default()
     });
     let dispatch = pre_tool_dispatch(ok_run("guard", HookEvent::PreToolUse, Some(outcome)));
     agent(&mut app, AgentEvent::Hooks { dispatch });
     assert_eq!(app.items.len(), before, "no separate line");
     match app.items.last() {
-        Some(Item::Tool(tool)) => assert_eq!(tool.notes[0].1, "hook 'guard' blocked the tool call: no"),
+        Some(Item::Tool(tool)) => assert_eq!(tool.notes[0].1, "hook 'guard' asked for approval: check it"),
         other => panic!("{other:?}"),
     }
     assert_eq!(app.recent_runs.len(), 1);
@@ -610,4 +610,43 @@ fn the_palette_lists_templates_and_skills_after_the_built_ins_and_refreshes_afte
     let names = palette_names(&app);
     assert_eq!(&names[names.len() - 3..], ["review", "explain", "skill:pdf"]);
     assert!(names.iter().position(|n| n == "quit") < names.iter().position(|n| n == "review"));
+}
+
+/// A blocked call is reported once: its result names the hook and the reason, so the hook's own
+/// "blocked" notice is not added to it; the run still shows in /hooks.
+#[test]
+fn a_blocked_call_is_reported_once() {
+    let mut app = started_app(true);
+    send_prompt(&mut app, "go");
+    agent(
+        &mut app,
+        AgentEvent::ToolCallStarted {
+            tool_call_id: "call-1".into(),
+            tool_name: "write_file".into(),
+            input: json!({"path": ".env"}),
+        },
+    );
+    let outcome = HookOutcome::PreToolUse(PreToolUseOutcome {
+        block: Some(true),
+        reason: Some("no secrets".into()),
+        ..Default::default()
+    });
+    let dispatch = pre_tool_dispatch(ok_run("guard", HookEvent::PreToolUse, Some(outcome)));
+    agent(&mut app, AgentEvent::Hooks { dispatch });
+    agent(
+        &mut app,
+        AgentEvent::ToolCallFinished {
+            tool_call_id: "call-1".into(),
+            tool_name: "write_file".into(),
+            content: vec![elph_agent::messages::ContentBlock::text(
+                "Tool call blocked by hook 'guard': no secrets.",
+            )],
+            details: json!({}),
+            is_error: true,
+            ran: false,
+        },
+    );
+    let screen = render(&app, 100, 30);
+    assert_eq!(screen.matches("no secrets").count(), 1, "{screen}");
+    assert_eq!(app.recent_runs.len(), 1);
 }

@@ -237,3 +237,31 @@ fn the_welcome_header_stays_with_a_startup_notice() {
     );
     assert!(screen.contains("project  "), "{screen}");
 }
+
+#[test]
+fn a_blocked_call_is_reported_once() {
+    let env = TestEnv::new();
+    env.trust_project();
+    env.project_script(
+        "guard.sh",
+        "cat > /dev/null\nprintf '%s' '{\"block\": true, \"reason\": \"Writing BLOCK-REASON-7 is not allowed\"}'",
+    );
+    env.write_project_hooks(&json!({"hooks": [
+        {"id": "no-writes", "event": "preToolUse", "matcher": {"toolNames": ["write_file"]}, "command": "hooks/guard.sh"},
+    ]}));
+    let model = Model::start();
+    model.server.enqueue(FakeReply::tool_call(
+        "write_file",
+        json!({"path": "notes.txt", "content": "hello"}),
+    ));
+    model.server.enqueue(FakeReply::text("Left it alone."));
+    let mut tui = Tui::start_with(&env, &model, 30, 120, &["--approval", "auto"]);
+    tui.wait_idle();
+    tui.send("write the notes");
+    tui.wait_for("● Left it alone.");
+    tui.wait_idle();
+    let screen = tui.contents();
+    assert!(screen.contains("⊘ write_file"), "{screen}");
+    assert_eq!(screen.matches("BLOCK-REASON-7").count(), 1, "{screen}");
+    assert!(!env.project.join("notes.txt").exists());
+}

@@ -292,7 +292,20 @@ impl App {
         }
         let excess = self.recent_runs.len().saturating_sub(RECENT_RUNS);
         self.recent_runs.drain(..excess);
+        // A blocked call's result says it was blocked, by which hook and why: the blocking hook's
+        // effect notice would report the same block a second time.
+        let blocked_by = dispatch
+            .reduced
+            .stopped_by()
+            .filter(|_| dispatch.event == elph_agent::hooks::HookEvent::PreToolUse)
+            .map(|verdict| verdict.hook_id.as_str());
         for notice in notices::describe(dispatch) {
+            if notice.kind == NoticeKind::Effect
+                && blocked_by.is_some()
+                && notice.hook_id.as_deref() == blocked_by
+            {
+                continue;
+            }
             let level = match notice.kind {
                 NoticeKind::Effect => Level::Effect,
                 NoticeKind::Problem => Level::Problem,
