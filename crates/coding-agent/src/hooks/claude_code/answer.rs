@@ -325,18 +325,10 @@ impl Reader<'_> {
 
 /// The tool result as the previous hooks left it, followed by text for the model.
 fn feedback(payload: &HookPayload, texts: &[&str]) -> Value {
-    let mut content = match payload {
-        HookPayload::PostToolUse(p) | HookPayload::PostToolUseFailure(p) => p.content.clone(),
-        HookPayload::SessionStart(_)
-        | HookPayload::UserPromptSubmit(_)
-        | HookPayload::BeforeAgent(_)
-        | HookPayload::Context(_)
-        | HookPayload::PreToolUse(_)
-        | HookPayload::PreCompact(_)
-        | HookPayload::PostCompact(_)
-        | HookPayload::Stop(_)
-        | HookPayload::SessionEnd(_) => Vec::new(),
-    };
+    let mut content = payload
+        .tool_result()
+        .map(|result| result.content.clone())
+        .unwrap_or_default();
     content.extend(
         texts
             .iter()

@@ -61,6 +61,11 @@ pub trait Event: 'static {
         None
     }
 
+    /// The tool's result, for the events that carry one.
+    fn tool_result(_payload: &Self::Payload) -> Option<&post_tool_use::ToolResultPayload> {
+        None
+    }
+
     /// Checks beyond the types: size limits, message lists.
     fn validate(_outcome: &Self::Outcome) -> Result<(), OutcomeError> {
         Ok(())
@@ -290,6 +295,13 @@ macro_rules! events {
             pub fn tool_name(&self) -> Option<&str> {
                 match self {
                     $( HookPayload::$variant(p) => <$module::$ty as Event>::tool_name(p), )*
+                }
+            }
+
+            /// The tool's result, for the events that carry one (postToolUse, postToolUseFailure).
+            pub fn tool_result(&self) -> Option<&post_tool_use::ToolResultPayload> {
+                match self {
+                    $( HookPayload::$variant(p) => <$module::$ty as Event>::tool_result(p), )*
                 }
             }
         }

@@ -177,6 +177,10 @@ impl Event for PostToolUse {
         Some(&payload.tool_name)
     }
 
+    fn tool_result(payload: &ToolResultPayload) -> Option<&ToolResultPayload> {
+        Some(payload)
+    }
+
     fn validate(outcome: &PostToolUseOutcome) -> Result<(), OutcomeError> {
         validate(outcome)
     }

@@ -26,6 +26,10 @@ impl Event for PostToolUseFailure {
         Some(&payload.tool_name)
     }
 
+    fn tool_result(payload: &ToolResultPayload) -> Option<&ToolResultPayload> {
+        Some(payload)
+    }
+
     fn validate(outcome: &PostToolUseOutcome) -> Result<(), OutcomeError> {
         result::validate(outcome)
     }
