@@ -1,7 +1,9 @@
 //! The JSON a `"protocol": "claude-code"` hook reads on stdin: Claude Code's payload for the
 //! moment, built from Elph's.
 
-use elph_agent::hooks::payload::{CompactTrigger, SessionSource, StopStatus};
+use std::path::Path;
+
+use elph_agent::hooks::payload::{CompactTrigger, SessionSource, StopStatus, ToolResultPayload};
 use elph_agent::hooks::{HookEvent, HookPayload};
 use elph_ai::ContentBlock;
 use serde_json::{Map, Value, json};
@@ -23,19 +25,23 @@ pub(crate) enum ClaudeEvent {
 }
 
 impl ClaudeEvent {
-    /// Claude Code's counterpart of `event`, if it has one.
+    /// All of them.
+    const ALL: [ClaudeEvent; 8] = [
+        ClaudeEvent::SessionStart,
+        ClaudeEvent::UserPromptSubmit,
+        ClaudeEvent::PreToolUse,
+        ClaudeEvent::PostToolUse,
+        ClaudeEvent::PostToolUseFailure,
+        ClaudeEvent::PreCompact,
+        ClaudeEvent::Stop,
+        ClaudeEvent::SessionEnd,
+    ];
+
+    /// Claude Code's counterpart of `event`, if it has one: the event module names it
+    /// (`Event::CLAUDE_CODE_NAME`).
     pub(crate) fn of(event: HookEvent) -> Option<ClaudeEvent> {
-        Some(match event {
-            HookEvent::SessionStart => ClaudeEvent::SessionStart,
-            HookEvent::UserPromptSubmit => ClaudeEvent::UserPromptSubmit,
-            HookEvent::PreToolUse => ClaudeEvent::PreToolUse,
-            HookEvent::PostToolUse => ClaudeEvent::PostToolUse,
-            HookEvent::PostToolUseFailure => ClaudeEvent::PostToolUseFailure,
-            HookEvent::PreCompact => ClaudeEvent::PreCompact,
-            HookEvent::Stop => ClaudeEvent::Stop,
-            HookEvent::SessionEnd => ClaudeEvent::SessionEnd,
-            HookEvent::BeforeAgent | HookEvent::Context | HookEvent::PostCompact => return None,
-        })
+        let name = event.claude_code_name()?;
+        ClaudeEvent::ALL.into_iter().find(|claude| claude.name() == name)
     }
 
     /// Its name in Claude Code.
@@ -78,80 +84,102 @@ fn payload_json(payload: &HookPayload) -> Value {
         "hook_event_name".into(),
         json!(claude_event(payload.event()).unwrap_or(payload.event().as_str())),
     );
-    match payload {
-        HookPayload::SessionStart(p) => {
-            let source = match p.source {
-                SessionSource::New => "startup",
-                SessionSource::Resume => "resume",
-            };
-            out.insert("source".into(), json!(source));
-        }
-        HookPayload::UserPromptSubmit(p) => {
-            out.insert("prompt".into(), json!(p.prompt));
-        }
-        HookPayload::PreToolUse(p) => {
-            out.insert("tool_name".into(), json!(claude_name(&p.tool_name)));
-            out.insert(
-                "tool_input".into(),
-                claude_input(&p.tool_name, &p.tool_input, project_dir),
-            );
-            out.insert("tool_use_id".into(), json!(p.tool_call_id));
-        }
-        HookPayload::PostToolUse(p) | HookPayload::PostToolUseFailure(p) => {
-            out.insert("tool_name".into(), json!(claude_name(&p.tool_name)));
-            out.insert(
-                "tool_input".into(),
-                claude_input(&p.tool_name, &p.tool_input, project_dir),
-            );
-            out.insert("tool_use_id".into(), json!(p.tool_call_id));
-            let text: Vec<&str> = p
-                .content
-                .iter()
-                .filter_map(|block| match block {
-                    ContentBlock::Text { text } => Some(text.as_str()),
-                    ContentBlock::Image { .. } => None,
-                })
-                .collect();
-            let mut response = Map::new();
-            response.insert("output".into(), json!(text.join("\n")));
-            response.insert("is_error".into(), json!(p.is_error));
-            if let Value::Object(details) = &p.details {
-                for (key, value) in details {
-                    response.entry(key.clone()).or_insert_with(|| value.clone());
-                }
+    // Only events Claude Code has get here: discovery refuses the protocol on the others.
+    let Some(event) = ClaudeEvent::of(payload.event()) else {
+        return Value::Object(out);
+    };
+    // Each arm reads the payload of its own event (the event came from the payload).
+    match event {
+        ClaudeEvent::SessionStart => {
+            if let HookPayload::SessionStart(p) = payload {
+                let source = match p.source {
+                    SessionSource::New => "startup",
+                    SessionSource::Resume => "resume",
+                };
+                out.insert("source".into(), json!(source));
             }
-            if p.is_error {
-                out.insert("error".into(), json!(text.join("\n")));
+        }
+        ClaudeEvent::UserPromptSubmit => {
+            if let HookPayload::UserPromptSubmit(p) = payload {
+                out.insert("prompt".into(), json!(p.prompt));
             }
-            out.insert("tool_response".into(), Value::Object(response));
         }
-        HookPayload::PreCompact(p) => {
-            let trigger = match p.trigger {
-                CompactTrigger::Auto => "auto",
-                CompactTrigger::Manual => "manual",
-            };
-            out.insert("trigger".into(), json!(trigger));
-            out.insert(
-                "custom_instructions".into(),
-                json!(p.custom_instructions.clone().unwrap_or_default()),
-            );
+        ClaudeEvent::PreToolUse => {
+            if let HookPayload::PreToolUse(p) = payload {
+                out.insert("tool_name".into(), json!(claude_name(&p.tool_name)));
+                out.insert(
+                    "tool_input".into(),
+                    claude_input(&p.tool_name, &p.tool_input, project_dir),
+                );
+                out.insert("tool_use_id".into(), json!(p.tool_call_id));
+            }
         }
-        HookPayload::Stop(p) => {
-            out.insert("stop_hook_active".into(), json!(false));
-            let status = match p.status {
-                StopStatus::Completed => "completed",
-                StopStatus::Failed => "failed",
-                StopStatus::Cancelled => "cancelled",
-            };
-            out.insert("status".into(), json!(status));
+        ClaudeEvent::PostToolUse | ClaudeEvent::PostToolUseFailure => {
+            if let Some(p) = payload.tool_result() {
+                tool_response(&mut out, p, project_dir);
+            }
         }
-        HookPayload::SessionEnd(p) => {
-            out.insert("reason".into(), json!(p.reason));
+        ClaudeEvent::PreCompact => {
+            if let HookPayload::PreCompact(p) = payload {
+                let trigger = match p.trigger {
+                    CompactTrigger::Auto => "auto",
+                    CompactTrigger::Manual => "manual",
+                };
+                out.insert("trigger".into(), json!(trigger));
+                out.insert(
+                    "custom_instructions".into(),
+                    json!(p.custom_instructions.clone().unwrap_or_default()),
+                );
+            }
         }
-        // Events Claude Code does not have: discovery refuses the protocol on them.
-        HookPayload::BeforeAgent(_) | HookPayload::Context(_) | HookPayload::PostCompact(_) => {}
+        ClaudeEvent::Stop => {
+            if let HookPayload::Stop(p) = payload {
+                out.insert("stop_hook_active".into(), json!(false));
+                let status = match p.status {
+                    StopStatus::Completed => "completed",
+                    StopStatus::Failed => "failed",
+                    StopStatus::Cancelled => "cancelled",
+                };
+                out.insert("status".into(), json!(status));
+            }
+        }
+        ClaudeEvent::SessionEnd => {
+            if let HookPayload::SessionEnd(p) = payload {
+                out.insert("reason".into(), json!(p.reason));
+            }
+        }
     }
     Value::Object(out)
+}
+
+/// A tool result's fields as Claude Code's PostToolUse and PostToolUseFailure have them.
+fn tool_response(out: &mut Map<String, Value>, p: &ToolResultPayload, project_dir: &Path) {
+    out.insert("tool_name".into(), json!(claude_name(&p.tool_name)));
+    out.insert(
+        "tool_input".into(),
+        claude_input(&p.tool_name, &p.tool_input, project_dir),
+    );
+    out.insert("tool_use_id".into(), json!(p.tool_call_id));
+    let text: Vec<&str> = p
+        .content
+        .iter()
+        .filter_map(|block| match block {
+            ContentBlock::Text { text } => Some(text.as_str()),
+            ContentBlock::Image { .. } => None,
+        })
+        .collect();
+    let mut response = Map::new();
+    response.insert("output".into(), json!(text.join("\n")));
+    response.insert("is_error".into(), json!(p.is_error));
+    if let Value::Object(details) = &p.details {
+        for (key, value) in details {
+            response.entry(key.clone()).or_insert_with(|| value.clone());
+        }
+    }
+    if p.is_error {
+        out.insert("error".into(), json!(text.join("\n")));
+    }
+    out.insert("tool_response".into(), Value::Object(response));
 }
 
 #[cfg(test)]
@@ -161,6 +189,19 @@ mod tests {
 
     fn base() -> PayloadBase {
         PayloadBase::new("s1", "/work/shop")
+    }
+
+    #[test]
+    fn every_claude_code_name_an_event_declares_is_one_the_adapter_speaks() {
+        let named: Vec<HookEvent> = HookEvent::ALL
+            .into_iter()
+            .filter(|event| event.claude_code_name().is_some())
+            .collect();
+        assert_eq!(named.len(), ClaudeEvent::ALL.len());
+        for event in named {
+            let claude = ClaudeEvent::of(event).expect("a ClaudeEvent of that name");
+            assert_eq!(Some(claude.name()), event.claude_code_name());
+        }
     }
 
     #[test]

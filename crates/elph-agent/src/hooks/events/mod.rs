@@ -53,6 +53,9 @@ pub trait Event: 'static {
     const UNCHECKED: Option<&'static str> = None;
     /// What a session does when a fail-closed hook of this event cannot decide.
     const FAIL_CLOSED: &'static str = "nothing: observation-only events cannot fail closed";
+    /// The event's name in Claude Code, if Claude Code has it: hooks written for Claude Code
+    /// (`"protocol": "claude-code"`) may listen to it.
+    const CLAUDE_CODE_NAME: Option<&'static str> = None;
 
     fn base(payload: &Self::Payload) -> &PayloadBase;
 
@@ -236,6 +239,13 @@ macro_rules! events {
             pub fn unchecked(self) -> Option<&'static str> {
                 match self {
                     $( HookEvent::$variant => <$module::$ty as Event>::UNCHECKED, )*
+                }
+            }
+
+            /// The event's name in Claude Code, if it has one (`Event::CLAUDE_CODE_NAME`).
+            pub fn claude_code_name(self) -> Option<&'static str> {
+                match self {
+                    $( HookEvent::$variant => <$module::$ty as Event>::CLAUDE_CODE_NAME, )*
                 }
             }
 

@@ -13,6 +13,7 @@ impl Event for PostToolUseFailure {
     type Payload = ToolResultPayload;
     type Outcome = PostToolUseOutcome;
     type Reduced = ToolResultReduced;
+    const CLAUDE_CODE_NAME: Option<&'static str> = Some("PostToolUseFailure");
     const UNCHECKED: Option<&'static str> = Some("the tool's result reached the model without its check");
     const FAIL_CLOSED: &'static str = "the tool's result is withheld from the model";
 

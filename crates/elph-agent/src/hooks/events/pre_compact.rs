@@ -48,6 +48,7 @@ impl Event for PreCompact {
     type Payload = PreCompactPayload;
     type Outcome = PreCompactOutcome;
     type Reduced = PreCompactReduced;
+    const CLAUDE_CODE_NAME: Option<&'static str> = Some("PreCompact");
     const UNCHECKED: Option<&'static str> = Some("compaction went ahead without its check");
     const FAIL_CLOSED: &'static str = "compaction is cancelled";
 

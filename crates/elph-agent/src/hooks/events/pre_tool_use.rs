@@ -63,6 +63,7 @@ impl Event for PreToolUse {
     type Payload = PreToolUsePayload;
     type Outcome = PreToolUseOutcome;
     type Reduced = PreToolUseReduced;
+    const CLAUDE_CODE_NAME: Option<&'static str> = Some("PreToolUse");
     const UNCHECKED: Option<&'static str> = Some("the tool call went ahead without its check");
     const FAIL_CLOSED: &'static str = "the tool call is blocked";
 

@@ -20,6 +20,7 @@ impl Event for SessionEnd {
     type Payload = SessionEndPayload;
     type Outcome = Observation;
     type Reduced = Observed;
+    const CLAUDE_CODE_NAME: Option<&'static str> = Some("SessionEnd");
 
     fn base(payload: &SessionEndPayload) -> &PayloadBase {
         &payload.base

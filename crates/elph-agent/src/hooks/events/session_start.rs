@@ -27,6 +27,7 @@ impl Event for SessionStart {
     type Payload = SessionStartPayload;
     type Outcome = Observation;
     type Reduced = Observed;
+    const CLAUDE_CODE_NAME: Option<&'static str> = Some("SessionStart");
 
     fn base(payload: &SessionStartPayload) -> &PayloadBase {
         &payload.base

@@ -28,6 +28,7 @@ impl Event for Stop {
     type Payload = StopPayload;
     type Outcome = Observation;
     type Reduced = Observed;
+    const CLAUDE_CODE_NAME: Option<&'static str> = Some("Stop");
 
     fn base(payload: &StopPayload) -> &PayloadBase {
         &payload.base

@@ -23,6 +23,7 @@ impl Event for UserPromptSubmit {
     type Payload = UserPromptSubmitPayload;
     type Outcome = Observation;
     type Reduced = Observed;
+    const CLAUDE_CODE_NAME: Option<&'static str> = Some("UserPromptSubmit");
     const UNCHECKED: Option<&'static str> = Some("the model request was sent without its check");
     const FAIL_CLOSED: &'static str = "the model request is not sent and the turn fails";
 
