@@ -26,6 +26,10 @@ const HOOKS_PER_EVENT: usize = 10;
 
 fn main() {
     divan::main();
+    // `cargo bench` passes --bench; `cargo test --benches` does not, and only checks that it runs.
+    if std::env::args().any(|arg| arg == "--bench") {
+        per_hook_summary();
+    }
 }
 
 struct Fixture {
@@ -137,9 +141,68 @@ fn run_100_tool_calls_with_10_persistent_hooks(bencher: divan::Bencher) {
 /// The baseline: one bare spawn-and-wait of the hook binary, writing a small payload.
 #[divan::bench(sample_count = 50)]
 fn bare_spawn_of_the_hook_binary(bencher: divan::Bencher) {
-    use std::io::Write;
     let fixture = fixture();
-    bencher.bench_local(|| {
+    bencher.bench_local(|| bare_spawn(&fixture));
+}
+
+/// The cost of one hook run in a real run — (run with 20 hooks − run without) / 2,000 — against
+/// a bare spawn-and-wait of the hook binary, interleaved so that drift in the machine's load hits
+/// all alike; on the multi-thread runtime (the TUI, the benches above) and on the current-thread
+/// one (`elph run`).
+fn per_hook_summary() {
+    const TARGET: f64 = 1.15;
+    const ROUNDS: usize = 5;
+    const BARE_PER_ROUND: usize = 200;
+    let fixture = fixture();
+    let runtimes = [
+        ("multi-thread", runtime()),
+        (
+            "current-thread",
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap(),
+        ),
+    ];
+    let hook_runs = (TOOL_CALLS * 2 * HOOKS_PER_EVENT) as f64;
+    println!();
+    println!("one hook run in a real run vs a bare spawn-and-wait, interleaved ({ROUNDS} rounds):");
+    for (name, runtime) in &runtimes {
+        run_once(runtime, &fixture, &fixture.hooks_file);
+        let (mut per_hook, mut bare) = (Vec::new(), Vec::new());
+        for _ in 0..ROUNDS {
+            let started = std::time::Instant::now();
+            run_once(runtime, &fixture, &fixture.empty_file);
+            let without = started.elapsed().as_secs_f64();
+            let started = std::time::Instant::now();
+            run_once(runtime, &fixture, &fixture.hooks_file);
+            let with = started.elapsed().as_secs_f64();
+            per_hook.push((with - without) / hook_runs);
+            for _ in 0..BARE_PER_ROUND {
+                let started = std::time::Instant::now();
+                bare_spawn(&fixture);
+                bare.push(started.elapsed().as_secs_f64());
+            }
+        }
+        per_hook.sort_by(f64::total_cmp);
+        bare.sort_by(f64::total_cmp);
+        for (label, q) in [("median", 0.5), ("fastest", 0.0)] {
+            let pick = |v: &[f64]| v[((v.len() - 1) as f64 * q).round() as usize];
+            let (h, b) = (pick(&per_hook), pick(&bare));
+            println!(
+                "  {name:>14} {label:>7}: one hook run {:>7.1} µs  bare {:>7.1} µs  {:.3}x bare  (target <= {TARGET}x: {})",
+                h * 1e6,
+                b * 1e6,
+                h / b,
+                if h / b <= TARGET { "ok" } else { "MISSED" }
+            );
+        }
+    }
+}
+
+fn bare_spawn(fixture: &Fixture) {
+    use std::io::Write;
+    {
         let mut child = std::process::Command::new(&fixture.hook_binary)
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
@@ -151,6 +214,6 @@ fn bare_spawn_of_the_hook_binary(bencher: divan::Bencher) {
             .unwrap()
             .write_all(b"{\"event\":\"preToolUse\"}\n")
             .unwrap();
-        child.wait_with_output().unwrap()
-    });
+        child.wait_with_output().unwrap();
+    }
 }
