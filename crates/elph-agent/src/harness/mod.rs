@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use elph_ai::{Provider, Request, StopReason, StreamEvent, Usage};
+use elph_ai::{Provider, Request, StopReason, StreamEvent, ToolCall, Turn, Usage};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
@@ -351,118 +351,19 @@ impl AgentHarness {
     }
 
     async fn turn(&mut self, prompt: &str, template: Option<&str>, cancel: &CancellationToken) -> TurnResult {
-        let payload = HookPayload::UserPromptSubmit(UserPromptSubmitPayload {
-            base: self.base(),
-            prompt: prompt.into(),
-            template: template.map(str::to_string),
-        });
-        let Some(submitted) = unless_cancelled(cancel, self.dispatch(payload)).await else {
-            return self.cancelled(String::new());
+        let scope = match self.open_turn(prompt, template, cancel).await {
+            Ok(scope) => scope,
+            Err(ended) => return *ended,
         };
-        if let Some(failed) = submitted.failed_closed() {
-            return Self::failed_closed(&failed, String::new());
-        }
-
-        let mode_prompt = self.config.mode_system_prompt();
-        let payload = HookPayload::BeforeAgent(BeforeAgentPayload {
-            base: self.base(),
-            prompt: prompt.into(),
-            system_prompt: mode_prompt.clone(),
-        });
-        let Some(before) = unless_cancelled(cancel, self.dispatch(payload)).await else {
-            return self.cancelled(String::new());
-        };
-        if let Some(failed) = before.failed_closed() {
-            return Self::failed_closed(&failed, String::new());
-        }
-        let mut scope = TurnScope {
-            system_prompt: mode_prompt.clone(),
-            ..Default::default()
-        };
-        if let Some(before) = BeforeAgent::reduced_of(&before.reduced) {
-            let mut before = before.clone();
-            let cap = self.config.max_added_context_bytes;
-            let (dropped, bytes) = before.cap_added_context(cap);
-            if dropped > 0 {
-                self.notice(format!(
-                    "beforeAgent hooks added more than {cap} bytes of context in total; {dropped} later \
-                     addition(s) ({bytes} bytes) were dropped (settings.json hooks.maxAddedContextBytes)"
-                ));
-            }
-            scope.system_prompt = before.system_prompt(&mode_prompt);
-            scope.extra_messages = before.messages;
-        }
-
         self.store(Message::user(prompt));
         let mut last_text = String::new();
         for _ in 0..self.config.max_turns {
             if self.compact_if_needed(&scope, cancel).await == Some(CompactOutcome::Interrupted) {
                 return self.cancelled(last_text);
             }
-            let messages = self.request_messages(&scope);
-            let payload = HookPayload::Context(ContextPayload {
-                base: self.base(),
-                messages: messages.clone(),
-            });
-            let messages = if self.hooks.has_hooks(crate::hooks::HookEvent::Context, None) {
-                let Some(context) = unless_cancelled(cancel, self.dispatch(payload)).await else {
-                    return self.cancelled(last_text);
-                };
-                if let Some(failed) = context.failed_closed() {
-                    return Self::failed_closed(&failed, last_text);
-                }
-                match Context::reduced_of(&context.reduced).and_then(|r| r.messages.clone()) {
-                    Some(replacement) => replacement,
-                    None => messages,
-                }
-            } else {
-                messages
-            };
-            let request = Request {
-                system_prompt: scope.system_prompt.clone(),
-                messages,
-                tools: self.offered_tools(),
-                max_tokens: None,
-            };
-            // The answer as it streams: shown to the front end, kept as a draft by the store (a
-            // crash loses nothing already shown), and stored if the stream ends early.
-            let streamed = Arc::new(std::sync::Mutex::new(String::new()));
-            let events = self.events.clone();
-            let sink = self.transcript.sink();
-            let shown = streamed.clone();
-            let mut on_event = move |event: StreamEvent| {
-                if let StreamEvent::TextDelta(text) = event {
-                    let mut shown = shown.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-                    shown.push_str(&text);
-                    if let Some(sink) = &sink {
-                        let _ = sink.save_draft(&shown);
-                    }
-                    if let Some(events) = &events {
-                        let _ = events.send(AgentEvent::TextDelta { text });
-                    }
-                }
-            };
-            let provider = self.provider.clone();
-            self.emit(AgentEvent::ModelRequestStarted);
-            let outcome = unless_cancelled(cancel, provider.stream(&request, &mut on_event)).await;
-            drop(on_event);
-            let partial =
-                std::mem::take(&mut *streamed.lock().unwrap_or_else(|poisoned| poisoned.into_inner()));
-            let answer = match outcome {
-                None => {
-                    self.store_partial(partial);
-                    return self.cancelled(last_text);
-                }
-                Some(Err(err)) => {
-                    self.store_partial(partial);
-                    return TurnResult {
-                        status: StopStatus::Failed,
-                        text: last_text,
-                        error: Some(err.to_string()),
-                        stop_reason: None,
-                    };
-                }
-                Some(Ok(turn)) => turn,
+            let answer = match self.request(&scope, cancel, &last_text).await {
+                Ok(answer) => answer,
+                Err(ended) => return *ended,
             };
             if let Some(usage) = answer.usage {
                 self.last_usage = Some(usage);
@@ -493,29 +394,10 @@ impl AgentHarness {
                     stop_reason: (!answer.stop_reason.is_normal()).then(|| answer.stop_reason.name()),
                 };
             }
-            let mut all_terminate = true;
-            let ctx = ToolContext {
-                project_dir: self.config.project_dir.clone(),
-                sandbox: self.config.effective_sandbox(),
-                shell_env: self.config.shell_env.clone(),
-                policy: self.config.effective_policy(),
-                read_deadline: self.config.read_deadline,
-                exact_call_approved: false,
+            let all_terminate = match self.run_tools(&answer.tool_calls, cancel, &last_text).await {
+                Ok(all_terminate) => all_terminate,
+                Err(ended) => return *ended,
             };
-            for (index, call) in answer.tool_calls.iter().enumerate() {
-                let Some(done) = unless_cancelled(cancel, self.tool_call(call, &ctx)).await else {
-                    for pending in &answer.tool_calls[index..] {
-                        self.store(Message::tool_result(
-                            pending.id.clone(),
-                            vec![crate::messages::ContentBlock::text("cancelled by the user")],
-                            true,
-                        ));
-                    }
-                    return self.cancelled(last_text);
-                };
-                all_terminate &= done.terminate;
-                self.store(Message::tool_result(call.id.clone(), done.content, done.is_error));
-            }
             if all_terminate {
                 self.notice("a postToolUse hook asked to end the turn (terminate)");
                 return TurnResult {
@@ -535,6 +417,167 @@ impl AgentHarness {
             )),
             stop_reason: None,
         }
+    }
+
+    /// The turn's opening hooks, userPromptSubmit then beforeAgent, and what beforeAgent added
+    /// (the system prompt and messages for this turn). `Err` is how the turn ended instead.
+    async fn open_turn(
+        &mut self,
+        prompt: &str,
+        template: Option<&str>,
+        cancel: &CancellationToken,
+    ) -> Result<TurnScope, Box<TurnResult>> {
+        let payload = HookPayload::UserPromptSubmit(UserPromptSubmitPayload {
+            base: self.base(),
+            prompt: prompt.into(),
+            template: template.map(str::to_string),
+        });
+        let Some(submitted) = unless_cancelled(cancel, self.dispatch(payload)).await else {
+            return Err(Box::new(self.cancelled(String::new())));
+        };
+        if let Some(failed) = submitted.failed_closed() {
+            return Err(Box::new(Self::failed_closed(&failed, String::new())));
+        }
+
+        let mode_prompt = self.config.mode_system_prompt();
+        let payload = HookPayload::BeforeAgent(BeforeAgentPayload {
+            base: self.base(),
+            prompt: prompt.into(),
+            system_prompt: mode_prompt.clone(),
+        });
+        let Some(before) = unless_cancelled(cancel, self.dispatch(payload)).await else {
+            return Err(Box::new(self.cancelled(String::new())));
+        };
+        if let Some(failed) = before.failed_closed() {
+            return Err(Box::new(Self::failed_closed(&failed, String::new())));
+        }
+        let mut scope = TurnScope {
+            system_prompt: mode_prompt.clone(),
+            ..Default::default()
+        };
+        if let Some(before) = BeforeAgent::reduced_of(&before.reduced) {
+            let mut before = before.clone();
+            let cap = self.config.max_added_context_bytes;
+            let (dropped, bytes) = before.cap_added_context(cap);
+            if dropped > 0 {
+                self.notice(format!(
+                    "beforeAgent hooks added more than {cap} bytes of context in total; {dropped} later \
+                     addition(s) ({bytes} bytes) were dropped (settings.json hooks.maxAddedContextBytes)"
+                ));
+            }
+            scope.system_prompt = before.system_prompt(&mode_prompt);
+            scope.extra_messages = before.messages;
+        }
+        Ok(scope)
+    }
+
+    /// One model request: the context hooks, then the streamed answer (shown as it comes).
+    /// `Err` is how the turn ended instead (cancelled, a fail-closed hook, the provider's error).
+    async fn request(
+        &mut self,
+        scope: &TurnScope,
+        cancel: &CancellationToken,
+        last_text: &str,
+    ) -> Result<Turn, Box<TurnResult>> {
+        let messages = self.request_messages(scope);
+        let payload = HookPayload::Context(ContextPayload {
+            base: self.base(),
+            messages: messages.clone(),
+        });
+        let messages = if self.hooks.has_hooks(crate::hooks::HookEvent::Context, None) {
+            let Some(context) = unless_cancelled(cancel, self.dispatch(payload)).await else {
+                return Err(Box::new(self.cancelled(last_text.to_string())));
+            };
+            if let Some(failed) = context.failed_closed() {
+                return Err(Box::new(Self::failed_closed(&failed, last_text.to_string())));
+            }
+            match Context::reduced_of(&context.reduced).and_then(|r| r.messages.clone()) {
+                Some(replacement) => replacement,
+                None => messages,
+            }
+        } else {
+            messages
+        };
+        let request = Request {
+            system_prompt: scope.system_prompt.clone(),
+            messages,
+            tools: self.offered_tools(),
+            max_tokens: None,
+        };
+        // The answer as it streams: shown to the front end, kept as a draft by the store (a
+        // crash loses nothing already shown), and stored if the stream ends early.
+        let streamed = Arc::new(std::sync::Mutex::new(String::new()));
+        let events = self.events.clone();
+        let sink = self.transcript.sink();
+        let shown = streamed.clone();
+        let mut on_event = move |event: StreamEvent| {
+            if let StreamEvent::TextDelta(text) = event {
+                let mut shown = shown.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+                shown.push_str(&text);
+                if let Some(sink) = &sink {
+                    let _ = sink.save_draft(&shown);
+                }
+                if let Some(events) = &events {
+                    let _ = events.send(AgentEvent::TextDelta { text });
+                }
+            }
+        };
+        let provider = self.provider.clone();
+        self.emit(AgentEvent::ModelRequestStarted);
+        let outcome = unless_cancelled(cancel, provider.stream(&request, &mut on_event)).await;
+        drop(on_event);
+        let partial = std::mem::take(&mut *streamed.lock().unwrap_or_else(|poisoned| poisoned.into_inner()));
+        let answer = match outcome {
+            None => {
+                self.store_partial(partial);
+                return Err(Box::new(self.cancelled(last_text.to_string())));
+            }
+            Some(Err(err)) => {
+                self.store_partial(partial);
+                return Err(Box::new(TurnResult {
+                    status: StopStatus::Failed,
+                    text: last_text.to_string(),
+                    error: Some(err.to_string()),
+                    stop_reason: None,
+                }));
+            }
+            Some(Ok(turn)) => turn,
+        };
+        Ok(answer)
+    }
+
+    /// Runs the answer's tool calls in order and stores their results; `Ok(true)` if every call's
+    /// postToolUse hooks asked to end the turn. A cancel stores the calls not run as cancelled.
+    async fn run_tools(
+        &mut self,
+        calls: &[ToolCall],
+        cancel: &CancellationToken,
+        last_text: &str,
+    ) -> Result<bool, Box<TurnResult>> {
+        let mut all_terminate = true;
+        let ctx = ToolContext {
+            project_dir: self.config.project_dir.clone(),
+            sandbox: self.config.effective_sandbox(),
+            shell_env: self.config.shell_env.clone(),
+            policy: self.config.effective_policy(),
+            read_deadline: self.config.read_deadline,
+            exact_call_approved: false,
+        };
+        for (index, call) in calls.iter().enumerate() {
+            let Some(done) = unless_cancelled(cancel, self.tool_call(call, &ctx)).await else {
+                for pending in &calls[index..] {
+                    self.store(Message::tool_result(
+                        pending.id.clone(),
+                        vec![crate::messages::ContentBlock::text("cancelled by the user")],
+                        true,
+                    ));
+                }
+                return Err(Box::new(self.cancelled(last_text.to_string())));
+            };
+            all_terminate &= done.terminate;
+            self.store(Message::tool_result(call.id.clone(), done.content, done.is_error));
+        }
+        Ok(all_terminate)
     }
 
     /// Keeps the part of an answer that was shown before its stream ended early (cancel, error).
