@@ -18,16 +18,27 @@ pub(crate) const ALLOW_ONCE: &str = "allow_once";
 pub(crate) const ALLOW_SESSION: &str = "allow_session";
 pub(crate) const REJECT: &str = "reject";
 
-fn options() -> Vec<PermissionOption> {
-    vec![
-        PermissionOption::new(ALLOW_ONCE, "Allow once", PermissionOptionKind::AllowOnce),
-        PermissionOption::new(
+/// Allow once, allow for this session (only where that means something: not for a protected write
+/// or a hook's ask, which are approved one call at a time), reject.
+fn options(offers_session: bool) -> Vec<PermissionOption> {
+    let mut options = vec![PermissionOption::new(
+        ALLOW_ONCE,
+        "Allow once",
+        PermissionOptionKind::AllowOnce,
+    )];
+    if offers_session {
+        options.push(PermissionOption::new(
             ALLOW_SESSION,
             "Allow always (this session)",
             PermissionOptionKind::AllowAlways,
-        ),
-        PermissionOption::new(REJECT, "Reject", PermissionOptionKind::RejectOnce),
-    ]
+        ));
+    }
+    options.push(PermissionOption::new(
+        REJECT,
+        "Reject",
+        PermissionOptionKind::RejectOnce,
+    ));
+    options
 }
 
 /// Asks the client about `question` and answers it. The session forwards the question after the
@@ -44,7 +55,8 @@ pub(super) async fn ask(cx: ConnectionTo<Client>, session_id: SessionId, questio
             .content(vec![reason])
             .raw_input(request.input.clone()),
     );
-    let permission = RequestPermissionRequest::new(session_id.clone(), tool_call, options());
+    let permission =
+        RequestPermissionRequest::new(session_id.clone(), tool_call, options(request.offers_session));
     let decision = match cx.send_request(permission).block_task().await {
         Ok(response) => match response.outcome {
             RequestPermissionOutcome::Selected(selected) => match &*selected.option_id.0 {

@@ -77,11 +77,26 @@ pub(crate) const TRUST_CHOICES: [&str; 2] = [
     "No, keep its hooks and MCP servers off",
 ];
 
-pub(crate) const APPROVAL_CHOICES: [(&str, ApprovalDecision); 3] = [
+const APPROVAL_CHOICES: [(&str, ApprovalDecision); 3] = [
     ("Yes, once", ApprovalDecision::AllowOnce),
     ("Yes, for this session", ApprovalDecision::AllowForSession),
     ("No, deny", ApprovalDecision::Deny),
 ];
+
+/// A protected write or a hook's `ask` is approved one call at a time: no "for this session".
+const PER_CALL_CHOICES: [(&str, ApprovalDecision); 2] = [
+    ("Yes, once", ApprovalDecision::AllowOnce),
+    ("No, deny", ApprovalDecision::Deny),
+];
+
+/// The answers offered to `request`, in order.
+pub(crate) fn approval_choices(request: &ApprovalRequest) -> &'static [(&'static str, ApprovalDecision)] {
+    if request.offers_session {
+        &APPROVAL_CHOICES
+    } else {
+        &PER_CALL_CHOICES
+    }
+}
 
 /// The agent is working on a command.
 #[derive(Debug)]
@@ -487,7 +502,9 @@ impl App {
     fn modal_key(&mut self, key: KeyEvent) {
         let Some(modal) = &mut self.modal else { return };
         let (count, selected) = match modal {
-            Modal::Approval { selected, .. } => (APPROVAL_CHOICES.len(), selected),
+            Modal::Approval {
+                request, selected, ..
+            } => (approval_choices(request).len(), selected),
             Modal::Sessions { sessions, selected } => (sessions.len(), selected),
             Modal::Trust { selected, .. } => (TRUST_CHOICES.len(), selected),
         };
@@ -506,8 +523,10 @@ impl App {
                 }
             }
             KeyCode::Char('y') if matches!(modal, Modal::Approval { .. }) => choose = Some(0),
-            KeyCode::Char('a') if matches!(modal, Modal::Approval { .. }) => choose = Some(1),
-            KeyCode::Char('n') if matches!(modal, Modal::Approval { .. }) => choose = Some(2),
+            KeyCode::Char('a') if matches!(modal, Modal::Approval { request, .. } if request.offers_session) => {
+                choose = Some(1)
+            }
+            KeyCode::Char('n') if matches!(modal, Modal::Approval { .. }) => choose = Some(count - 1),
             KeyCode::Char('y') if matches!(modal, Modal::Trust { .. }) => choose = Some(0),
             KeyCode::Char('n') if matches!(modal, Modal::Trust { .. }) => choose = Some(1),
             _ => {}
@@ -515,7 +534,7 @@ impl App {
         let Some(choice) = choose else { return };
         match self.modal.take() {
             Some(Modal::Approval { request, reply, .. }) => {
-                let decision = APPROVAL_CHOICES
+                let decision = approval_choices(&request)
                     .get(choice)
                     .map_or(ApprovalDecision::Deny, |(_, d)| *d);
                 if let Some(reply) = reply {

@@ -7,7 +7,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 
-use super::app::{APPROVAL_CHOICES, App, Modal, TRUST_CHOICES};
+use super::app::{App, Modal, TRUST_CHOICES, approval_choices};
 use super::transcript::{self, summarize_input};
 use super::wrap::{self, truncate, wrap_text};
 
@@ -211,7 +211,8 @@ fn modal_lines(modal: &Modal, width: usize) -> Vec<Line<'static>> {
             }
             body.extend(input_rows);
             body.extend(wrap_text(&request.reason, dim(), inner, &[], &[]));
-            for (index, (label, _)) in APPROVAL_CHOICES.iter().enumerate() {
+            let choices = approval_choices(request);
+            for (index, (label, _)) in choices.iter().enumerate() {
                 let chosen = index == *selected;
                 let style = if chosen {
                     Style::default().fg(Color::Yellow).add_modifier(Modifier::BOLD)
@@ -224,7 +225,12 @@ fn modal_lines(modal: &Modal, width: usize) -> Vec<Line<'static>> {
                     style,
                 )));
             }
-            ("Approve tool call", "Enter choose · 1/2/3 · Esc deny")
+            let footer = if choices.len() == 3 {
+                "Enter choose · 1/2/3 · Esc deny"
+            } else {
+                "Enter choose · 1/2 · Esc deny · this exact call only"
+            };
+            ("Approve tool call", footer)
         }
         Modal::Sessions { sessions, selected } => {
             let now = time::OffsetDateTime::now_utc();

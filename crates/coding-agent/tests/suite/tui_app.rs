@@ -225,6 +225,7 @@ fn approval(app: &mut App) -> tokio::sync::oneshot::Receiver<ApprovalDecision> {
                 tool_name: "shell_exec".into(),
                 input: json!({"command": "make"}),
                 reason: "hook 'ask-first' requested approval".into(),
+                offers_session: true,
             },
             reply,
         }),

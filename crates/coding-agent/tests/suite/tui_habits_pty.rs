@@ -265,3 +265,39 @@ fn a_blocked_call_is_reported_once() {
     assert_eq!(screen.matches("BLOCK-REASON-7").count(), 1, "{screen}");
     assert!(!env.project.join("notes.txt").exists());
 }
+
+#[test]
+fn a_protected_write_offers_no_yes_for_this_session_and_asks_each_time() {
+    let env = TestEnv::new();
+    env.trust_project();
+    let model = Model::start();
+    for n in 1..=2 {
+        model.server.enqueue(FakeReply::tool_call(
+            "write_file",
+            json!({"path": format!(".elph/notes-{n}.md"), "content": "protected"}),
+        ));
+    }
+    model.server.enqueue(FakeReply::text("Wrote both."));
+    let mut tui = Tui::start(&env, &model, 40, 110);
+    tui.wait_idle();
+    tui.send("write the notes");
+    for n in 1..=2 {
+        let asking = format!("? write_file path: .elph/notes-{n}.md");
+        tui.wait_until("the question about this call", |screen| {
+            screen.contains(&asking) && screen.contains("this exact call only")
+        });
+        let screen = tui.contents();
+        assert!(
+            screen.contains("1. Yes, once") && screen.contains("2. No, deny"),
+            "{screen}"
+        );
+        assert!(!screen.contains("for this session"), "{screen}");
+        tui.press(b"1");
+        tui.wait_for(&format!("Created .elph/notes-{n}.md"));
+    }
+    tui.wait_for("● Wrote both.");
+    for n in 1..=2 {
+        let written = std::fs::read_to_string(env.project.join(format!(".elph/notes-{n}.md")));
+        assert_eq!(written.unwrap(), "protected");
+    }
+}

@@ -190,6 +190,7 @@ fn approval_prompt() {
                 tool_name: "shell_exec".into(),
                 input: json!({"command": "rm -rf build"}),
                 reason: reason.into(),
+                offers_session: true,
             },
             reply,
         }),

@@ -40,6 +40,10 @@ pub struct ApprovalRequest {
     pub input: Value,
     /// Why approval is needed, in words for the user.
     pub reason: String,
+    /// Whether "yes for this session" means anything here. It does not for a write to a protected
+    /// place or a hook's `ask`: those are approved one call at a time, so a front end offers only
+    /// yes (once) and no.
+    pub offers_session: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

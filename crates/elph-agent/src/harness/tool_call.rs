@@ -203,6 +203,7 @@ impl AgentHarness {
             tool_name: call.name.clone(),
             input: input.clone(),
             reason: reason.clone(),
+            offers_session: hook_ask.is_none() && !protected,
         };
         match self.approver.approve(&request).await {
             Some(ApprovalDecision::AllowOnce) => Ok(protected),
