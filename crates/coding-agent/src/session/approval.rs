@@ -4,6 +4,10 @@
 use elph_agent::harness::{ApprovalDecision, ApprovalRequest, Approver};
 use tokio::sync::{mpsc, oneshot};
 
+use std::path::PathBuf;
+
+use super::preview::ChangePreview;
+
 /// Whether anyone can answer approval questions in this front end.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Approvals {
@@ -18,6 +22,8 @@ pub enum Approvals {
 #[derive(Debug)]
 pub struct PendingApproval {
     pub request: ApprovalRequest,
+    /// What a `write_file` or `edit_file` call would change, as a diff to show with the question.
+    pub preview: Option<ChangePreview>,
     pub reply: oneshot::Sender<ApprovalDecision>,
 }
 
@@ -31,6 +37,8 @@ impl PendingApproval {
 /// Sends each question to the session task, which forwards it in order with the harness's events.
 pub(super) struct QueueApprover {
     pub(super) questions: mpsc::UnboundedSender<PendingApproval>,
+    /// Where relative paths in a write's arguments lead, for its preview.
+    pub(super) project_dir: PathBuf,
 }
 
 #[async_trait::async_trait]
@@ -39,6 +47,7 @@ impl Approver for QueueApprover {
         let (reply, answer) = oneshot::channel();
         let pending = PendingApproval {
             request: request.clone(),
+            preview: super::preview::preview(&self.project_dir, &request.tool_name, &request.input),
             reply,
         };
         if self.questions.send(pending).is_err() {

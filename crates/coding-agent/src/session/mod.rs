@@ -16,6 +16,7 @@ mod approval;
 pub(crate) mod commands;
 mod events;
 mod ops;
+pub mod preview;
 pub(crate) mod wording;
 
 use std::future::Future;
@@ -132,6 +133,7 @@ impl Session {
         let approver: Arc<dyn Approver> = match approvals {
             Approvals::Asked => Arc::new(approval::QueueApprover {
                 questions: questions_tx,
+                project_dir: paths.project_dir.clone(),
             }),
             Approvals::Nobody => Arc::new(NoApprover),
         };

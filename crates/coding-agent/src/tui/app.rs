@@ -57,6 +57,8 @@ pub enum Msg {
 pub enum Modal {
     Approval {
         request: ApprovalRequest,
+        /// The diff of a write or an edit.
+        preview: Option<crate::session::preview::ChangePreview>,
         reply: Option<oneshot::Sender<ApprovalDecision>>,
         selected: usize,
     },

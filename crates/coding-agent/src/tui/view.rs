@@ -10,6 +10,7 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 use super::app::{App, Modal, TRUST_CHOICES, approval_choices};
 use super::transcript::{self, summarize_input};
 use super::wrap::{self, truncate, wrap_text};
+use crate::session::preview::{ChangePreview, DiffKind};
 
 const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 /// Most rows the input grows to.
@@ -190,26 +191,41 @@ fn modal_lines(modal: &Modal, width: usize) -> Vec<Line<'static>> {
     let mut body: Vec<Line<'static>> = Vec::new();
     let (title, footer) = match modal {
         Modal::Approval {
-            request, selected, ..
+            request,
+            selected,
+            preview,
+            ..
         } => {
             let bold = Style::default().add_modifier(Modifier::BOLD);
             body.push(Line::from(vec![
                 Span::styled(request.tool_name.clone(), bold),
                 Span::raw(" wants to run"),
             ]));
-            let input = wrap::sanitize(&summarize_input(&request.input)).replace('\n', "⏎");
-            let mut input_rows = wrap_text(
-                &input,
-                Style::default().fg(Color::Cyan),
-                inner,
-                &[Span::raw("  ")],
-                &[Span::raw("  ")],
-            );
-            if input_rows.len() > 3 {
-                input_rows.truncate(3);
-                input_rows.push(Line::from(Span::styled("  …", dim())));
+            match preview {
+                Some(preview) => {
+                    let path = request.input["path"].as_str().unwrap_or_default();
+                    body.push(Line::from(Span::styled(
+                        truncate(&format!("  {}", crate::terminal_text::escape(path)), inner),
+                        Style::default().fg(Color::Cyan),
+                    )));
+                    body.extend(diff_lines(preview, inner));
+                }
+                None => {
+                    let input = wrap::sanitize(&summarize_input(&request.input)).replace('\n', "⏎");
+                    let mut input_rows = wrap_text(
+                        &input,
+                        Style::default().fg(Color::Cyan),
+                        inner,
+                        &[Span::raw("  ")],
+                        &[Span::raw("  ")],
+                    );
+                    if input_rows.len() > 3 {
+                        input_rows.truncate(3);
+                        input_rows.push(Line::from(Span::styled("  …", dim())));
+                    }
+                    body.extend(input_rows);
+                }
             }
-            body.extend(input_rows);
             body.extend(wrap_text(&request.reason, dim(), inner, &[], &[]));
             let choices = approval_choices(request);
             for (index, (label, _)) in choices.iter().enumerate() {
@@ -331,6 +347,34 @@ fn modal_lines(modal: &Modal, width: usize) -> Vec<Line<'static>> {
         lines.push(Line::from(spans));
     }
     lines.push(bar("╰", "─".repeat(width.saturating_sub(2)), "╯"));
+    lines
+}
+
+/// A write's or an edit's diff: added lines green, removed red, hunk headers blue; each row one
+/// terminal line (the file's text escaped, cut to the width), then how many lines are not shown.
+fn diff_lines(preview: &ChangePreview, width: usize) -> Vec<Line<'static>> {
+    let mut lines: Vec<Line<'static>> = preview
+        .lines
+        .iter()
+        .map(|line| {
+            let (mark, style) = match line.kind {
+                DiffKind::Hunk => ("", Style::default().fg(Color::Blue)),
+                DiffKind::Context => (" ", Style::default()),
+                DiffKind::Added => ("+", Style::default().fg(Color::Green)),
+                DiffKind::Removed => ("-", Style::default().fg(Color::Red)),
+            };
+            let text = crate::terminal_text::escape(&line.text.replace('\t', "    ")).into_owned();
+            Line::from(Span::styled(truncate(&format!("{mark}{text}"), width), style))
+        })
+        .collect();
+    if preview.more > 0 {
+        let more = format!(
+            "… {} more line{}",
+            preview.more,
+            if preview.more == 1 { "" } else { "s" }
+        );
+        lines.push(Line::from(Span::styled(more, dim())));
+    }
     lines
 }
 

@@ -220,6 +220,7 @@ fn approval(app: &mut App) -> tokio::sync::oneshot::Receiver<ApprovalDecision> {
     worker(
         app,
         UiMsg::Approval(PendingApproval {
+            preview: None,
             request: ApprovalRequest {
                 tool_call_id: "c1".into(),
                 tool_name: "shell_exec".into(),

@@ -301,3 +301,39 @@ fn a_protected_write_offers_no_yes_for_this_session_and_asks_each_time() {
         assert_eq!(written.unwrap(), "protected");
     }
 }
+
+#[test]
+fn a_write_asks_with_a_coloured_bounded_diff_and_escapes_the_file_text() {
+    let env = TestEnv::new();
+    env.trust_project();
+    std::fs::write(env.project.join("notes.txt"), "one\ntwo\nthree\n").unwrap();
+    let mut content = String::from("one\nTWO-CHANGED\nthree\n\u{1b}]0;pwned\u{7}\n");
+    for n in 0..30 {
+        content.push_str(&format!("added line {n}\n"));
+    }
+    let model = Model::start();
+    model.server.enqueue(FakeReply::tool_call(
+        "write_file",
+        json!({"path": "notes.txt", "content": content}),
+    ));
+    model.server.enqueue(FakeReply::text("Rewrote the notes."));
+    let mut tui = Tui::start(&env, &model, 40, 110);
+    tui.wait_idle();
+    tui.send("rewrite the notes");
+    tui.wait_for("Approve tool call");
+    tui.wait_for("more lines");
+    let screen = tui.contents();
+    assert!(screen.contains("-two"), "{screen}");
+    assert!(screen.contains("+TWO-CHANGED"), "{screen}");
+    assert!(screen.contains("@@ -1,3 +1,34 @@"), "{screen}");
+    // The file's escape sequence is shown, not run.
+    assert!(screen.contains(r"+\e]0;pwned\a"), "{screen}");
+    // Bounded: the last added lines are not in the question.
+    assert!(!screen.contains("added line 29"), "{screen}");
+    assert_eq!(tui.colour_of("+TWO-CHANGED"), Some(vt100::Color::Idx(2)), "green");
+    assert_eq!(tui.colour_of("-two"), Some(vt100::Color::Idx(1)), "red");
+    tui.press(b"1");
+    tui.wait_for("● Rewrote the notes.");
+    let written = std::fs::read_to_string(env.project.join("notes.txt")).unwrap();
+    assert!(written.starts_with("one\nTWO-CHANGED\n"));
+}

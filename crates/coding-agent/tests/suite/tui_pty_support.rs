@@ -118,6 +118,21 @@ impl Tui {
             .collect()
     }
 
+    /// The foreground colour of the first cell of the row that contains `needle`.
+    pub(super) fn colour_of(&self, needle: &str) -> Option<vt100::Color> {
+        let parser = self.screen.lock().unwrap();
+        let (_, cols) = parser.screen().size();
+        let row = parser
+            .screen()
+            .rows(0, cols.get())
+            .position(|row| row.contains(needle))?;
+        let row = u16::try_from(row).ok()?;
+        let text: String = parser.screen().rows(0, cols.get()).nth(row as usize)?;
+        let col = text.find(needle).map(|byte| text[..byte].chars().count())?;
+        let col = u16::try_from(col).ok()?;
+        parser.screen().cell(row, col).map(|cell| cell.fgcolor())
+    }
+
     /// The input's first row (above the bottom rule and the status line).
     pub(super) fn input_row(&self) -> String {
         let rows = self.rows();

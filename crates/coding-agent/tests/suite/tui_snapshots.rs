@@ -185,6 +185,7 @@ fn approval_prompt() {
     worker(
         &mut app,
         UiMsg::Approval(PendingApproval {
+            preview: None,
             request: ApprovalRequest {
                 tool_call_id: "call-1".into(),
                 tool_name: "shell_exec".into(),

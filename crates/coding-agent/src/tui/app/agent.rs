@@ -47,13 +47,18 @@ impl App {
     pub(super) fn worker(&mut self, msg: UiMsg) {
         match msg {
             UiMsg::Agent(event) => self.agent(event),
-            UiMsg::Approval(PendingApproval { request, reply }) => {
+            UiMsg::Approval(PendingApproval {
+                request,
+                reply,
+                preview,
+            }) => {
                 if let Some(tool) = self.tool_mut(&request.tool_call_id) {
                     tool.state = ToolState::Approval;
                 }
                 self.set_label("waiting for your approval");
                 self.modal = Some(Modal::Approval {
                     request,
+                    preview,
                     reply: Some(reply),
                     selected: 0,
                 });
