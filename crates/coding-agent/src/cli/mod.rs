@@ -190,7 +190,10 @@ fn interactive(cwd: Option<&std::path::Path>, options: crate::session::SessionOp
     use crate::gate::{GateOutcome, has_terminal, startup_gate};
     let paths = crate::paths::Paths::from_env(cwd)?;
     let store = crate::trust::TrustStore::new(&paths.config_dir);
-    let check = || crate::gate::preflight::check(&paths, options.model.as_deref(), &options.sandbox);
+    let check = || {
+        crate::gate::preflight::check(&paths, options.model.as_deref(), &options.sandbox)?;
+        crate::gate::preflight::check_session_choice(&paths, &options.session)
+    };
     match startup_gate(&paths, &store, has_terminal(), &check)? {
         GateOutcome::Declined(declined) => {
             crate::terminal_text::eprint_line(&declined.to_stderr_text());

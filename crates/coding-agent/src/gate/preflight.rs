@@ -6,9 +6,10 @@
 use std::path::Path;
 
 use crate::paths::Paths;
+use crate::runtime::SessionChoice;
 use crate::sandbox::SandboxArgs;
 use crate::settings::Settings;
-use crate::store::{DB_FILE, StoreError};
+use crate::store::{DB_FILE, SessionStore, StoreError};
 
 /// Checks what the session would otherwise find out only after the question.
 pub(crate) fn check(paths: &Paths, model: Option<&str>, sandbox: &SandboxArgs) -> anyhow::Result<()> {
@@ -16,6 +17,43 @@ pub(crate) fn check(paths: &Paths, model: Option<&str>, sandbox: &SandboxArgs) -
     crate::runtime::resolve_provider(paths, model, &settings)?;
     crate::sandbox::resolve_policy(paths, &settings, sandbox, None)?;
     check_data_dir(&paths.data_dir)?;
+    Ok(())
+}
+
+/// `-c` and `--session ID` name a stored session that exists (as opening it would find), so a
+/// start that would fail on it fails before the trust question. A missing database holds none; it
+/// is not created here.
+pub(crate) fn check_session_choice(paths: &Paths, choice: &SessionChoice) -> anyhow::Result<()> {
+    if !matches!(choice, SessionChoice::Continue | SessionChoice::Resume(_)) {
+        return Ok(());
+    }
+    let store = if paths.data_dir.join(DB_FILE).is_file() {
+        Some(SessionStore::open(&paths.data_dir)?)
+    } else {
+        None
+    };
+    let project = paths.project_dir.as_path();
+    match choice {
+        SessionChoice::Continue => {
+            let sessions = store.map(|store| store.list(project)).transpose()?;
+            if sessions.is_none_or(|sessions| sessions.is_empty()) {
+                anyhow::bail!(
+                    "no earlier session for {}; start one without -c",
+                    crate::terminal_text::escape_path(project)
+                );
+            }
+        }
+        SessionChoice::Resume(id) => {
+            let found = store.map(|store| store.session(id)).transpose()?.flatten();
+            if found.is_none() {
+                anyhow::bail!(
+                    "no session '{}'; `elph sessions` lists this project's sessions",
+                    crate::terminal_text::escape(id)
+                );
+            }
+        }
+        SessionChoice::New | SessionChoice::Ephemeral => {}
+    }
     Ok(())
 }
 

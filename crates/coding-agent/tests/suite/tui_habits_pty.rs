@@ -337,3 +337,24 @@ fn a_write_asks_with_a_coloured_bounded_diff_and_escapes_the_file_text() {
     let written = std::fs::read_to_string(env.project.join("notes.txt")).unwrap();
     assert!(written.starts_with("one\nTWO-CHANGED\n"));
 }
+
+#[test]
+fn continue_with_no_earlier_session_fails_before_the_trust_question() {
+    let env = TestEnv::new();
+    let model = Model::start();
+    let mut tui = Tui::start_with(&env, &model, 24, 100, &["-c"]);
+    assert_eq!(tui.exit_code(), 1, "screen:\n{}", tui.contents());
+    let screen = tui.contents();
+    assert!(screen.contains("no earlier session for"), "{screen}");
+    assert!(!screen.contains("Do you trust"), "{screen}");
+    assert!(!env.config_dir.join("trust.json").exists(), "nothing recorded");
+
+    let mut tui = Tui::start_with(&env, &model, 24, 100, &["--session", "no-such-id"]);
+    assert_eq!(tui.exit_code(), 1, "screen:\n{}", tui.contents());
+    assert!(
+        tui.contents().contains("no session 'no-such-id'"),
+        "{}",
+        tui.contents()
+    );
+    assert!(!env.config_dir.join("trust.json").exists(), "nothing recorded");
+}
