@@ -256,6 +256,13 @@ impl Runtime {
         })?;
         self.model = format!("{}/{}", provider.provider_name(), provider.model_id());
         self.harness.set_provider(Arc::from(provider));
+        // The stored session says which model it continues with (`elph sessions`); failing to
+        // record that does not undo the switch.
+        if let Some(store) = &self.store
+            && let Err(error) = store.set_model(self.harness.session_id(), &self.model)
+        {
+            tracing::warn!(%error, "cannot record the session's new model");
+        }
         Ok(())
     }
 

@@ -127,6 +127,17 @@ fn model_shows_the_model_switches_it_and_refuses_an_unknown_one() {
     let requests = model.server.requests();
     assert_eq!(requests.len(), 1);
     assert_eq!(requests[0]["model"], "gpt-other", "{}", requests[0]);
+    tui.wait_idle();
+    tui.send("/quit");
+    assert_eq!(tui.exit_code(), 0, "screen:\n{}", tui.contents());
+    // The stored session records the model it continues with.
+    let output = env
+        .command(std::path::Path::new(super::tui_pty_support::ELPH))
+        .args(["sessions", "--json"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("openai/gpt-other"), "{text}");
 }
 
 #[test]
