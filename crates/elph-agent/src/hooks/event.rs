@@ -18,6 +18,7 @@ impl fmt::Display for HookEvent {
     }
 }
 
+/// A name that is no event: the error of parsing one from hooks.json or the command line.
 #[derive(Debug, thiserror::Error)]
 #[error("unknown event '{0}'; expected one of: {list}", list = HookEvent::ALL.map(HookEvent::as_str).join(", "))]
 pub struct UnknownEvent(pub String);

@@ -8,16 +8,23 @@ use serde::{Deserialize, Serialize};
 /// One `toolNames` pattern.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ToolPattern {
+    /// `*`: every tool.
     Any,
+    /// One tool, by its exact name.
     Exact(String),
+    /// `prefix*`: every tool whose name starts so (e.g. `mcp__github__*`).
     Prefix(String),
+    /// `*suffix`: every tool whose name ends so.
     Suffix(String),
 }
 
+/// A `toolNames` pattern that cannot be used; hooks.json reports it with the hook's id.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PatternError {
+    /// An empty string, which would match nothing.
     #[error("tool name pattern is empty")]
     Empty,
+    /// A pattern with a `*` elsewhere than at one end.
     #[error("tool name pattern '{0}' is not supported: use an exact name, 'prefix*', '*suffix', or '*'")]
     Unsupported(String),
 }
@@ -49,6 +56,7 @@ impl FromStr for ToolPattern {
 }
 
 impl ToolPattern {
+    /// Whether this pattern selects the tool named `tool_name`.
     pub fn matches(&self, tool_name: &str) -> bool {
         match self {
             ToolPattern::Any => true,
@@ -77,12 +85,9 @@ pub struct Matcher {
 }
 
 impl Matcher {
+    /// The matcher of a hook without `toolNames`: every tool.
     pub fn any() -> Self {
         Matcher::default()
-    }
-
-    pub fn new(patterns: Vec<ToolPattern>) -> Self {
-        Matcher { patterns }
     }
 
     /// Parses `toolNames`; the first bad pattern is the error.
@@ -94,14 +99,17 @@ impl Matcher {
         Ok(Matcher { patterns })
     }
 
+    /// Whether a hook with this matcher sees calls of `tool_name`.
     pub fn matches(&self, tool_name: &str) -> bool {
         self.patterns.is_empty() || self.patterns.iter().any(|pattern| pattern.matches(tool_name))
     }
 
+    /// The patterns as configured; empty for every tool.
     pub fn patterns(&self) -> &[ToolPattern] {
         &self.patterns
     }
 
+    /// Whether every tool matches (no patterns), as `elph doctor` reports it.
     pub fn is_any(&self) -> bool {
         self.patterns.is_empty()
     }

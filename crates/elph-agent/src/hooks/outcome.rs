@@ -24,26 +24,40 @@ pub use super::events::pre_tool_use::{Decision, PreToolUseOutcome};
 /// An accepted outcome and the notes about fields that were ignored.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ParsedOutcome {
+    /// The outcome, holding only the fields the event honours.
     pub outcome: HookOutcome,
+    /// One note per field that was dropped, for the run's diagnostics.
     pub ignored: Vec<String>,
 }
 
+/// Why a hook's stdout was rejected as an outcome; the run then counts as failed.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[expect(
+    missing_docs,
+    reason = "each variant's fields are the words of its #[error] message"
+)]
 pub enum OutcomeError {
+    /// Stdout is not text.
     #[error("stdout is not valid UTF-8")]
     InvalidUtf8,
+    /// Stdout is not JSON; the parser's message says where.
     #[error("stdout is not valid JSON: {0}")]
     InvalidJson(String),
     #[error(
         "stdout is JSON but not an object (got {0}); print an object such as {{\"block\": true}} or nothing"
     )]
+    /// Stdout is JSON of another kind than an object.
     NotAnObject(&'static str),
+    /// A field the event honours has the wrong type or value.
     #[error("invalid outcome for {event}: {reason}")]
     InvalidField { event: HookEvent, reason: String },
+    /// A message list that the provider could not send.
     #[error("invalid messages: {0}")]
     InvalidMessages(String),
+    /// A field that would put more than the outcome limit in front of the model.
     #[error("{field} is {bytes} bytes; at most {limit} bytes may reach the model from one outcome", limit = MAX_RETURNED_CONTEXT_BYTES)]
     TooLarge { field: String, bytes: usize },
+    /// An image content block with a bad media type or data.
     #[error("{at} is not a valid image block: {reason}")]
     InvalidImage { at: String, reason: String },
 }

@@ -22,11 +22,14 @@ pub use super::events::user_prompt_submit::UserPromptSubmitPayload;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PayloadBase {
+    /// The session the event belongs to, so a hook can keep state per session.
     pub session_id: String,
+    /// The project directory the session works in.
     pub project_dir: PathBuf,
 }
 
 impl PayloadBase {
+    /// The common fields for a payload of session `session_id` in `project_dir`.
     pub fn new(session_id: impl Into<String>, project_dir: impl Into<PathBuf>) -> Self {
         PayloadBase {
             session_id: session_id.into(),

@@ -13,6 +13,7 @@ use super::runner::HookRun;
 /// Whether the chain goes on after an outcome.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ChainFlow {
+    /// Let the next hook run.
     Continue,
     /// A preToolUse hook blocked: no later hook runs.
     Stop,
@@ -22,7 +23,9 @@ pub enum ChainFlow {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Verdict {
+    /// The hook that decided.
     pub hook_id: String,
+    /// Its reason, if it gave one.
     pub reason: Option<String>,
 }
 
@@ -47,6 +50,7 @@ pub struct Reducer {
 }
 
 impl Reducer {
+    /// A chain for `payload`, before any hook ran.
     pub fn new(payload: HookPayload) -> Self {
         let state = Reduced::start(&payload);
         Reducer { payload, state }
@@ -79,6 +83,7 @@ impl Reducer {
         }
     }
 
+    /// The combined effect of every outcome applied.
     pub fn finish(self) -> Reduced {
         self.state
     }

@@ -13,8 +13,11 @@ use super::{HookEvent, Matcher};
 /// A handler compiled into Elph (or registered by an embedding program). It runs in-process, before
 /// any command hook of its event.
 pub trait NativeHook: Send + Sync {
+    /// The hook's id in diagnostics and run records.
     fn id(&self) -> &str;
+    /// The event the hook listens to.
     fn event(&self) -> HookEvent;
+    /// Which tools the hook sees, for tool events; every tool unless overridden.
     fn matcher(&self) -> Matcher {
         Matcher::any()
     }
@@ -36,6 +39,7 @@ impl Default for HookRegistry {
 }
 
 impl HookRegistry {
+    /// A registry whose command hooks `runner` runs, with no native handler yet.
     pub fn new(runner: Arc<dyn HookRunner>) -> Self {
         HookRegistry {
             native: Vec::new(),
@@ -43,13 +47,10 @@ impl HookRegistry {
         }
     }
 
+    /// Adds a native handler; handlers run in the order they were added.
     pub fn with_native(mut self, hook: Arc<dyn NativeHook>) -> Self {
         self.native.push(hook);
         self
-    }
-
-    pub fn runner(&self) -> &Arc<dyn HookRunner> {
-        &self.runner
     }
 
     /// Whether anything at all would run for `event`.

@@ -26,12 +26,16 @@ pub enum RunStatus {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HookRun {
+    /// The hook's id from its configuration (or the native handler's id).
     pub hook_id: String,
+    /// The event it ran for.
     pub event: HookEvent,
+    /// Whether it succeeded, failed or was skipped.
     pub status: RunStatus,
     /// How the hook's process ended; `None` for a native handler, which has no process.
     #[serde(flatten)]
     pub process: Option<ProcessExit>,
+    /// Wall-clock time from start to end of the run.
     pub duration_ms: u64,
     /// The accepted outcome; `None` for empty stdout or a failed run.
     pub outcome: Option<HookOutcome>,
@@ -53,11 +57,17 @@ pub struct HookRun {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ProcessExit {
+    /// The process's exit code, if it exited rather than being killed.
     pub exit_code: Option<i32>,
+    /// The signal that killed it, if one did (including the kill after a timeout).
     pub signal: Option<i32>,
+    /// Whether Elph killed it for running past its timeout.
     pub timed_out: bool,
+    /// Why the process could not be started, if it could not.
     pub spawn_error: Option<String>,
+    /// How much the hook printed on stdout, counted even past the read limit.
     pub stdout_bytes: u64,
+    /// How much the hook printed on stderr, counted even past the read limit.
     pub stderr_bytes: u64,
     /// Up to 1 KiB of the end of stderr.
     pub stderr_tail: String,
@@ -136,6 +146,7 @@ pub enum Severity {
 }
 
 impl Severity {
+    /// The word used in JSON and in printed diagnostics.
     pub fn as_str(self) -> &'static str {
         match self {
             Severity::Note => "note",
@@ -155,9 +166,13 @@ pub fn went_on_unchecked(event: HookEvent) -> Option<&'static str> {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HookDiagnostic {
+    /// The hook it is about; `None` for a remark about the whole chain.
     pub hook_id: Option<String>,
+    /// The event whose chain it came from.
     pub event: HookEvent,
+    /// How loudly to report it.
     pub severity: Severity,
+    /// What happened, in words for a person.
     pub message: String,
 }
 
@@ -174,9 +189,13 @@ impl std::fmt::Display for HookDiagnostic {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Dispatch {
+    /// The event dispatched.
     pub event: HookEvent,
+    /// One record per hook that was considered, in chain order.
     pub runs: Vec<HookRun>,
+    /// What a person should be told about the runs.
     pub diagnostics: Vec<HookDiagnostic>,
+    /// The combined effect of the outcomes, which the caller applies.
     pub reduced: Reduced,
 }
 
@@ -184,6 +203,7 @@ pub struct Dispatch {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct FailedClosed {
+    /// The guard that failed.
     pub hook_id: String,
     /// Why its run did not succeed: the timeout, the exit status, the rejected outcome, …
     pub cause: String,
@@ -233,7 +253,9 @@ impl Dispatch {
 /// What a runner did with its part of a chain.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Ran {
+    /// One record per hook the runner considered, in order.
     pub runs: Vec<HookRun>,
+    /// What a person should be told about those runs.
     pub diagnostics: Vec<HookDiagnostic>,
 }
 
@@ -246,6 +268,7 @@ pub struct Ran {
 /// hook.
 #[async_trait::async_trait]
 pub trait HookRunner: Send + Sync {
+    /// Runs the hooks of `chain`'s event in order, recording each run into `chain`.
     async fn run(&self, chain: &mut Reducer) -> Ran;
 
     /// Whether any hook would run for `event` (and `tool_name`); lets callers skip building payloads.

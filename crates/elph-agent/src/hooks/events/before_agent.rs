@@ -10,25 +10,35 @@ use crate::hooks::payload::PayloadBase;
 use crate::hooks::reduce::ChainFlow;
 use crate::messages::Message;
 
+/// The `beforeAgent` event, where hooks shape the system prompt and this turn's messages.
 pub struct BeforeAgent;
 
+/// What a `beforeAgent` hook reads: the stored prompt and the system prompt it may add to.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct BeforeAgentPayload {
+    /// The session and project every payload names.
     #[serde(flatten)]
     pub base: PayloadBase,
+    /// The user's prompt, as stored.
     pub prompt: String,
+    /// The compiled system prompt before any hook appended to it.
     pub system_prompt: String,
 }
 
+/// What a `beforeAgent` hook may print; every field is optional, absent means no change.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct BeforeAgentOutcome {
+    /// Text appended to the system prompt, after a blank line.
     pub system_prompt: Option<String>,
+    /// Also appended to the system prompt for this turn, after `systemPrompt`'s text.
     pub additional_context: Option<String>,
+    /// Messages added to this turn only (never stored).
     pub messages: Option<Vec<Message>>,
 }
 
+/// What the `beforeAgent` chain adds to the first model request of the turn.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[serde(tag = "kind", rename = "beforeAgent", rename_all = "camelCase")]
 pub struct BeforeAgentReduced {

@@ -10,22 +10,29 @@ use crate::hooks::payload::PayloadBase;
 use crate::hooks::reduce::ChainFlow;
 use crate::messages::Message;
 
+/// The `context` event, where hooks may replace the messages of one model request.
 pub struct Context;
 
+/// What a `context` hook reads: the messages about to be sent to the model.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ContextPayload {
+    /// The session and project every payload names.
     #[serde(flatten)]
     pub base: PayloadBase,
+    /// The provider-bound message list, as earlier hooks of the chain left it.
     pub messages: Vec<Message>,
 }
 
+/// What a `context` hook may print.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ContextOutcome {
+    /// A replacement for the whole message list of this one request; absent keeps it.
     pub messages: Option<Vec<Message>>,
 }
 
+/// What the `context` chain sends instead of the stored messages.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[serde(tag = "kind", rename = "context", rename_all = "camelCase")]
 pub struct ContextReduced {

@@ -57,6 +57,7 @@ pub trait Event: 'static {
     /// (`"protocol": "claude-code"`) may listen to it.
     const CLAUDE_CODE_NAME: Option<&'static str> = None;
 
+    /// The session and project fields of a payload of this event.
     fn base(payload: &Self::Payload) -> &PayloadBase;
 
     /// The tool a tool event is about.
@@ -103,8 +104,11 @@ pub trait Event: 'static {
 /// One hook's outcome being folded in: the payload as the previous hooks left it, the result so
 /// far, and the record of what this outcome changed.
 pub struct Step<'a, E: Event> {
+    /// The hook whose outcome this is, for verdicts and effect lines.
     pub hook_id: &'a str,
+    /// The payload the next hook will read; an outcome that rewrites input changes it here.
     pub payload: &'a mut E::Payload,
+    /// The chain's result so far, which the outcome updates.
     pub reduced: &'a mut E::Reduced,
     effects: &'a mut Vec<String>,
 }
@@ -127,9 +131,13 @@ impl<E: Event> Step<'_, E> {
 /// The flags of `elph hooks test` a sample payload is made from.
 #[derive(Clone, Copy, Debug)]
 pub struct Sample<'a> {
+    /// `--session-id`: the session the sample payload names.
     pub session_id: &'a str,
+    /// `--prompt`: the prompt of the events that carry one.
     pub prompt: &'a str,
+    /// `--tool`: the tool of the tool events.
     pub tool_name: &'a str,
+    /// `--input`: the tool arguments of the tool events.
     pub tool_input: &'a Value,
 }
 
@@ -189,8 +197,11 @@ fn apply_as<E: Event>(
 /// What the list generates for each event, so code can go from an event's types to the shared
 /// enums and back.
 pub trait Listed: Event + Sized {
+    /// This event's name in the shared enum.
     const EVENT: HookEvent;
+    /// Wraps a payload of this event as a payload of any event.
     fn payload(payload: Self::Payload) -> HookPayload;
+    /// Wraps an outcome of this event as an outcome of any event.
     fn outcome(outcome: Self::Outcome) -> HookOutcome;
     /// This event's result, if `reduced` is one.
     fn reduced_of(reduced: &Reduced) -> Option<&Self::Reduced>;
@@ -204,6 +215,7 @@ macro_rules! events {
             Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
             schemars::JsonSchema,
         )]
+        #[expect(missing_docs, reason = "a doc comment would become a description in the published hooks schema; the plain comment above says what it is")]
         pub enum HookEvent {
             $( #[serde(rename = $name)] $variant, )*
         }
@@ -285,16 +297,18 @@ macro_rules! events {
         #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
         #[serde(tag = "event")]
         pub enum HookPayload {
-            $( #[serde(rename = $name)] $variant(<$module::$ty as Event>::Payload), )*
+            $( #[doc = concat!("A `", $name, "` payload.")] #[serde(rename = $name)] $variant(<$module::$ty as Event>::Payload), )*
         }
 
         impl HookPayload {
+            /// The event this payload belongs to.
             pub fn event(&self) -> HookEvent {
                 match self {
                     $( HookPayload::$variant(_) => HookEvent::$variant, )*
                 }
             }
 
+            /// The session and project fields every payload has.
             pub fn base(&self) -> &PayloadBase {
                 match self {
                     $( HookPayload::$variant(p) => <$module::$ty as Event>::base(p), )*
@@ -320,10 +334,11 @@ macro_rules! events {
         #[derive(Clone, Debug, PartialEq, Serialize)]
         #[serde(untagged)]
         pub enum HookOutcome {
-            $( $variant(<$module::$ty as Event>::Outcome), )*
+            $( #[doc = concat!("A `", $name, "` outcome.")] $variant(<$module::$ty as Event>::Outcome), )*
         }
 
         impl HookOutcome {
+            /// The event this outcome was parsed for.
             pub fn event(&self) -> HookEvent {
                 match self {
                     $( HookOutcome::$variant(_) => HookEvent::$variant, )*
@@ -335,10 +350,11 @@ macro_rules! events {
         #[derive(Clone, Debug, PartialEq, Serialize)]
         #[serde(untagged)]
         pub enum Reduced {
-            $( $variant(<$module::$ty as Event>::Reduced), )*
+            $( #[doc = concat!("The result of a `", $name, "` chain.")] $variant(<$module::$ty as Event>::Reduced), )*
         }
 
         impl Reduced {
+            /// The event whose chain this is the result of.
             pub fn event(&self) -> HookEvent {
                 match self {
                     $( Reduced::$variant(_) => HookEvent::$variant, )*

@@ -9,12 +9,16 @@ use crate::hooks::reduce::ChainFlow;
 
 pub struct PostCompact;
 
+/// What a `postCompact` hook reads: how the compaction started and how much it folded.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PostCompactPayload {
+    /// The session and project every payload names.
     #[serde(flatten)]
     pub base: PayloadBase,
+    /// Whether the compaction was automatic or asked for.
     pub trigger: CompactTrigger,
+    /// How many stored entries the summary replaced.
     pub entries_compacted: u64,
 }
 

@@ -11,20 +11,28 @@ use crate::hooks::payload::PayloadBase;
 use crate::hooks::reduce::ChainFlow;
 use crate::messages::ContentBlock;
 
+/// The `postToolUse` event, where hooks may patch a successful tool result.
 pub struct PostToolUse;
 
 /// The payload of `postToolUse` and `postToolUseFailure`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolResultPayload {
+    /// The session and project every payload names.
     #[serde(flatten)]
     pub base: PayloadBase,
+    /// The tool that ran, as the model named it.
     pub tool_name: String,
+    /// The model's id for this call, which ties the result to its request.
     pub tool_call_id: String,
+    /// The arguments the tool ran with (after any `preToolUse` rewrite).
     pub tool_input: Value,
+    /// The result the model will see, as earlier hooks of the chain left it.
     pub content: Vec<ContentBlock>,
+    /// Tool-specific structured data for front ends (exit code, paths); the model does not see it.
     #[serde(default)]
     pub details: Value,
+    /// Whether the result reports a failure to the model.
     pub is_error: bool,
 }
 
@@ -32,9 +40,13 @@ pub struct ToolResultPayload {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PostToolUseOutcome {
+    /// A replacement for the result the model sees.
     pub content: Option<Vec<ContentBlock>>,
+    /// A replacement for the structured details front ends show.
     pub details: Option<Value>,
+    /// Turns the result into a failure, or a failure into a success.
     pub is_error: Option<bool>,
+    /// Asks to end the turn after this tool batch instead of asking the model again.
     pub terminate: Option<bool>,
 }
 
@@ -42,10 +54,15 @@ pub struct PostToolUseOutcome {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "kind", rename = "toolResult", rename_all = "camelCase")]
 pub struct ToolResultReduced {
+    /// The result the model sees.
     pub content: Vec<ContentBlock>,
+    /// The structured details front ends show.
     pub details: Value,
+    /// Whether the model is told the call failed.
     pub is_error: bool,
+    /// Whether a hook asked to end the turn after this tool batch.
     pub terminate: bool,
+    /// Whether any hook changed the result (front ends mark a patched result).
     pub changed: bool,
 }
 

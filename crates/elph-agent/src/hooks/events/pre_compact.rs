@@ -9,32 +9,45 @@ use crate::hooks::outcome::{OutcomeError, check_len};
 use crate::hooks::payload::PayloadBase;
 use crate::hooks::reduce::{ChainFlow, Verdict};
 
+/// The `preCompact` event, where hooks may cancel a compaction or steer its summary.
 pub struct PreCompact;
 
+/// What started a compaction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum CompactTrigger {
+    /// The context window was nearly full.
     Auto,
+    /// The user asked (`/compact`).
     Manual,
 }
 
+/// What a `preCompact` hook reads: what is about to be summarized and how.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PreCompactPayload {
+    /// The session and project every payload names.
     #[serde(flatten)]
     pub base: PayloadBase,
+    /// Whether the compaction is automatic or asked for.
     pub trigger: CompactTrigger,
+    /// How many stored entries the session holds before the compaction.
     pub entry_count: u64,
+    /// The instructions for the summary, as the user or earlier hooks left them.
     pub custom_instructions: Option<String>,
 }
 
+/// What a `preCompact` hook may print.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PreCompactOutcome {
+    /// `true` cancels the compaction; a later hook cannot undo it.
     pub cancel: Option<bool>,
+    /// Replaces the instructions the summary is written with.
     pub custom_instructions: Option<String>,
 }
 
+/// Whether the compaction goes on, and with which instructions.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "kind", rename = "preCompact", rename_all = "camelCase")]
 pub struct PreCompactReduced {

@@ -11,32 +11,47 @@ use crate::hooks::outcome::{OutcomeError, check_len};
 use crate::hooks::payload::PayloadBase;
 use crate::hooks::reduce::{ChainFlow, Verdict};
 
+/// The `preToolUse` event: the hook point that can stop, question or rewrite a tool call.
 pub struct PreToolUse;
 
+/// What a `preToolUse` hook reads: the call about to run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PreToolUsePayload {
+    /// The session and project every payload names.
     #[serde(flatten)]
     pub base: PayloadBase,
+    /// The tool the model called.
     pub tool_name: String,
+    /// The model's id for this call, which ties the result to its request.
     pub tool_call_id: String,
+    /// The checked arguments, as earlier hooks of the chain left them.
     pub tool_input: Value,
 }
 
+/// A hook's say on whether a tool call runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum Decision {
+    /// Run it without asking, as far as this hook is concerned (the sandbox and native approval still apply).
     Allow,
+    /// Do not run it; the model is told why.
     Deny,
+    /// Ask the user first, for this exact call.
     Ask,
 }
 
+/// What a `preToolUse` hook may print.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PreToolUseOutcome {
+    /// `true` blocks the call, like `decision: "deny"`, and stops the chain.
     pub block: Option<bool>,
+    /// Why, in words the model and the user are shown.
     pub reason: Option<String>,
+    /// Allow, deny or ask; `block` wins over it.
     pub decision: Option<Decision>,
+    /// A replacement for the arguments the tool runs with.
     pub tool_input: Option<Value>,
 }
 
@@ -47,11 +62,13 @@ impl PreToolUseOutcome {
     }
 }
 
+/// Whether the call runs, who decided, and with which arguments.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "kind", rename = "preToolUse", rename_all = "camelCase")]
 pub struct PreToolUseReduced {
     /// The input the call runs with: the last rewrite, or the model's.
     pub tool_input: Value,
+    /// Whether a hook rewrote the arguments (front ends show the rewrite).
     pub input_changed: bool,
     /// The hook that blocked the call; nothing after it ran or applied.
     pub blocked: Option<Verdict>,

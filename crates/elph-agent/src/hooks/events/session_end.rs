@@ -8,11 +8,14 @@ use crate::hooks::reduce::ChainFlow;
 
 pub struct SessionEnd;
 
+/// What a `sessionEnd` hook reads: why the session ends.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionEndPayload {
+    /// The session and project every payload names.
     #[serde(flatten)]
     pub base: PayloadBase,
+    /// Why the session ends, in a word such as `exit`.
     pub reason: String,
 }
 

@@ -8,18 +8,24 @@ use crate::hooks::reduce::ChainFlow;
 
 pub struct SessionStart;
 
+/// How a session came to be.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum SessionSource {
+    /// A fresh session with no history.
     New,
+    /// A stored session opened again, with its history.
     Resume,
 }
 
+/// What a `sessionStart` hook reads: which session started and how.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionStartPayload {
+    /// The session and project every payload names.
     #[serde(flatten)]
     pub base: PayloadBase,
+    /// Whether the session is new or resumed.
     pub source: SessionSource,
 }
 

@@ -6,21 +6,29 @@ use super::{Event, Listed, Observation, Observed, Sample, Step};
 use crate::hooks::payload::PayloadBase;
 use crate::hooks::reduce::ChainFlow;
 
+/// The `stop` event, told when a turn ends however it ends.
 pub struct Stop;
 
+/// How a turn ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum StopStatus {
+    /// The model finished its answer.
     Completed,
+    /// An error ended the turn (provider, hook guard, limit).
     Failed,
+    /// The user cancelled the turn.
     Cancelled,
 }
 
+/// What a `stop` hook reads: how the turn ended.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StopPayload {
+    /// The session and project every payload names.
     #[serde(flatten)]
     pub base: PayloadBase,
+    /// How the turn ended.
     pub status: StopStatus,
 }
 

@@ -8,11 +8,14 @@ use crate::hooks::reduce::ChainFlow;
 
 pub struct UserPromptSubmit;
 
+/// What a `userPromptSubmit` hook reads: the prompt the user sent.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct UserPromptSubmitPayload {
+    /// The session and project every payload names.
     #[serde(flatten)]
     pub base: PayloadBase,
+    /// The prompt, after any template expansion.
     pub prompt: String,
     /// The prompt template the prompt was expanded from (`/review args` → `review`), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
