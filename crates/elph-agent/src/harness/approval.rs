@@ -35,8 +35,11 @@ impl std::str::FromStr for ApprovalPolicy {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ApprovalRequest {
+    /// The model's id for the call, so the answer reaches the right call.
     pub tool_call_id: String,
+    /// The tool the model wants to run.
     pub tool_name: String,
+    /// The arguments it would run with (after any hook rewrite), for the user to judge.
     pub input: Value,
     /// Why approval is needed, in words for the user.
     pub reason: String,
@@ -46,12 +49,15 @@ pub struct ApprovalRequest {
     pub offers_session: bool,
 }
 
+/// The user's answer to an [`ApprovalRequest`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub enum ApprovalDecision {
+    /// Run this one call.
     AllowOnce,
     /// Allow this tool for the rest of the session.
     AllowForSession,
+    /// Do not run it; the model is told the user refused.
     Deny,
 }
 

@@ -12,12 +12,14 @@ use crate::hooks::events::post_compact::PostCompactPayload;
 use crate::hooks::events::pre_compact::{CompactTrigger, PreCompact, PreCompactPayload};
 use crate::messages::Message;
 
+/// When and how a session compacts its context.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CompactionSettings {
     /// Compact automatically when the context reaches this share of the model's window.
     pub threshold: f64,
     /// Messages kept verbatim after a compaction (at least; the cut falls on a user message).
     pub keep_recent: usize,
+    /// Whether to compact on reaching `threshold`; `/compact` works either way.
     pub auto: bool,
 }
 
@@ -31,18 +33,24 @@ impl Default for CompactionSettings {
     }
 }
 
+/// What one compaction did, for the front end to report.
 #[derive(Clone, Debug, PartialEq)]
 pub enum CompactOutcome {
+    /// Older entries were replaced by a summary.
     Compacted {
+        /// How many stored entries the summary replaced.
         entries_compacted: u64,
     },
     /// A preCompact hook cancelled it.
     CancelledByHook {
+        /// The hook that cancelled it.
         hook_id: String,
     },
     /// The user cancelled the turn while it ran.
     Interrupted,
+    /// The transcript is too short to have anything before the recent part.
     NothingToCompact,
+    /// The summary request failed; the transcript is unchanged. Holds the error.
     Failed(String),
 }
 

@@ -14,24 +14,25 @@ use crate::hooks::runner::Dispatch;
 use crate::messages::{ContentBlock, ToolCall};
 use elph_ai::Usage;
 
+/// Something the harness tells its front end while a session runs, in order, as one stream.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "camelCase", rename_all_fields = "camelCase")]
+#[expect(
+    missing_docs,
+    reason = "the variants' fields are the same few facts (the tool call's id, name, input, result) named for what they are; the variants say when they are sent"
+)]
 pub enum AgentEvent {
-    SessionStarted {
-        session_id: String,
-    },
-    TurnStarted {
-        prompt: String,
-    },
+    /// The session started; its `sessionStart` hooks run next.
+    SessionStarted { session_id: String },
+    /// A user turn began with this prompt.
+    TurnStarted { prompt: String },
     /// A request to the model is about to be sent (after the context hooks).
     ModelRequestStarted,
-    TextDelta {
-        text: String,
-    },
-    AssistantMessage {
-        text: String,
-        tool_calls: Vec<ToolCall>,
-    },
+    /// A piece of the model's answer as it streams.
+    TextDelta { text: String },
+    /// The model's complete answer of one request, with the tools it called.
+    AssistantMessage { text: String, tool_calls: Vec<ToolCall> },
+    /// The model called a tool; its preToolUse hooks and approval come next.
     ToolCallStarted {
         tool_call_id: String,
         tool_name: String,
@@ -51,10 +52,8 @@ pub enum AgentEvent {
         reason: String,
     },
     /// The tool itself starts (its preToolUse hooks and approval let the call go on).
-    ToolStarted {
-        tool_call_id: String,
-        tool_name: String,
-    },
+    ToolStarted { tool_call_id: String, tool_name: String },
+    /// A tool call ended, run or not; `content` is what the model sees.
     ToolCallFinished {
         tool_call_id: String,
         tool_name: String,
@@ -71,24 +70,18 @@ pub enum AgentEvent {
     },
     /// One event's hook chain ran (at least one hook): the end of the chain that `HooksStarted`
     /// began.
-    Hooks {
-        dispatch: Dispatch,
-    },
+    Hooks { dispatch: Dispatch },
     /// Something the user should see that is not part of the conversation.
-    Notice {
-        message: String,
-    },
-    Usage {
-        usage: Usage,
-    },
-    Compacted {
-        entries_compacted: u64,
-    },
+    Notice { message: String },
+    /// Token counts of one model request.
+    Usage { usage: Usage },
+    /// A compaction replaced older entries with a summary.
+    Compacted { entries_compacted: u64 },
+    /// A user turn ended (after its `stop` hooks).
     TurnEnded {
         status: StopStatus,
         error: Option<String>,
     },
-    SessionEnded {
-        reason: String,
-    },
+    /// The session ended (after its `sessionEnd` hooks).
+    SessionEnded { reason: String },
 }

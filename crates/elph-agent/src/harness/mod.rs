@@ -46,14 +46,20 @@ Use the tools to read, search and change files and to run commands. Keep answers
 /// Model requests allowed in one turn unless the front end says otherwise.
 pub const DEFAULT_MAX_TURNS: u32 = 50;
 
+/// What a session is configured with; front ends build it and may change it between turns.
 #[derive(Clone, Debug)]
 pub struct HarnessConfig {
+    /// The id hooks and the session store know the session by.
     pub session_id: String,
+    /// The directory the tools work in and the sandbox is built around.
     pub project_dir: PathBuf,
+    /// The base system prompt; plan mode and beforeAgent hooks add to it per turn.
     pub system_prompt: String,
     /// Model requests allowed in one user turn.
     pub max_turns: u32,
+    /// Which tool calls need the user's approval.
     pub approval: ApprovalPolicy,
+    /// When the context is compacted.
     pub compaction: CompactionSettings,
     /// The most context all beforeAgent hooks together may add to one turn's requests.
     pub max_added_context_bytes: usize,
@@ -71,6 +77,7 @@ pub struct HarnessConfig {
 }
 
 impl HarnessConfig {
+    /// A configuration with Elph's defaults for session `session_id` working in `project_dir`: build mode, workspace sandbox.
     pub fn new(session_id: impl Into<String>, project_dir: impl Into<PathBuf>) -> Self {
         let project_dir = project_dir.into();
         let sandbox = crate::sandbox::SandboxPolicy::workspace(&project_dir);
@@ -118,9 +125,11 @@ impl HarnessConfig {
 /// How a user turn ended.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TurnResult {
+    /// How the turn ended (what the `stop` hooks were told).
     pub status: StopStatus,
     /// The last assistant text of the turn.
     pub text: String,
+    /// Why it failed, in words for the user, when it did.
     pub error: Option<String>,
     /// Why the model's last answer stopped, when that was not a normal end (`maxTokens`,
     /// `contentFilter`, `refusal`, or the provider's own word): the answer may be cut short.
@@ -134,6 +143,7 @@ struct TurnScope {
     extra_messages: Vec<Message>,
 }
 
+/// The agent loop of one session: it sends prompts to the model, runs the tools it calls, fires the hooks around both, and keeps the transcript.
 pub struct AgentHarness {
     provider: Arc<dyn Provider>,
     tools: Arc<ToolCatalog>,
@@ -163,6 +173,7 @@ async fn unless_cancelled<F: std::future::Future>(
 }
 
 impl AgentHarness {
+    /// A harness with no approver (a call that needs approval is refused), no event stream and an empty transcript.
     pub fn new(
         provider: Arc<dyn Provider>,
         tools: Arc<ToolCatalog>,
@@ -184,41 +195,50 @@ impl AgentHarness {
         }
     }
 
+    /// Sets who answers approval requests (a front end with a user).
     pub fn with_approver(mut self, approver: Arc<dyn Approver>) -> Self {
         self.approver = approver;
         self
     }
 
+    /// Sends [`AgentEvent`]s to `events` as the session runs.
     pub fn with_events(mut self, events: UnboundedSender<AgentEvent>) -> Self {
         self.events = Some(events);
         self
     }
 
+    /// Starts from `transcript` (a resumed session) instead of an empty one.
     pub fn with_transcript(mut self, transcript: Transcript) -> Self {
         self.transcript = transcript;
         self
     }
 
+    /// The configuration in effect.
     pub fn config(&self) -> &HarnessConfig {
         &self.config
     }
 
+    /// The configuration, to change between turns (mode, approval policy).
     pub fn config_mut(&mut self) -> &mut HarnessConfig {
         &mut self.config
     }
 
+    /// The session's id.
     pub fn session_id(&self) -> &str {
         &self.config.session_id
     }
 
+    /// Everything stored so far.
     pub fn transcript(&self) -> &Transcript {
         &self.transcript
     }
 
+    /// The hooks that run around the session's operations.
     pub fn hooks(&self) -> &HookRegistry {
         &self.hooks
     }
 
+    /// The model provider requests go to.
     pub fn provider(&self) -> &Arc<dyn Provider> {
         &self.provider
     }

@@ -9,6 +9,7 @@ search files and run commands in a read-only sandbox, but you cannot change anyt
 then answer with a concrete plan of the changes you would make; the user switches to build mode to \
 carry it out.";
 
+/// Whether the agent may change things: the mode the user picks with `/mode` or Shift+Tab.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum AgentMode {
@@ -20,8 +21,10 @@ pub enum AgentMode {
 }
 
 impl AgentMode {
+    /// Every mode, in the order pickers list them.
     pub const ALL: [AgentMode; 2] = [AgentMode::Build, AgentMode::Plan];
 
+    /// The mode's name, as typed in `/mode` and shown in the status row.
     pub fn as_str(self) -> &'static str {
         match self {
             AgentMode::Build => "build",
@@ -49,6 +52,7 @@ impl AgentMode {
         }
     }
 
+    /// Whether the mode forbids changes (only the read tools are offered).
     pub fn is_read_only(self) -> bool {
         self == AgentMode::Plan
     }

@@ -12,20 +12,26 @@ use crate::messages::Message;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "camelCase", rename_all_fields = "camelCase")]
 pub enum Entry {
+    /// A message of the conversation.
     Message {
+        /// The message, as sent or received.
         message: Message,
     },
     /// A summary of the entries before `first_kept`; requests start from the latest summary, then
     /// the messages from entry `first_kept` on (the recent part, kept verbatim).
     Summary {
+        /// The model-written summary of the compacted entries.
         summary: String,
+        /// How many entries the summary stands for.
         entries_compacted: u64,
+        /// The index of the first entry kept verbatim after the summary.
         first_kept: usize,
     },
 }
 
 /// Where entries are persisted as they are appended (the session store implements this).
 pub trait TranscriptSink: Send + Sync {
+    /// Stores `entry` durably; the error says why it could not.
     fn append(&self, entry: &Entry) -> Result<(), String>;
 
     /// Keeps the text of an answer while it streams, so that a crash loses nothing already shown.
@@ -35,6 +41,7 @@ pub trait TranscriptSink: Send + Sync {
     }
 }
 
+/// The session's stored entries, in memory and (with a sink) persisted as they are appended.
 #[derive(Clone, Default)]
 pub struct Transcript {
     entries: Vec<Entry>,
@@ -50,6 +57,7 @@ impl std::fmt::Debug for Transcript {
 }
 
 impl Transcript {
+    /// An empty transcript that persists nothing.
     pub fn new() -> Self {
         Transcript::default()
     }
@@ -64,6 +72,7 @@ impl Transcript {
         self.sink.clone()
     }
 
+    /// Persists every entry appended from now on to `sink`.
     pub fn with_sink(mut self, sink: Arc<dyn TranscriptSink>) -> Self {
         self.sink = Some(sink);
         self
@@ -80,10 +89,12 @@ impl Transcript {
         stored
     }
 
+    /// Appends and persists a message (see [`Transcript::push`]).
     pub fn push_message(&mut self, message: Message) -> Result<(), String> {
         self.push(Entry::Message { message })
     }
 
+    /// Every entry, oldest first.
     pub fn entries(&self) -> &[Entry] {
         &self.entries
     }
