@@ -14,12 +14,16 @@ use crate::policy::FilePolicy;
 /// What a tool call produced. A failure is a result with `is_error`, never a Rust error.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ToolOutput {
+    /// What the model sees.
     pub content: Vec<ContentBlock>,
+    /// Structured data for front ends (exit code, paths, counts); the model does not see it.
     pub details: Value,
+    /// Whether the model is told the call failed.
     pub is_error: bool,
 }
 
 impl ToolOutput {
+    /// A successful result of one text block.
     pub fn text(text: impl Into<String>) -> Self {
         ToolOutput {
             content: vec![ContentBlock::text(text)],
@@ -28,6 +32,7 @@ impl ToolOutput {
         }
     }
 
+    /// A failed result of one text block, telling the model what went wrong.
     pub fn error(text: impl Into<String>) -> Self {
         ToolOutput {
             content: vec![ContentBlock::text(text)],
@@ -36,6 +41,7 @@ impl ToolOutput {
         }
     }
 
+    /// Adds structured details for front ends.
     pub fn with_details(mut self, details: Value) -> Self {
         self.details = details;
         self
@@ -90,18 +96,23 @@ impl ToolContext {
 /// Whether a tool call reads or writes a path.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AccessKind {
+    /// The call reads the path (free inside the readable places).
     Read,
+    /// The call writes the path (held to the writable roots and protected places).
     Write,
 }
 
 /// A path a tool call will touch, as the model wrote it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PathAccess {
+    /// The path as the model wrote it, relative to the project or absolute.
     pub path: String,
+    /// Whether the call reads or writes it.
     pub kind: AccessKind,
 }
 
 impl PathAccess {
+    /// A read of `path`.
     pub fn read(path: impl Into<String>) -> Self {
         PathAccess {
             path: path.into(),
@@ -109,6 +120,7 @@ impl PathAccess {
         }
     }
 
+    /// A write of `path`.
     pub fn write(path: impl Into<String>) -> Self {
         PathAccess {
             path: path.into(),
@@ -120,10 +132,15 @@ impl PathAccess {
 /// What a tool does, for front ends that group or mark tool calls (ACP's tool kinds).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ToolKind {
+    /// Reads files or folders.
     Read,
+    /// Changes files.
     Edit,
+    /// Searches file names or contents.
     Search,
+    /// Runs commands.
     Execute,
+    /// Anything else (an MCP server's tools).
     Other,
 }
 
@@ -141,7 +158,9 @@ pub fn one_line(text: &str) -> String {
 /// work it started (child processes included).
 #[async_trait::async_trait]
 pub trait Tool: Send + Sync {
+    /// The name the model calls the tool by; unique in a catalog.
     fn name(&self) -> &str;
+    /// What the model is told the tool does.
     fn description(&self) -> &str;
     /// The JSON Schema of the arguments.
     fn input_schema(&self) -> Value;
@@ -165,6 +184,7 @@ pub trait Tool: Send + Sync {
     fn offered_in_plan_mode(&self) -> bool {
         !self.mutates()
     }
+    /// Runs one call with schema-valid `input`; a failure is an `is_error` output, never a panic.
     async fn execute(&self, input: Value, ctx: &ToolContext) -> ToolOutput;
 }
 
@@ -201,15 +221,23 @@ pub struct ToolCatalog {
     tools: BTreeMap<String, Entry>,
 }
 
+/// Why a tool could not be added to a catalog.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[expect(
+    missing_docs,
+    reason = "each variant's fields are the words of its #[error] message"
+)]
 pub enum CatalogError {
+    /// A tool of that name is already there.
     #[error("tool '{0}' is registered twice")]
     Duplicate(String),
+    /// The tool's input schema does not compile as JSON Schema.
     #[error("tool '{name}' has an invalid input schema: {reason}")]
     BadSchema { name: String, reason: String },
 }
 
 impl ToolCatalog {
+    /// An empty catalog, for a program that registers its own tools.
     pub fn new() -> Self {
         ToolCatalog::default()
     }
@@ -242,10 +270,12 @@ impl ToolCatalog {
         Ok(())
     }
 
+    /// The tool named `name`, if the catalog has it.
     pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
         self.tools.get(name).map(|entry| &entry.tool)
     }
 
+    /// Every tool's name, sorted.
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.tools.keys().map(String::as_str)
     }

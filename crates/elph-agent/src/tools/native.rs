@@ -24,14 +24,14 @@ mod shell_exec;
 mod walk;
 mod write_file;
 
-pub use edit_file::EditFile;
-pub use find_path::FindPath;
-pub use grep::Grep;
-pub use list_dir::ListDir;
+pub(crate) use edit_file::EditFile;
+pub(crate) use find_path::FindPath;
+pub(crate) use grep::Grep;
+pub(crate) use list_dir::ListDir;
 pub use process::shell_environment;
-pub use read_file::ReadFile;
-pub use shell_exec::ShellExec;
-pub use write_file::WriteFile;
+pub(crate) use read_file::ReadFile;
+pub(crate) use shell_exec::ShellExec;
+pub(crate) use write_file::WriteFile;
 
 /// The most text one tool result carries (shell_exec keeps this much per stream).
 pub const OUTPUT_CAP: usize = 64 * 1024;
