@@ -21,9 +21,12 @@ use std::ffi::{OsStr, OsString};
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Inherit {
+    /// Every variable of Elph's environment.
     #[default]
     All,
+    /// Only the variables a shell needs to work (see `CORE_VARS`).
     Core,
+    /// No variable; only what `set` adds.
     None,
 }
 
@@ -40,6 +43,7 @@ pub(crate) const SECRET_MARKERS: [&str; 5] = ["KEY", "SECRET", "TOKEN", "PASSWOR
 /// excludes.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ShellEnvPolicy {
+    /// Where the environment starts from, before excludes and `set`.
     pub inherit: Inherit,
     /// The providers' key variables (`OPENAI_API_KEY`, a custom provider's `apiKeyEnv`, …):
     /// excluded whatever their names.

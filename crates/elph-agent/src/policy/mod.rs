@@ -28,6 +28,7 @@ pub enum WriteScope {
 /// configuration and data, the project's `.elph/` (hooks run from there), and `.git/hooks/`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Protected {
+    /// The protected place (a file or a folder and everything under it), resolved.
     pub path: PathBuf,
     /// What it is, for the user: "CONFIG_DIR", "the project's .elph folder", …
     pub label: String,
@@ -150,10 +151,12 @@ impl FilePolicy {
         self
     }
 
+    /// The project the policy was built for: relative paths resolve against it.
     pub fn project_dir(&self) -> &Path {
         &self.project_dir
     }
 
+    /// The places a write needs the user's approval for, as `elph doctor` lists them.
     pub fn protected(&self) -> &[Protected] {
         &self.protected
     }

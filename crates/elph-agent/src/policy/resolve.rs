@@ -10,10 +10,17 @@ use std::path::{Component, Path, PathBuf};
 /// Links followed in one resolution before giving up (the kernel's own limit is 40).
 const MAX_LINKS: usize = 40;
 
+/// Why a path could not be resolved to the real place it names; the tool call is refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[expect(
+    missing_docs,
+    reason = "each variant's fields are the words of its #[error] message"
+)]
 pub enum ResolveError {
+    /// More links than the kernel would follow.
     #[error("{path}: too many levels of symbolic links (a link loop?)")]
     LinkLoop { path: PathBuf },
+    /// A link whose target could not be read.
     #[error("{path}: the symbolic link cannot be read: {reason}")]
     UnreadableLink { path: PathBuf, reason: String },
 }

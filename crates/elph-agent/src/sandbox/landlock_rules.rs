@@ -39,6 +39,7 @@ pub struct LandlockSupport {
 }
 
 impl LandlockSupport {
+    /// Whether this kernel can confine processes at all.
     pub fn available(&self) -> bool {
         self.abi.is_some()
     }

@@ -34,6 +34,7 @@ pub enum SandboxMode {
 }
 
 impl SandboxMode {
+    /// Every mode, in the order of increasing freedom.
     pub const ALL: [SandboxMode; 3] = [
         SandboxMode::ReadOnly,
         SandboxMode::WorkspaceWrite,
@@ -74,6 +75,10 @@ impl FromStr for SandboxMode {
 
 /// Why a process could not be confined. Never a reason to run it unconfined.
 #[derive(Debug, thiserror::Error)]
+#[expect(
+    missing_docs,
+    reason = "each variant's fields are the words of its #[error] message"
+)]
 pub enum SandboxError {
     #[error(
         "the {mode} sandbox needs the kernel's Landlock LSM (Linux 5.13 or later, built with \
@@ -81,9 +86,12 @@ pub enum SandboxError {
          and this kernel {reason}; to run without confinement, opt out with `--sandbox full-access` \
          (or \"sandbox\": {{\"mode\": \"full-access\"}} in settings.json)"
     )]
+    /// The mode needs Landlock and this kernel cannot provide it; the error says how to opt out.
     LandlockUnavailable { mode: SandboxMode, reason: &'static str },
+    /// The kernel refused a rule set (`what` names which).
     #[error("cannot build the sandbox's {what} rules: {reason}")]
     Rules { what: &'static str, reason: String },
+    /// A writable folder (such as the session's temp dir) could not be prepared.
     #[error("cannot prepare {}: {source}", path.display())]
     Path { path: PathBuf, source: std::io::Error },
 }
@@ -91,6 +99,7 @@ pub enum SandboxError {
 /// What a sandboxed process may do: the mode, the network, and the folders it may write.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SandboxPolicy {
+    /// How far the confinement goes.
     pub mode: SandboxMode,
     /// Whether TCP/UDP and other non-local sockets are allowed (always in `full-access`).
     pub network: bool,
