@@ -85,16 +85,25 @@ pub enum Leftovers {
 /// What to run, and its bounds.
 #[derive(Clone, Copy, Debug)]
 pub struct RunSpec<'a> {
+    /// The program to run (no shell is involved).
     pub program: &'a Path,
+    /// Its arguments.
     pub args: &'a [&'a OsStr],
+    /// The directory it starts in.
     pub cwd: &'a Path,
+    /// Its environment.
     pub env: Env<'a>,
+    /// What it reads on stdin.
     pub stdin: Stdin<'a>,
+    /// How much of stdout is kept, and what happens past that.
     pub stdout: CaptureMode,
+    /// How much of stderr is kept, and what happens past that.
     pub stderr: CaptureMode,
+    /// How long the run may last before its process group is killed.
     pub timeout: Duration,
     /// How long the pipes may stay open after the direct child exited before the group is killed.
     pub grace: Duration,
+    /// What happens to processes the child leaves behind when it exits.
     pub leftovers: Leftovers,
     /// The confinement of the child and everything it starts; `None` (or `full-access`) runs it
     /// unconfined.
@@ -104,7 +113,9 @@ pub struct RunSpec<'a> {
 /// Which output stream.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Stream {
+    /// The child's standard output.
     Stdout,
+    /// The child's standard error.
     Stderr,
 }
 
@@ -138,6 +149,7 @@ pub struct Capture {
 }
 
 impl Capture {
+    /// An empty capture that keeps what `mode` says.
     pub fn new(mode: CaptureMode) -> Self {
         let (head_cap, tail_cap) = match mode {
             CaptureMode::KillPastCap(cap) => (cap, 0),
@@ -152,6 +164,7 @@ impl Capture {
         }
     }
 
+    /// Takes the next bytes read from the stream, keeping the head and tail `mode` allows.
     pub fn push(&mut self, mut chunk: &[u8]) {
         self.total += chunk.len() as u64;
         let into_head = chunk.len().min(self.head_cap - self.head.len());
@@ -225,7 +238,9 @@ pub struct RunOutput {
     pub spawn_error: Option<io::Error>,
     /// The process group the child ran in (its pid).
     pub pgid: Option<i32>,
+    /// The exit code, if the child exited rather than being killed.
     pub exit_code: Option<i32>,
+    /// The signal that killed the child, if one did.
     pub signal: Option<i32>,
     /// The timeout expired and the group was killed.
     pub timed_out: bool,
@@ -234,9 +249,13 @@ pub struct RunOutput {
     /// The pipes were still open `grace` after the direct child exited: something it left behind
     /// held them, and the group was killed.
     pub pipes_held_open: bool,
+    /// Waiting for the child failed (the run's other fields are then partial).
     pub wait_error: Option<WaitError>,
+    /// What was kept of stdout.
     pub stdout: Capture,
+    /// What was kept of stderr.
     pub stderr: Capture,
+    /// Wall-clock time from spawn to the end of the run.
     pub duration: Duration,
     /// When the direct child's exit was seen, from the start of the run.
     pub exited_after: Option<Duration>,
@@ -268,6 +287,7 @@ pub struct GroupGuard {
 }
 
 impl GroupGuard {
+    /// Guards the group `pgid` (nothing for `None`) and counts it as running.
     pub fn new(pgid: Option<Pid>) -> Self {
         if let Some(pgid) = pgid {
             running_groups().push(pgid.as_raw());
@@ -275,6 +295,7 @@ impl GroupGuard {
         GroupGuard { pgid, armed: true }
     }
 
+    /// Kills the whole group now with SIGKILL; a group already gone is no error.
     pub fn kill(&self) {
         if let Some(pgid) = self.pgid {
             // ESRCH (the group is already gone) is the normal case at the end of a run.
