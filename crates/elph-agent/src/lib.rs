@@ -12,10 +12,14 @@
 //! - [`harness`]: `AgentHarness` (the turn loop), its events, approval, modes, transcripts;
 //! - [`hooks`]: the events (one module each under `hooks::events`), payloads, outcomes, matchers,
 //!   the registry and its one fold (`Reducer`), and the run record (`HookRun`);
-//! - [`tools`]: the `Tool` trait, the catalog and the native tools;
+//! - [`tools`]: the `Tool` trait, the catalog and `native::all()` (the native tools' types are private);
 //! - [`process`], [`orphans`], [`sandbox`], [`shell_env`], [`policy`]: bounded, confined child
 //!   processes and the file policy the native tools enforce;
 //! - [`messages`]: the conversation types, from `elph-ai`.
+//!
+//! `missing_docs` is on: every public item says what it is and why a caller cares.
+
+#![warn(missing_docs)]
 
 pub mod harness;
 pub mod hooks;
