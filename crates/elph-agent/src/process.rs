@@ -249,7 +249,7 @@ pub struct RunOutput {
     /// The pipes were still open `grace` after the direct child exited: something it left behind
     /// held them, and the group was killed.
     pub pipes_held_open: bool,
-    /// Waiting for the child failed (the run's other fields are then partial).
+    /// Why the child's exit status is unknown, when it is.
     pub wait_error: Option<WaitError>,
     /// What was kept of stdout.
     pub stdout: Capture,
