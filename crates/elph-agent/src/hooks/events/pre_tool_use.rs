@@ -33,7 +33,7 @@ pub struct PreToolUsePayload {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum Decision {
-    /// Run it without asking, as far as this hook is concerned (the sandbox and native approval still apply).
+    /// Changes nothing: a hook can never loosen native approval or the sandbox.
     Allow,
     /// Do not run it; the model is told why.
     Deny,
@@ -49,7 +49,7 @@ pub struct PreToolUseOutcome {
     pub block: Option<bool>,
     /// Why, in words the model and the user are shown.
     pub reason: Option<String>,
-    /// Allow, deny or ask; `block` wins over it.
+    /// `deny` blocks like `block`, `ask` adds a question for the user, `allow` changes nothing.
     pub decision: Option<Decision>,
     /// A replacement for the arguments the tool runs with.
     pub tool_input: Option<Value>,
