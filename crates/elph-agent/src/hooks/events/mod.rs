@@ -131,9 +131,9 @@ impl<E: Event> Step<'_, E> {
 /// The flags of `elph hooks test` a sample payload is made from.
 #[derive(Clone, Copy, Debug)]
 pub struct Sample<'a> {
-    /// `--session-id`: the session the sample payload names.
+    /// The session the sample payload names (`elph hooks test` makes one up).
     pub session_id: &'a str,
-    /// `--prompt`: the prompt of the events that carry one.
+    /// `--prompt` (or a default greeting): the prompt of the events that carry one.
     pub prompt: &'a str,
     /// `--tool`: the tool of the tool events.
     pub tool_name: &'a str,

@@ -31,7 +31,7 @@ pub struct PreCompactPayload {
     pub base: PayloadBase,
     /// Whether the compaction is automatic or asked for.
     pub trigger: CompactTrigger,
-    /// How many stored entries the session holds before the compaction.
+    /// How many messages the compaction would summarize (the older part of the transcript).
     pub entry_count: u64,
     /// The instructions for the summary, as the user or earlier hooks left them.
     pub custom_instructions: Option<String>,
