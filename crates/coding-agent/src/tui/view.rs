@@ -7,10 +7,13 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 
+use elph_agent::harness::ApprovalRequest;
+
 use super::app::{App, Modal, TRUST_CHOICES, approval_choices};
 use super::transcript::{self, summarize_input};
 use super::wrap::{self, truncate, wrap_text};
 use crate::session::preview::{ChangePreview, DiffKind};
+use crate::store::SessionInfo;
 
 const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 /// Most rows the input grows to.
@@ -187,147 +190,177 @@ fn palette_window(app: &App, lines: Vec<Line<'static>>, height: usize) -> Vec<Li
 
 fn modal_lines(modal: &Modal, width: usize) -> Vec<Line<'static>> {
     let inner = width.saturating_sub(4);
-    let border = Style::default().fg(Color::Yellow);
-    let mut body: Vec<Line<'static>> = Vec::new();
-    let (title, footer) = match modal {
+    let (title, body, footer) = match modal {
         Modal::Approval {
             request,
             selected,
             preview,
             ..
         } => {
-            let bold = Style::default().add_modifier(Modifier::BOLD);
-            body.push(Line::from(vec![
-                Span::styled(request.tool_name.clone(), bold),
-                Span::raw(" wants to run"),
-            ]));
-            match preview {
-                Some(preview) => {
-                    let path = request.input["path"].as_str().unwrap_or_default();
-                    body.push(Line::from(Span::styled(
-                        truncate(&format!("  {}", crate::terminal_text::escape(path)), inner),
-                        Style::default().fg(Color::Cyan),
-                    )));
-                    body.extend(diff_lines(preview, inner));
-                }
-                None => {
-                    let input = wrap::sanitize(&summarize_input(&request.input)).replace('\n', "⏎");
-                    let mut input_rows = wrap_text(
-                        &input,
-                        Style::default().fg(Color::Cyan),
-                        inner,
-                        &[Span::raw("  ")],
-                        &[Span::raw("  ")],
-                    );
-                    if input_rows.len() > 3 {
-                        input_rows.truncate(3);
-                        input_rows.push(Line::from(Span::styled("  …", dim())));
-                    }
-                    body.extend(input_rows);
-                }
-            }
-            body.extend(wrap_text(&request.reason, dim(), inner, &[], &[]));
-            let choices = approval_choices(request);
-            for (index, (label, _)) in choices.iter().enumerate() {
-                let chosen = index == *selected;
-                let style = if chosen {
-                    Style::default().fg(Color::Yellow).add_modifier(Modifier::BOLD)
-                } else {
-                    Style::default()
-                };
-                let marker = if chosen { "› " } else { "  " };
-                body.push(Line::from(Span::styled(
-                    format!("{marker}{}. {label}", index + 1),
-                    style,
-                )));
-            }
-            let footer = if choices.len() == 3 {
+            let labels: Vec<&str> = approval_choices(request)
+                .iter()
+                .map(|(label, _)| *label)
+                .collect();
+            let mut body = approval_body(request, preview.as_ref(), inner);
+            body.extend(choice_lines(&labels, *selected));
+            let footer = if labels.len() == 3 {
                 "Enter choose · 1/2/3 · Esc deny"
             } else {
                 "Enter choose · 1/2 · Esc deny · this exact call only"
             };
-            ("Approve tool call", footer)
+            ("Approve tool call", body, footer)
         }
-        Modal::Sessions { sessions, selected } => {
-            let now = time::OffsetDateTime::now_utc();
-            let window = 8usize;
-            let start = (*selected + 1).saturating_sub(window);
-            for (index, session) in sessions.iter().enumerate().skip(start).take(window) {
-                let chosen = index == *selected;
-                let style = if chosen {
-                    Style::default().fg(Color::Cyan).add_modifier(Modifier::BOLD)
-                } else {
-                    Style::default()
-                };
-                let marker = if chosen { "› " } else { "  " };
-                let title = session.title.clone().unwrap_or_else(|| "(no prompt yet)".into());
-                let text = format!(
-                    "{marker}{} · {} · {}",
-                    short_id(&session.id),
-                    crate::store::ago(session.updated_at, now),
-                    title
-                );
-                body.push(Line::from(Span::styled(truncate(&text, inner), style)));
-            }
-            ("Resume a session", "Enter resume · Esc cancel")
-        }
+        Modal::Sessions { sessions, selected } => (
+            "Resume a session",
+            sessions_body(sessions, *selected, inner),
+            "Enter resume · Esc cancel",
+        ),
         Modal::Trust {
             project,
             changes,
             selected,
         } => {
-            body.extend(wrap_text(
-                &format!("{project} changed since you trusted it:"),
-                Style::default().add_modifier(Modifier::BOLD),
-                inner,
-                &[],
-                &[],
-            ));
-            // The list can be long (a pull that touched many files); the first few show the kind.
-            const SHOWN: usize = 6;
-            for change in changes.iter().take(SHOWN) {
-                body.extend(wrap_text(
-                    change,
-                    Style::default().fg(Color::Cyan),
-                    inner,
-                    &[Span::raw("  - ")],
-                    &[Span::raw("    ")],
-                ));
-            }
-            if changes.len() > SHOWN {
-                body.push(Line::from(Span::styled(
-                    format!(
-                        "  … and {} more (`elph trust --status` lists them)",
-                        changes.len() - SHOWN
-                    ),
-                    dim(),
-                )));
-            }
-            body.extend(wrap_text(
-                "Its hooks and MCP servers stay off until you trust the new content.",
-                dim(),
-                inner,
-                &[],
-                &[],
-            ));
-            for (index, label) in TRUST_CHOICES.iter().enumerate() {
-                let chosen = index == *selected;
-                let style = if chosen {
-                    Style::default().fg(Color::Yellow).add_modifier(Modifier::BOLD)
-                } else {
-                    Style::default()
-                };
-                let marker = if chosen { "› " } else { "  " };
-                body.push(Line::from(Span::styled(
-                    format!("{marker}{}. {label}", index + 1),
-                    style,
-                )));
-            }
-            ("Trust the new content?", "Enter choose · y/n · Esc keep off")
+            let mut body = trust_body(project, changes, inner);
+            body.extend(choice_lines(&TRUST_CHOICES, *selected));
+            (
+                "Trust the new content?",
+                body,
+                "Enter choose · y/n · Esc keep off",
+            )
         }
     };
-    body.push(Line::from(Span::styled(footer, dim())));
-    // Draw the box around the body by hand, so the popup is plain rows.
+    boxed(title, body, footer, width)
+}
+
+/// What a tool call asks to do: the tool, its input (a diff for a write or an edit), the reason.
+fn approval_body(
+    request: &ApprovalRequest,
+    preview: Option<&ChangePreview>,
+    inner: usize,
+) -> Vec<Line<'static>> {
+    let bold = Style::default().add_modifier(Modifier::BOLD);
+    let mut body = vec![Line::from(vec![
+        Span::styled(request.tool_name.clone(), bold),
+        Span::raw(" wants to run"),
+    ])];
+    match preview {
+        Some(preview) => {
+            let path = request.input["path"].as_str().unwrap_or_default();
+            body.push(Line::from(Span::styled(
+                truncate(&format!("  {}", crate::terminal_text::escape(path)), inner),
+                Style::default().fg(Color::Cyan),
+            )));
+            body.extend(diff_lines(preview, inner));
+        }
+        None => {
+            let input = wrap::sanitize(&summarize_input(&request.input)).replace('\n', "⏎");
+            let mut input_rows = wrap_text(
+                &input,
+                Style::default().fg(Color::Cyan),
+                inner,
+                &[Span::raw("  ")],
+                &[Span::raw("  ")],
+            );
+            if input_rows.len() > 3 {
+                input_rows.truncate(3);
+                input_rows.push(Line::from(Span::styled("  …", dim())));
+            }
+            body.extend(input_rows);
+        }
+    }
+    body.extend(wrap_text(&request.reason, dim(), inner, &[], &[]));
+    body
+}
+
+/// A window of the stored sessions around the selected one.
+fn sessions_body(sessions: &[SessionInfo], selected: usize, inner: usize) -> Vec<Line<'static>> {
+    let now = time::OffsetDateTime::now_utc();
+    let window = 8usize;
+    let start = (selected + 1).saturating_sub(window);
+    let mut body = Vec::new();
+    for (index, session) in sessions.iter().enumerate().skip(start).take(window) {
+        let chosen = index == selected;
+        let style = if chosen {
+            Style::default().fg(Color::Cyan).add_modifier(Modifier::BOLD)
+        } else {
+            Style::default()
+        };
+        let marker = if chosen { "› " } else { "  " };
+        let title = session.title.clone().unwrap_or_else(|| "(no prompt yet)".into());
+        let text = format!(
+            "{marker}{} · {} · {}",
+            short_id(&session.id),
+            crate::store::ago(session.updated_at, now),
+            title
+        );
+        body.push(Line::from(Span::styled(truncate(&text, inner), style)));
+    }
+    body
+}
+
+/// What changed in a project since it was trusted.
+fn trust_body(project: &str, changes: &[String], inner: usize) -> Vec<Line<'static>> {
+    let mut body = wrap_text(
+        &format!("{project} changed since you trusted it:"),
+        Style::default().add_modifier(Modifier::BOLD),
+        inner,
+        &[],
+        &[],
+    );
+    // The list can be long (a pull that touched many files); the first few show the kind.
+    const SHOWN: usize = 6;
+    for change in changes.iter().take(SHOWN) {
+        body.extend(wrap_text(
+            change,
+            Style::default().fg(Color::Cyan),
+            inner,
+            &[Span::raw("  - ")],
+            &[Span::raw("    ")],
+        ));
+    }
+    if changes.len() > SHOWN {
+        body.push(Line::from(Span::styled(
+            format!(
+                "  … and {} more (`elph trust --status` lists them)",
+                changes.len() - SHOWN
+            ),
+            dim(),
+        )));
+    }
+    body.extend(wrap_text(
+        "Its hooks and MCP servers stay off until you trust the new content.",
+        dim(),
+        inner,
+        &[],
+        &[],
+    ));
+    body
+}
+
+/// A question's numbered choices, the selected one marked and bold.
+fn choice_lines(labels: &[&str], selected: usize) -> Vec<Line<'static>> {
+    labels
+        .iter()
+        .enumerate()
+        .map(|(index, label)| {
+            let chosen = index == selected;
+            let style = if chosen {
+                Style::default().fg(Color::Yellow).add_modifier(Modifier::BOLD)
+            } else {
+                Style::default()
+            };
+            let marker = if chosen { "› " } else { "  " };
+            Line::from(Span::styled(format!("{marker}{}. {label}", index + 1), style))
+        })
+        .collect()
+}
+
+/// The body in a box drawn by hand, titled, with the footer as its last row, so the popup is
+/// plain rows.
+fn boxed(title: &str, mut body: Vec<Line<'static>>, footer: &str, width: usize) -> Vec<Line<'static>> {
+    let inner = width.saturating_sub(4);
+    let border = Style::default().fg(Color::Yellow);
+    body.push(Line::from(Span::styled(footer.to_string(), dim())));
     let bar = |left: &str, fill: String, right: &str| {
         Line::from(Span::styled(format!("{left}{fill}{right}"), border))
     };
