@@ -90,12 +90,57 @@ impl TestEnv {
     }
 }
 
-/// Reads a file of JSON lines.
+/// Reads a file of JSON lines (none when the file does not exist yet).
+///
+/// The file may be being appended to while it is read (a hook or server still writing its
+/// evidence): an unterminated last line that is not yet valid JSON is a write in progress and is
+/// left out; every complete line must be valid JSON.
 pub fn json_lines(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
+    let bytes = std::fs::read(path).unwrap_or_default();
+    let (complete, tail) = match bytes.iter().rposition(|&byte| byte == b'\n') {
+        Some(end) => bytes.split_at(end + 1),
+        None => (&[][..], &bytes[..]),
+    };
+    let complete =
+        std::str::from_utf8(complete).unwrap_or_else(|err| panic!("{} is not UTF-8: {err}", path.display()));
+    let mut values: Vec<Value> = complete
         .lines()
         .filter(|line| !line.trim().is_empty())
         .map(|line| serde_json::from_str(line).unwrap_or_else(|err| panic!("bad JSON line {line:?}: {err}")))
-        .collect()
+        .collect();
+    let tail = String::from_utf8_lossy(tail);
+    if !tail.trim().is_empty() {
+        if let Ok(value) = serde_json::from_str(&tail) {
+            values.push(value);
+        }
+    }
+    values
+}
+
+#[cfg(test)]
+mod tests {
+    use super::json_lines;
+    use serde_json::json;
+
+    #[test]
+    fn json_lines_leaves_out_a_line_still_being_written_but_not_a_bad_complete_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log.jsonl");
+        assert!(json_lines(&path).is_empty(), "no file yet: no lines");
+        std::fs::write(&path, "{\"n\":1}\n{\"n\":2,\"te").unwrap();
+        assert_eq!(
+            json_lines(&path),
+            [json!({"n": 1})],
+            "the half-written line is left out"
+        );
+        std::fs::write(&path, "{\"n\":1}\n{\"n\":2}").unwrap();
+        assert_eq!(
+            json_lines(&path),
+            [json!({"n": 1}), json!({"n": 2})],
+            "a complete last line counts"
+        );
+        std::fs::write(&path, "{\"n\":1\n{\"n\":2}\n").unwrap();
+        let bad = std::panic::catch_unwind(|| json_lines(&path));
+        assert!(bad.is_err(), "a complete line that is not JSON is an error");
+    }
 }

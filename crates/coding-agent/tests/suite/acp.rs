@@ -681,7 +681,7 @@ async fn cancel_ends_the_turn_and_kills_running_hooks() {
         started.elapsed() < Duration::from_secs(20),
         "cancel did not wait for the hook"
     );
-    let live = test_support::hook_scripts::live_group_members(pid, Duration::from_secs(2));
+    let live = test_support::hook_scripts::live_group_members(pid, Duration::from_secs(10));
     assert!(live.is_empty(), "the hook's process group was killed: {live:?}");
     assert_eq!(events_of(&log), ["stop"]);
     assert_eq!(json_lines(&log)[0]["status"], "cancelled");

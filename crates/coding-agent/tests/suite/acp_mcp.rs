@@ -94,7 +94,7 @@ async fn an_editor_stdio_server_is_started_called_guarded_by_hooks_and_stopped()
 
     let pid = json_lines(&started)[0]["pid"].as_i64().unwrap() as i32;
     finish(client, agent).await;
-    let live = live_group_members(pid, std::time::Duration::from_secs(3));
+    let live = live_group_members(pid, std::time::Duration::from_secs(10));
     assert!(
         live.is_empty(),
         "the editor's server outlived its session: {live:?}"

@@ -604,10 +604,10 @@ async fn ctrl_c_cancels_kills_the_tool_runs_stop_and_exits_130() {
         .expect("exits")
         .unwrap();
     assert_eq!(status.code(), Some(130));
-    assert!(
-        !Path::new(&format!("/proc/{tool_pid}")).exists(),
-        "the running tool was killed"
-    );
+    // SIGKILL is delivered asynchronously and the killed shell is reaped by whoever inherits it
+    // once elph has exited: under load it may still be dying, or a zombie (dead, not yet reaped).
+    let left = test_support::hook_scripts::still_alive(&[tool_pid], Duration::from_secs(10));
+    assert!(left.is_empty(), "the running tool was killed");
     let payloads = json_lines(&log);
     assert_eq!(payloads[0]["status"], "cancelled");
     assert_eq!(payloads[1]["event"], "sessionEnd");

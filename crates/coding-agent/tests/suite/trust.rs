@@ -420,24 +420,22 @@ fn fifty_processes_trusting_fifty_folders_lose_no_entry() {
     // Hold the sidecar lock while all fifty start: each must wait for it.
     let lock = std::fs::File::create(world.config.join("trust.json.lock")).unwrap();
     lock.lock().unwrap();
-    let mut children: Vec<(PathBuf, std::process::Child)> = dirs
-        .iter()
-        .map(|dir| {
-            let child = std::process::Command::new(ELPH)
-                .env_clear()
-                .env("HOME", &world.home)
-                .env("ELPH_HOME", &world.config)
-                .env("ELPH_DATA_DIR", &world.data)
-                .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-                .args(["trust", s(dir)])
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap();
-            (dir.clone(), child)
-        })
-        .collect();
+    let trust = |dir: &PathBuf| {
+        let child = std::process::Command::new(ELPH)
+            .env_clear()
+            .env("HOME", &world.home)
+            .env("ELPH_HOME", &world.config)
+            .env("ELPH_DATA_DIR", &world.data)
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .args(["trust", s(dir)])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        (dir.clone(), child)
+    };
+    let mut children: Vec<(PathBuf, std::process::Child)> = dirs.iter().map(trust).collect();
     std::thread::sleep(Duration::from_millis(500));
     for (dir, child) in &mut children {
         assert!(
@@ -448,24 +446,44 @@ fn fifty_processes_trusting_fifty_folders_lose_no_entry() {
     }
     drop(lock);
 
-    let deadline = Instant::now() + Duration::from_secs(120);
+    // Each waiter gives up after 10 s without progress in the queue; on a loaded machine a holder
+    // can take that long, and a waiter then says so and records nothing. The ones that gave up are
+    // started again, all at once (as a user would rerun the command): the concurrency stays, and
+    // any other failure, or an entry missing after a success, still fails the test.
+    let deadline = Instant::now() + Duration::from_secs(300);
     let mut failures = Vec::new();
-    for (dir, child) in &mut children {
-        let status = loop {
-            if let Some(status) = child.try_wait().unwrap() {
-                break status;
+    let mut waves = 0;
+    while !children.is_empty() {
+        waves += 1;
+        let mut gave_up = Vec::new();
+        for (dir, mut child) in children.drain(..) {
+            let status = loop {
+                if let Some(status) = child.try_wait().unwrap() {
+                    break status;
+                }
+                if Instant::now() > deadline {
+                    let _ = child.kill();
+                    panic!("elph trust {} did not finish in time", dir.display());
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            };
+            if !status.success() {
+                let mut stderr = String::new();
+                std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+                if stderr.contains("without finishing a change, so nothing was recorded") {
+                    gave_up.push(dir);
+                } else {
+                    failures.push(format!("{}: {status}: {stderr}", dir.display()));
+                }
             }
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                panic!("elph trust {} did not finish in time", dir.display());
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        if !status.success() {
-            let mut stderr = String::new();
-            std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
-            failures.push(format!("{}: {status}: {stderr}", dir.display()));
         }
+        if !gave_up.is_empty() {
+            eprintln!(
+                "wave {waves}: {} gave up waiting for the lock; running them again",
+                gave_up.len()
+            );
+        }
+        children = gave_up.iter().map(trust).collect();
     }
     assert!(failures.is_empty(), "{failures:#?}");
 
