@@ -109,10 +109,10 @@ pub fn json_lines(path: &Path) -> Vec<Value> {
         .map(|line| serde_json::from_str(line).unwrap_or_else(|err| panic!("bad JSON line {line:?}: {err}")))
         .collect();
     let tail = String::from_utf8_lossy(tail);
-    if !tail.trim().is_empty() {
-        if let Ok(value) = serde_json::from_str(&tail) {
-            values.push(value);
-        }
+    if !tail.trim().is_empty()
+        && let Ok(value) = serde_json::from_str(&tail)
+    {
+        values.push(value);
     }
     values
 }
