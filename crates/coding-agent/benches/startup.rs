@@ -9,6 +9,13 @@
 //!
 //! `cargo bench -p coding-agent --bench startup`. divan prints each benchmark; then an interleaved
 //! measurement prints the ratios. Needs `curl` on PATH.
+//!
+//! Other builds of `elph` (e.g. the `dist` profile, or an experiment) can be measured without
+//! rebuilding the bench:
+//! - `ELPH_BENCH_BIN=/path/to/elph` measures that binary instead of the one cargo built;
+//! - `ELPH_BENCH_OTHER_BIN=/path/to/elph` adds a second binary to the summary: it gets its own
+//!   home and data folder and runs in the same interleaved rounds (elph, other, curl), and the
+//!   summary prints its ratios against curl and against the first binary, and its peak RSS.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -166,31 +173,40 @@ impl Home {
     }
 }
 
-const ELPH: &str = env!("CARGO_BIN_EXE_elph");
+/// The `elph` under test: `ELPH_BENCH_BIN`, or the one cargo built for this bench.
+fn elph() -> PathBuf {
+    std::env::var_os("ELPH_BENCH_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_elph")))
+}
+
+/// A second `elph` for the summary to compare with (`ELPH_BENCH_OTHER_BIN`), when set.
+fn other_elph() -> Option<PathBuf> {
+    std::env::var_os("ELPH_BENCH_OTHER_BIN").map(PathBuf::from)
+}
 const RUN_ARGS: [&str; 4] = ["run", "--model", "openai/gpt-4.1", "hello"];
 
 /// Starting elph and curl, with a server and curl's copy of elph's request body.
 struct Startup {
+    elph: PathBuf,
     home: Home,
     server: Server,
     body_file: PathBuf,
 }
 
 impl Startup {
-    fn new() -> Startup {
+    fn new(elph: PathBuf) -> Startup {
         let home = Home::new();
         let server = Server::start(false);
         // One run first: it creates the database (as on a user's machine) and shows the body.
-        let status = home
-            .elph_run(Path::new(ELPH), &RUN_ARGS, &server)
-            .status()
-            .unwrap();
+        let status = home.elph_run(&elph, &RUN_ARGS, &server).status().unwrap();
         assert!(status.success(), "elph run failed");
         server.next_first_byte();
         let body = server.bodies.recv().unwrap();
         let body_file = home.root.join("body.json");
         std::fs::write(&body_file, body).unwrap();
         Startup {
+            elph,
             home,
             server,
             body_file,
@@ -199,7 +215,7 @@ impl Startup {
 
     fn spawn_elph(&self) -> Child {
         self.home
-            .elph_run(Path::new(ELPH), &RUN_ARGS, &self.server)
+            .elph_run(&self.elph, &RUN_ARGS, &self.server)
             .spawn()
             .unwrap()
     }
@@ -243,7 +259,7 @@ impl Drop for Reap {
 
 #[divan::bench(sample_count = 40, sample_size = 1)]
 fn elph_run_spawn_to_first_request_byte(bencher: divan::Bencher) {
-    let startup = Startup::new();
+    let startup = Startup::new(elph());
     bencher.bench_local(|| {
         let child = Reap(startup.spawn_elph());
         startup.server.next_first_byte();
@@ -254,7 +270,7 @@ fn elph_run_spawn_to_first_request_byte(bencher: divan::Bencher) {
 
 #[divan::bench(sample_count = 40, sample_size = 1)]
 fn curl_post_spawn_to_first_request_byte(bencher: divan::Bencher) {
-    let startup = Startup::new();
+    let startup = Startup::new(elph());
     bencher.bench_local(|| {
         let child = Reap(startup.spawn_curl());
         startup.server.next_first_byte();
@@ -287,9 +303,9 @@ fn peak_rss_kib(command: Command, out: &Path) -> u64 {
     std::fs::read_to_string(out).unwrap().trim().parse().unwrap()
 }
 
-fn one_tool_run(home: &Home, server: &Server) -> Command {
+fn one_tool_run(elph: &Path, home: &Home, server: &Server) -> Command {
     home.elph_run(
-        Path::new(ELPH),
+        elph,
         &["run", "--model", "openai/gpt-4.1", "list the files"],
         server,
     )
@@ -297,10 +313,10 @@ fn one_tool_run(home: &Home, server: &Server) -> Command {
 
 #[divan::bench(sample_count = 20, sample_size = 1)]
 fn elph_run_one_tool_call(bencher: divan::Bencher) {
-    let home = Home::new();
+    let (elph, home) = (elph(), Home::new());
     let server = Server::start(true);
     bencher.bench_local(|| {
-        let status = one_tool_run(&home, &server).status().unwrap();
+        let status = one_tool_run(&elph, &home, &server).status().unwrap();
         assert!(status.success());
     });
 }
@@ -317,39 +333,74 @@ fn median_u64(samples: &mut [u64]) -> u64 {
 
 /// Interleaved rounds, so drift in machine load hits both alike; prints ratios of medians.
 fn summary() {
-    let startup = Startup::new();
+    let startup = Startup::new(elph());
+    let other = other_elph().map(Startup::new);
     let rounds = 60;
-    let (mut elph, mut curl) = (Vec::new(), Vec::new());
-    for _ in 0..5 {
-        startup.first_byte(Startup::spawn_elph);
-        startup.first_byte(Startup::spawn_curl);
-    }
-    for _ in 0..rounds {
-        elph.push(startup.first_byte(Startup::spawn_elph));
-        curl.push(startup.first_byte(Startup::spawn_curl));
+    let (mut elph_times, mut other_times, mut curl) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 0..5 + rounds {
+        // The two elphs take turns going first, so neither always follows curl's exit.
+        let (e, o) = if round % 2 == 0 {
+            let e = startup.first_byte(Startup::spawn_elph);
+            (e, other.as_ref().map(|o| o.first_byte(Startup::spawn_elph)))
+        } else {
+            let o = other.as_ref().map(|o| o.first_byte(Startup::spawn_elph));
+            (startup.first_byte(Startup::spawn_elph), o)
+        };
+        let c = startup.first_byte(Startup::spawn_curl);
+        if round >= 5 {
+            elph_times.push(e);
+            other_times.extend(o);
+            curl.push(c);
+        }
     }
     let verdict = |ok: bool| if ok { "ok" } else { "MISSED" };
     println!();
-    println!("spawn -> first request byte, interleaved ({rounds} rounds):");
+    println!(
+        "spawn -> first request byte, interleaved ({rounds} rounds), elph = {}:",
+        startup.elph.display()
+    );
     for (label, q) in [("median", 0.5), ("p10", 0.1), ("fastest", 0.0)] {
-        let (e, c) = (quantile(&mut elph, q), quantile(&mut curl, q));
+        let (e, c) = (quantile(&mut elph_times, q), quantile(&mut curl, q));
         let ratio = e.as_secs_f64() / c.as_secs_f64();
         println!(
             "  {label}: elph run {e:>9.2?}  curl {c:>9.2?}  {ratio:.3}x curl  (target <= {FIRST_BYTE_TARGET}x: {})",
             verdict(ratio <= FIRST_BYTE_TARGET)
         );
     }
+    if let Some(other) = &other {
+        println!("  other = {}:", other.elph.display());
+        for (label, q) in [("median", 0.5), ("p10", 0.1), ("fastest", 0.0)] {
+            let (o, e, c) = (
+                quantile(&mut other_times, q),
+                quantile(&mut elph_times, q),
+                quantile(&mut curl, q),
+            );
+            println!(
+                "  {label}: other {o:>9.2?}  {:.3}x curl  {:.3}x elph",
+                o.as_secs_f64() / c.as_secs_f64(),
+                o.as_secs_f64() / e.as_secs_f64()
+            );
+        }
+    }
 
     let home = Home::new();
+    let other_home = Home::new();
     let tools = Server::start(true);
     let plain = Server::start(false);
     let out = home.root.join("peak-rss.txt");
     let (mut run, mut version, mut curl_rss) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut other_run, mut other_version) = (Vec::new(), Vec::new());
     for _ in 0..9 {
-        run.push(peak_rss_kib(one_tool_run(&home, &tools), &out));
-        let mut v = home.elph_run(Path::new(ELPH), &["--version"], &plain);
+        run.push(peak_rss_kib(one_tool_run(&startup.elph, &home, &tools), &out));
+        let mut v = home.elph_run(&startup.elph, &["--version"], &plain);
         v.stdout(Stdio::null());
         version.push(peak_rss_kib(v, &out));
+        if let Some(other) = &other {
+            other_run.push(peak_rss_kib(one_tool_run(&other.elph, &other_home, &tools), &out));
+            let mut v = other_home.elph_run(&other.elph, &["--version"], &plain);
+            v.stdout(Stdio::null());
+            other_version.push(peak_rss_kib(v, &out));
+        }
         let mut c = Command::new("curl");
         c.args(["-sS", "-o", "/dev/null", "--data-binary"])
             .arg(format!("@{}", startup.body_file.display()))
@@ -373,5 +424,17 @@ fn summary() {
         verdict(r <= PEAK_RSS_TARGET_KIB)
     );
     println!("  elph --version           {v:>6} KiB");
+    if other.is_some() {
+        let (or, ov) = (median_u64(&mut other_run), median_u64(&mut other_version));
+        println!(
+            "  other run, one tool call {or:>6} KiB  {:.3}x elph's  {:.2}x curl",
+            or as f64 / r as f64,
+            or as f64 / c as f64
+        );
+        println!(
+            "  other --version          {ov:>6} KiB  {:.3}x elph's",
+            ov as f64 / v as f64
+        );
+    }
     println!("  curl POST                {c:>6} KiB");
 }
