@@ -24,6 +24,10 @@ pub const SCHEMA_VERSION: i64 = 1;
 /// transaction before giving up.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// WAL pages after which a commit checkpoints (and the next write restarts the WAL). The WAL is
+/// kept between runs and recovered at open, so this bounds what each start reads back.
+const WAL_AUTOCHECKPOINT_PAGES: i64 = 100;
+
 /// Titles are the first user prompt on one line, cut to this many characters.
 pub const TITLE_CHARS: usize = 80;
 
@@ -464,9 +468,27 @@ fn configure(conn: &Connection, path: &Path) -> Result<(), StoreError> {
     // The first statement that reads the file: a file that is not a database fails here.
     // On a file system without shared memory SQLite keeps its rollback journal; everything still
     // works, only concurrent readers wait for writers.
-    let _mode: String = conn
+    let mode: String = conn
         .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
         .map_err(err)?;
+    if mode.eq_ignore_ascii_case("wal") {
+        // Keep the -wal file (and its -shm index) when the last connection closes; it is still
+        // checkpointed into the main file. Without this, the next `elph` recreates the -wal on its
+        // first write (the new session, before the first model request) and SQLite syncs the new
+        // WAL header and the folder: two fsyncs on the path to the first request, milliseconds
+        // on a busy disk. With it, the next run recovers the kept frames at open and appends.
+        let mut persist = 1;
+        conn.file_control(
+            Some(rusqlite::MAIN_DB),
+            rusqlite::FileControl::PersistWal(&mut persist),
+        )
+        .map_err(err)?;
+        // The kept frames are read back (recovered) at every open, so keep them few: checkpoint
+        // and restart the WAL after 100 pages (400 KiB) instead of SQLite's 1,000. With 1,000 the
+        // recovery of a WAL near its limit cost more at start than the fsyncs it saves.
+        conn.pragma_update(None, "wal_autocheckpoint", WAL_AUTOCHECKPOINT_PAGES)
+            .map_err(err)?;
+    }
     conn.pragma_update(None, "synchronous", "NORMAL").map_err(err)?;
     conn.pragma_update(None, "foreign_keys", true).map_err(err)?;
     Ok(())

@@ -437,6 +437,42 @@ fn a_store_dropped_without_closing_loses_nothing() {
     );
 }
 
+#[test]
+fn the_wal_file_is_kept_at_close_and_everything_is_in_the_main_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_in(dir.path());
+    store.create_session("s", Path::new("/p"), MODEL).unwrap();
+    for entry in conversation() {
+        store.append("s", &entry).unwrap();
+    }
+    drop(store);
+    // Kept, so the next `elph` does not create it again (SQLite would fsync the folder before the
+    // first model request).
+    let wal = dir.path().join(format!("{DB_FILE}-wal"));
+    assert!(wal.is_file());
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(
+            std::fs::metadata(&wal).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+    }
+    // Checkpointed at close all the same: the main file alone holds every entry.
+    let copy = tempfile::tempdir().unwrap();
+    std::fs::copy(dir.path().join(DB_FILE), copy.path().join(DB_FILE)).unwrap();
+    let alone = store_in(copy.path());
+    assert_eq!(alone.load_entries("s").unwrap(), conversation());
+    // And the kept file is read correctly by the next run, which appends to it.
+    let next = store_in(dir.path());
+    assert_eq!(next.load_entries("s").unwrap(), conversation());
+    next.append("s", &numbered(99)).unwrap();
+    drop(next);
+    let mut expected = conversation();
+    expected.push(numbered(99));
+    assert_eq!(store_in(dir.path()).load_entries("s").unwrap(), expected);
+}
+
 const KILL_CHILD_ENV: &str = "ELPH_STORE_TEST_KILL_CHILD";
 const KILL_SESSION: &str = "killed";
 
@@ -575,6 +611,11 @@ fn damaged_pages_are_reported_as_corrupt() {
         store.append("s", &numbered(n)).unwrap();
     }
     drop(store); // the last connection closes: checkpointed into the main file
+    // The -wal file is kept between runs and still holds copies of the pages, which SQLite would
+    // read instead of the main file's: remove it (and its index), so the damaged file is read.
+    for kept in ["-wal", "-shm"] {
+        std::fs::remove_file(dir.path().join(format!("{DB_FILE}{kept}"))).unwrap();
+    }
     let db = dir.path().join(DB_FILE);
     let mut bytes = std::fs::read(&db).unwrap();
     assert!(bytes.len() > 8 * 4096);
