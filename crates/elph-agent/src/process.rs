@@ -525,14 +525,7 @@ async fn vfork(spec: &RunSpec<'_>) -> io::Result<crate::vfork_spawn::Child> {
     let mut attempt = 1;
     loop {
         // Prepared for each attempt: the child of a failed one may have used it.
-        let confinement = match spec
-            .sandbox
-            .map(|policy| Confinement::prepare(policy, spec.cwd))
-            .transpose()
-        {
-            Ok(confinement) => confinement.flatten(),
-            Err(error) => return Err(io::Error::other(error)),
-        };
+        let confinement = confinement_for(spec)?;
         let confined = confinement.is_some();
         let result = vfork_spawn::spawn(Request {
             program: spec.program,
@@ -616,6 +609,16 @@ pub fn run_in_foreground(
     command.status()
 }
 
+/// The confinement a spawn applies in its child: `None` without a sandbox, or when the policy is
+/// full access.
+fn confinement_for(spec: &RunSpec<'_>) -> io::Result<Option<Confinement>> {
+    spec.sandbox
+        .map(|policy| Confinement::prepare(policy, spec.cwd))
+        .transpose()
+        .map(Option::flatten)
+        .map_err(io::Error::other)
+}
+
 /// Starts `/bin/sh -c 'read _'` (it waits on a pipe that stays open) with `setup` applied in the
 /// child before exec: the holder of a namespace the caller then opens through /proc.
 pub(crate) fn spawn_holder<F>(setup: F) -> io::Result<std::process::Child>
@@ -665,14 +668,7 @@ pub async fn spawn(spec: &RunSpec<'_>) -> io::Result<Child> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
-    let confinement = match spec
-        .sandbox
-        .map(|policy| Confinement::prepare(policy, spec.cwd))
-        .transpose()
-    {
-        Ok(confinement) => confinement.flatten(),
-        Err(error) => return Err(io::Error::other(error)),
-    };
+    let confinement = confinement_for(spec)?;
     let confined = confinement.is_some();
     // In this order in the child: its own session, then registered with the orphan watcher, then
     // confined (last, so nothing after it needs what the confinement takes away).
