@@ -190,12 +190,27 @@ pub trait Tool: Send + Sync {
 
 struct Entry {
     tool: Arc<dyn Tool>,
+    /// The tool's input schema, made once: every model request sends it, and a native tool
+    /// generates it from its argument type.
+    schema: OnceLock<Value>,
     /// Compiled at the tool's first call: a run compiles only the schemas of the tools it uses,
     /// and none before its first model request.
     validator: OnceLock<jsonschema::Validator>,
 }
 
 impl Entry {
+    fn new(tool: Arc<dyn Tool>) -> Entry {
+        Entry {
+            tool,
+            schema: OnceLock::new(),
+            validator: OnceLock::new(),
+        }
+    }
+
+    fn schema(&self) -> &Value {
+        self.schema.get_or_init(|| self.tool.input_schema())
+    }
+
     #[expect(
         clippy::expect_used,
         reason = "a registered tool's schema was compiled at registration; native ones by a unit test"
@@ -203,16 +218,16 @@ impl Entry {
     fn validator(&self) -> &jsonschema::Validator {
         self.validator.get_or_init(|| {
             // Checked when the tool was registered (or, for native tools, by a unit test).
-            compile(self.tool.as_ref()).expect("a registered tool's schema compiles")
+            self.compile().expect("a registered tool's schema compiles")
         })
     }
-}
 
-fn compile(tool: &dyn Tool) -> Result<jsonschema::Validator, CatalogError> {
-    jsonschema::validator_for(&tool.input_schema()).map_err(|err| CatalogError::BadSchema {
-        name: tool.name().to_string(),
-        reason: err.to_string(),
-    })
+    fn compile(&self) -> Result<jsonschema::Validator, CatalogError> {
+        jsonschema::validator_for(self.schema()).map_err(|err| CatalogError::BadSchema {
+            name: self.tool.name().to_string(),
+            reason: err.to_string(),
+        })
+    }
 }
 
 /// The registered tools by name, each with its argument schema (compiled on first use).
@@ -248,11 +263,7 @@ impl ToolCatalog {
         let mut catalog = ToolCatalog::new();
         for tool in native::all() {
             let name = tool.name().to_string();
-            let entry = Entry {
-                tool,
-                validator: OnceLock::new(),
-            };
-            let previous = catalog.tools.insert(name, entry);
+            let previous = catalog.tools.insert(name, Entry::new(tool));
             assert!(previous.is_none(), "native tools have unique names");
         }
         catalog
@@ -265,8 +276,10 @@ impl ToolCatalog {
         if self.tools.contains_key(&name) {
             return Err(CatalogError::Duplicate(name));
         }
-        let validator = OnceLock::from(compile(tool.as_ref())?);
-        self.tools.insert(name, Entry { tool, validator });
+        let entry = Entry::new(tool);
+        let validator = entry.compile()?;
+        let _ = entry.validator.set(validator);
+        self.tools.insert(name, entry);
         Ok(())
     }
 
@@ -293,7 +306,7 @@ impl ToolCatalog {
             .map(|entry| ToolSpec {
                 name: entry.tool.name().to_string(),
                 description: entry.tool.description().to_string(),
-                input_schema: entry.tool.input_schema(),
+                input_schema: entry.schema().clone(),
             })
             .collect()
     }
