@@ -14,8 +14,8 @@ impl Event for PostToolUseFailure {
     type Outcome = PostToolUseOutcome;
     type Reduced = ToolResultReduced;
     const CLAUDE_CODE_NAME: Option<&'static str> = Some("PostToolUseFailure");
-    const UNCHECKED: Option<&'static str> = Some("the tool's result reached the model without its check");
-    const FAIL_CLOSED: &'static str = "the tool's result is withheld from the model";
+    const UNCHECKED: Option<&'static str> = result::PostToolUse::UNCHECKED;
+    const FAIL_CLOSED: &'static str = result::PostToolUse::FAIL_CLOSED;
 
     const TOOL_EVENT: bool = true;
 
