@@ -78,17 +78,10 @@ pub(crate) fn check_data_dir(dir: &Path) -> Result<(), StoreError> {
             path: dir.join(DB_FILE),
         });
     }
-    if nix::unistd::access(
+    crate::store::refuse_read_only(
         existing,
         nix::unistd::AccessFlags::W_OK | nix::unistd::AccessFlags::X_OK,
     )
-    .is_err_and(|e| e == nix::errno::Errno::EROFS || e == nix::errno::Errno::EACCES)
-    {
-        return Err(StoreError::ReadOnly {
-            dir: existing.to_path_buf(),
-        });
-    }
-    Ok(())
 }
 
 #[cfg(test)]

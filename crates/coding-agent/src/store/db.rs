@@ -607,7 +607,13 @@ fn check_writable(dir: &Path, path: &Path) -> Result<(), StoreError> {
         Err(_) => {}
     }
     // The journal files are created beside the database: the folder must be writable too.
-    if nix::unistd::access(dir, nix::unistd::AccessFlags::W_OK)
+    refuse_read_only(dir, nix::unistd::AccessFlags::W_OK)
+}
+
+/// `StoreError::ReadOnly` when `dir` refuses `access` because it or its file system is read-only
+/// or not ours; any other answer is left for the open to report with its cause.
+pub(crate) fn refuse_read_only(dir: &Path, access: nix::unistd::AccessFlags) -> Result<(), StoreError> {
+    if nix::unistd::access(dir, access)
         .is_err_and(|e| e == nix::errno::Errno::EROFS || e == nix::errno::Errno::EACCES)
     {
         return Err(StoreError::ReadOnly {
