@@ -468,9 +468,7 @@ fn configure(conn: &Connection, path: &Path) -> Result<(), StoreError> {
     // The first statement that reads the file: a file that is not a database fails here.
     // On a file system without shared memory SQLite keeps its rollback journal; everything still
     // works, only concurrent readers wait for writers.
-    let mode: String = conn
-        .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
-        .map_err(err)?;
+    let mode = switch_to_wal(conn).map_err(err)?;
     if mode.eq_ignore_ascii_case("wal") {
         // Keep the -wal file (and its -shm index) when the last connection closes; it is still
         // checkpointed into the main file. Without this, the next `elph` recreates the -wal on its
@@ -492,6 +490,31 @@ fn configure(conn: &Connection, path: &Path) -> Result<(), StoreError> {
     conn.pragma_update(None, "synchronous", "NORMAL").map_err(err)?;
     conn.pragma_update(None, "foreign_keys", true).map_err(err)?;
     Ok(())
+}
+
+/// `PRAGMA journal_mode = WAL`, waiting like every other statement for another process to let go.
+///
+/// SQLite answers a journal-mode switch with `SQLITE_BUSY` at once, without calling the busy
+/// handler, when another connection holds a lock on the file: two `elph` starting together on a
+/// new `sessions.db` both switch it, and one of them would fail to start. So the switch is retried
+/// here, for up to [`BUSY_TIMEOUT`] like any write.
+fn switch_to_wal(conn: &Connection) -> rusqlite::Result<String> {
+    let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+    let mut pause = Duration::from_millis(1);
+    loop {
+        match conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0)) {
+            Err(error)
+                if matches!(
+                    error.sqlite_error_code(),
+                    Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+                ) && std::time::Instant::now() + pause < deadline =>
+            {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(50));
+            }
+            result => return result,
+        }
+    }
 }
 
 fn user_version(conn: &Connection) -> rusqlite::Result<i64> {

@@ -130,8 +130,12 @@ async fn two_runs_at_once_on_one_project_both_store_their_sessions() {
     server.enqueue(FakeReply::text("second").hold(&gate));
     let (a, b) = {
         let runs = async {
+            // Both answers are held until both requests arrived, so the runs overlap. A run that
+            // failed before its request must not hold the other forever: after 30 s the gate opens
+            // anyway and the assertions below say which run failed and why.
             let opener = async {
-                while server.requests().len() < 2 {
+                let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+                while server.requests().len() < 2 && tokio::time::Instant::now() < deadline {
                     tokio::time::sleep(Duration::from_millis(20)).await;
                 }
                 gate.open();
@@ -145,7 +149,13 @@ async fn two_runs_at_once_on_one_project_both_store_their_sessions() {
         };
         tokio::time::timeout(Duration::from_secs(60), runs).await.unwrap()
     };
-    assert!(a.status.success() && b.status.success());
+    for (run, output) in [("RUN-A", &a), ("RUN-B", &b)] {
+        assert!(
+            output.status.success(),
+            "{run} failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
     let sessions = sessions_json(&env);
     assert_eq!(sessions.len(), 2);
     let mut titles: Vec<&str> = sessions.iter().map(|s| s["title"].as_str().unwrap()).collect();

@@ -413,6 +413,41 @@ fn two_connections_appending_concurrently_keep_everything() {
     );
 }
 
+/// Stores opened at the same moment on a new DATA_DIR, each closing (and so checkpointing under an
+/// exclusive lock) as soon as its session is written, while the others are still opening. SQLite
+/// answers the switch to WAL with "database is locked" at once, without waiting, while another
+/// connection holds the file; every open must still succeed. Rounds on fresh folders, because the
+/// race is lost only when the opens line up.
+#[test]
+fn stores_opened_together_on_a_new_folder_all_open() {
+    const OPENERS: usize = 6;
+    for round in 0..20 {
+        let dir = tempfile::tempdir().unwrap();
+        let data_dir = Arc::new(dir.path().join("data"));
+        let start = Arc::new(Barrier::new(OPENERS));
+        let openers: Vec<_> = (0..OPENERS)
+            .map(|n| {
+                let (data_dir, start) = (Arc::clone(&data_dir), Arc::clone(&start));
+                std::thread::spawn(move || {
+                    start.wait();
+                    let store = SessionStore::open(&data_dir)?;
+                    store.create_session(&format!("s-{n}"), Path::new("/project"), MODEL)?;
+                    Ok::<_, StoreError>(())
+                })
+            })
+            .collect();
+        for (n, opener) in openers.into_iter().enumerate() {
+            if let Err(error) = opener.join().unwrap() {
+                panic!("round {round}: opener {n} failed: {error}");
+            }
+        }
+        assert_eq!(
+            store_in(&data_dir).list(Path::new("/project")).unwrap().len(),
+            OPENERS
+        );
+    }
+}
+
 #[test]
 fn a_store_dropped_without_closing_loses_nothing() {
     let dir = tempfile::tempdir().unwrap();
