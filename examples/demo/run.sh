@@ -33,7 +33,10 @@ echo "== Trusting the demo project (a temporary copy), so its .elph/hooks.json l
 "$elph" trust "$work/project"
 echo
 echo "== The hooks it declares"
-"$elph" hooks list --cwd "$work/project" | sed "s#$work/##g"
+# The temporary folder is cut from the paths (every SOURCE starts with it), and as many blanks from
+# the header after SOURCE, so the COMMAND column stays aligned.
+pad=$(printf '%*s' "$(printf '%s/' "$work" | wc -c)" '')
+"$elph" hooks list --cwd "$work/project" | sed -e "s#SOURCE$pad#SOURCE#" -e "s#$work/##g"
 echo
 echo "== Running one turn with the scripted model (offline)"
 echo "   The session's events (elph run --output-format stream-json), shown turn by turn by show.py:"

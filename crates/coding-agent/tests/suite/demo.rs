@@ -164,6 +164,37 @@ async fn the_offline_demo_shows_each_hook_at_work() {
         ],
     );
     assert!(!text.contains(" ! "), "no hook problem in the demo:\n{text}");
+
+    // The hooks table, with the temporary folder cut from its paths, keeps its columns aligned.
+    let table = section(&text, "== The hooks it declares", "home file");
+    let header = table
+        .iter()
+        .find(|line| line.starts_with("ID "))
+        .unwrap_or_else(|| panic!("no table header in:\n{}", table.join("\n")));
+    let rows: Vec<&&str> = table
+        .iter()
+        .filter(|line| line.contains("project/.elph/hooks.json  "))
+        .collect();
+    assert_eq!(rows.len(), 5, "one row per hook:\n{}", table.join("\n"));
+    for (column, value) in [
+        ("SOURCE", "project/.elph/hooks.json"),
+        ("COMMAND", "project/.elph/hooks/"),
+    ] {
+        let at = header.find(column).unwrap();
+        for row in &rows {
+            assert_eq!(
+                row.find(value),
+                Some(at),
+                "{column} aligned:\n{}",
+                table.join("\n")
+            );
+        }
+    }
+    assert!(
+        table.iter().all(|line| !line.contains("elph-demo.")),
+        "the temporary folder is cut from every path of the table:\n{}",
+        table.join("\n")
+    );
 }
 
 /// A model that fails mid-way: the demo says the turn did not complete and exits with elph's
