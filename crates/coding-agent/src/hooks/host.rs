@@ -127,17 +127,8 @@ impl HookHost {
         &self.persistent
     }
 
-    /// Kills every persistent hook's process group (session end; dropping the host does it too).
-    pub fn stop_persistent(&self) {
-        self.persistent.stop_all();
-    }
-
     pub fn project_dir(&self) -> &Path {
         &self.project_dir
-    }
-
-    pub fn run_log(&self) -> Option<&RunLog> {
-        self.log.as_ref()
     }
 
     /// Runs the chain for `payload` on its own, as `elph hooks test` does: no native handlers,

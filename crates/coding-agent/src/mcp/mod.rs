@@ -84,25 +84,6 @@ pub(crate) fn describe_servers(paths: &Paths, project_trusted: bool) -> McpOverv
     }
 }
 
-/// Like [`describe_servers`], but starts each enabled, allowed server, lists its tools and stops it
-/// again, so each state is `running` (with the tool names), `failed` (with the reason) or
-/// `disabled`. Blocks for up to the startup timeout.
-pub fn probe_servers(paths: &Paths, project_trusted: bool) -> McpOverview {
-    let (manager, _tools, diagnostics) = McpManager::start(paths, project_trusted);
-    let mut overview = McpOverview {
-        files: manager.files.clone(),
-        servers: manager.statuses(),
-        diagnostics,
-    };
-    manager.stop();
-    for status in &mut overview.servers {
-        if let ServerState::Stopped { .. } = status.state {
-            status.state = ServerState::Configured;
-        }
-    }
-    overview
-}
-
 /// The session's MCP servers: owned by the `Runtime`, stopped with it.
 pub struct McpManager {
     servers: Vec<Arc<McpServer>>,
