@@ -17,7 +17,17 @@ pub const LOCKS_DIR: &str = "locks";
 /// An exclusive hold on one session; dropping it lets the session go.
 #[derive(Debug)]
 pub(crate) struct SessionLease {
-    _file: File,
+    file: File,
+}
+
+impl Drop for SessionLease {
+    /// Unlocks before closing. Closing alone does not free the lock while another descriptor of
+    /// the same open file still exists, and every child this process forks holds one (until its
+    /// `exec` closes it): a hook or tool starting in another session at that moment would keep
+    /// this session "in use by" this very process, and a `session/load` of it would be refused.
+    fn drop(&mut self) {
+        let _ = self.file.unlock();
+    }
 }
 
 /// Whether a session could be taken.
@@ -60,7 +70,7 @@ pub(super) fn claim(data_dir: &Path, id: &str) -> Result<Claim, StoreError> {
     let line = format!("{}\n", describe_this_process());
     let _ = file.write_all_at(line.as_bytes(), 0);
     let _ = file.set_len(line.len() as u64);
-    Ok(Claim::Held(SessionLease { _file: file }))
+    Ok(Claim::Held(SessionLease { file }))
 }
 
 /// The holder's line; a holder that has only just taken the lock gets a moment to write it.
@@ -124,5 +134,24 @@ mod tests {
         assert!(matches!(claim(data.path(), "s2").unwrap(), Claim::Held(_)));
         drop(lease);
         assert!(matches!(claim(data.path(), "s1").unwrap(), Claim::Held(_)));
+    }
+
+    /// A child forked while the session is held shares the lock's open file until its `exec`
+    /// (the descriptor is close-on-exec, not closed at fork). The duplicate here stands for such a
+    /// child, slow to reach `exec` on a loaded machine: letting go of the session must not wait
+    /// for it.
+    #[test]
+    fn a_dropped_lease_is_free_even_while_a_forked_child_still_holds_its_descriptor() {
+        let data = tempfile::tempdir().unwrap();
+        let Claim::Held(lease) = claim(data.path(), "s1").unwrap() else {
+            panic!("a free session is taken");
+        };
+        let child_copy = lease.file.try_clone().unwrap();
+        drop(lease);
+        match claim(data.path(), "s1").unwrap() {
+            Claim::Held(_) => {}
+            Claim::InUse(holder) => panic!("still in use by {holder} after the lease was dropped"),
+        }
+        drop(child_copy);
     }
 }
