@@ -68,6 +68,33 @@ async fn resume_after_restart_sees_the_earlier_turns() {
     assert!(String::from_utf8_lossy(&output.stderr).contains("no session 'no-such-id'"));
 }
 
+/// Reads `elph run --output-format stream-json` output until the text shown so far (its
+/// `textDelta` events) holds `text`, and returns that text. Under a deadline.
+async fn wait_until_shown(
+    stdout: &mut tokio::io::BufReader<tokio::process::ChildStdout>,
+    text: &str,
+) -> String {
+    use tokio::io::AsyncBufReadExt;
+    let mut shown = String::new();
+    let reading = async {
+        let mut line = String::new();
+        while !shown.contains(text) {
+            line.clear();
+            let read = stdout.read_line(&mut line).await.unwrap();
+            assert!(read > 0, "elph ended before showing {text:?}; shown: {shown:?}");
+            if let Ok(event) = serde_json::from_str::<Value>(&line)
+                && event["type"] == "textDelta"
+            {
+                shown.push_str(event["text"].as_str().unwrap_or_default());
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(30), reading)
+        .await
+        .unwrap_or_else(|_| panic!("{text:?} was not shown within 30 s"));
+    shown
+}
+
 #[tokio::test]
 async fn kill_9_during_a_streaming_answer_loses_nothing_already_shown() {
     let env = TestEnv::new();
@@ -86,14 +113,20 @@ async fn kill_9_during_a_streaming_answer_loses_nothing_already_shown() {
     command
         .env("OPENAI_API_KEY", "k")
         .env("OPENAI_BASE_URL", server.base_url())
-        .args(["run", "--model", "openai/gpt-test", "-c", "INTERRUPTED-PROMPT"]);
+        .args([
+            "run",
+            "--model",
+            "openai/gpt-test",
+            "--output-format",
+            "stream-json",
+            "-c",
+            "INTERRUPTED-PROMPT",
+        ])
+        .stdout(std::process::Stdio::piped());
     let mut child = tokio::process::Command::from(command).spawn().unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while server.requests().len() < 2 {
-        assert!(std::time::Instant::now() < deadline, "the second request arrived");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Killed once the whole answer has been shown (the draft is stored before a delta is shown).
+    let mut stdout = tokio::io::BufReader::new(child.stdout.take().unwrap());
+    wait_until_shown(&mut stdout, "PARTIAL streaming answer that never ends").await;
     child.start_kill().unwrap();
     tokio::time::timeout(Duration::from_secs(10), child.wait())
         .await
@@ -310,24 +343,23 @@ async fn an_answer_cut_short_by_ctrl_c_is_kept_as_far_as_it_was_shown() {
             "FIRST",
         ]);
     command.stdout(std::process::Stdio::piped());
-    let child = tokio::process::Command::from(command).spawn().unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while server.requests().is_empty() {
-        assert!(std::time::Instant::now() < deadline, "the request arrived");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut child = tokio::process::Command::from(command).spawn().unwrap();
+    // Ctrl+C once the answer so far has been shown: what was shown is what must be kept.
+    let mut stdout = tokio::io::BufReader::new(child.stdout.take().unwrap());
+    let shown = wait_until_shown(&mut stdout, "HALF-SHOWN answer").await;
     let pid = nix::unistd::Pid::from_raw(child.id().unwrap() as i32);
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
-    let output = tokio::time::timeout(Duration::from_secs(10), child.wait_with_output())
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(130));
-    assert!(
-        String::from_utf8_lossy(&output.stdout).contains("HALF-SHOWN"),
-        "the text was shown"
-    );
+    let status = tokio::time::timeout(Duration::from_secs(30), async {
+        let mut rest = String::new();
+        tokio::io::AsyncReadExt::read_to_string(&mut stdout, &mut rest)
+            .await
+            .unwrap();
+        child.wait().await.unwrap()
+    })
+    .await
+    .expect("elph exited within 30 s of Ctrl+C");
+    assert_eq!(status.code(), Some(130));
+    assert!(shown.contains("HALF-SHOWN"), "the text was shown");
     gate.open();
 
     server.enqueue(FakeReply::text("ok"));
