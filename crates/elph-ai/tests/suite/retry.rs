@@ -130,14 +130,23 @@ async fn dropping_the_call_mid_stream_closes_the_connection() {
     server.enqueue(FakeReply::text("partial answer").hang());
     let provider = openai(&server);
     let request = simple_request();
-    let mut seen = Vec::new();
+    let seen = std::sync::Mutex::new(Vec::new());
     {
-        let mut on_event = |event: StreamEvent| seen.push(event);
-        let call = provider.stream(&request, &mut on_event);
-        let outcome = tokio::time::timeout(Duration::from_millis(300), call).await;
-        assert!(outcome.is_err(), "the held reply never finishes by itself");
+        let mut on_event = |event: StreamEvent| seen.lock().unwrap().push(event);
+        let mut call = std::pin::pin!(provider.stream(&request, &mut on_event));
+        // Driven until the whole text has arrived (however slow the machine), then dropped.
+        let shown = tokio::time::timeout(DEADLINE, async {
+            while streamed_text(&seen.lock().unwrap()).0 != "partial answer" {
+                tokio::select! {
+                    outcome = &mut call => panic!("the held reply finished by itself: {outcome:?}"),
+                    () = tokio::time::sleep(Duration::from_millis(10)) => {}
+                }
+            }
+        })
+        .await;
+        assert!(shown.is_ok(), "the text arrived: {:?}", seen.lock().unwrap());
     }
-    assert_eq!(streamed_text(&seen).0, "partial answer");
+    assert_eq!(streamed_text(&seen.lock().unwrap()).0, "partial answer");
     tokio::time::timeout(DEADLINE, async {
         while server.disconnects() == 0 {
             tokio::time::sleep(Duration::from_millis(10)).await;
