@@ -4,6 +4,7 @@
 use std::io::{Read, Write};
 use std::num::NonZeroU16;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -23,6 +24,8 @@ struct Session {
     screen: Arc<Mutex<vt100::Parser>>,
     // Keeps the pty open until the session ends.
     _master: Box<dyn portable_pty::MasterPty + Send>,
+    /// Set once the reader has reached the end of the terminal's output.
+    drained: Arc<AtomicBool>,
 }
 
 /// How a session starts, apart from the untrusted project under `ask` it always has.
@@ -120,6 +123,8 @@ impl Session {
         )));
         let mut reader = pair.master.try_clone_reader().unwrap();
         let sink = Arc::clone(&screen);
+        let drained = Arc::new(AtomicBool::new(false));
+        let done = Arc::clone(&drained);
         std::thread::spawn(move || {
             let mut buf = [0u8; 4096];
             loop {
@@ -128,6 +133,7 @@ impl Session {
                     Ok(n) => sink.lock().unwrap().process(&buf[..n]),
                 }
             }
+            done.store(true, Ordering::Release);
         });
         let writer = pair.master.take_writer().unwrap();
         Session {
@@ -139,6 +145,7 @@ impl Session {
             writer,
             screen,
             _master: pair.master,
+            drained,
         }
     }
 
@@ -168,8 +175,13 @@ impl Session {
         let deadline = Instant::now() + within;
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
-                // Let the reader catch the last output.
-                std::thread::sleep(Duration::from_millis(100));
+                // The reader puts the last output on the screen when it reaches the end of it; a
+                // loaded machine may schedule it late. Given up after 10 s if something else
+                // still holds the terminal.
+                let drained = Instant::now() + Duration::from_secs(10);
+                while !self.drained.load(Ordering::Acquire) && Instant::now() < drained {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
                 return Some(status.exit_code());
             }
             if Instant::now() > deadline {

@@ -4,6 +4,7 @@
 use std::io::{Read, Write};
 use std::num::NonZeroU16;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -43,6 +44,9 @@ pub(super) struct Tui {
     writer: Box<dyn Write + Send>,
     screen: Arc<Mutex<vt100::Parser>>,
     master: Box<dyn MasterPty + Send>,
+    /// Set once the reader has seen the end of the terminal's output (elph and everything that
+    /// held the terminal are gone) and put all of it on the screen.
+    drained: Arc<AtomicBool>,
 }
 
 impl Tui {
@@ -85,6 +89,8 @@ impl Tui {
         )));
         let mut reader = pair.master.try_clone_reader().unwrap();
         let sink = Arc::clone(&screen);
+        let drained = Arc::new(AtomicBool::new(false));
+        let done = Arc::clone(&drained);
         std::thread::spawn(move || {
             let mut buf = [0u8; 8192];
             loop {
@@ -93,6 +99,7 @@ impl Tui {
                     Ok(n) => sink.lock().unwrap().process(&buf[..n]),
                 }
             }
+            done.store(true, Ordering::Release);
         });
         let writer = pair.master.take_writer().unwrap();
         Tui {
@@ -100,6 +107,17 @@ impl Tui {
             writer,
             screen,
             master: pair.master,
+            drained,
+        }
+    }
+
+    /// After elph has exited: waits until its last output is on the screen. A loaded machine may
+    /// schedule the reader late, so this waits for the end of the output rather than a fixed
+    /// time; if something else still holds the terminal, it gives up after 10 s.
+    fn wait_for_the_last_output(&self) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !self.drained.load(Ordering::Acquire) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
         }
     }
 
@@ -147,7 +165,7 @@ impl Tui {
                 return;
             }
             if let Ok(Some(status)) = self.child.lock().unwrap().try_wait() {
-                std::thread::sleep(Duration::from_millis(100));
+                self.wait_for_the_last_output();
                 panic!(
                     "elph exited ({status:?}) while waiting for {what}; screen:\n{}",
                     self.contents()
@@ -203,7 +221,7 @@ impl Tui {
         let deadline = Instant::now() + DEADLINE;
         loop {
             if let Some(status) = self.child.lock().unwrap().try_wait().unwrap() {
-                std::thread::sleep(Duration::from_millis(100)); // the last output
+                self.wait_for_the_last_output();
                 return status.exit_code();
             }
             if Instant::now() > deadline {
