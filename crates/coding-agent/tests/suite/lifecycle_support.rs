@@ -119,10 +119,12 @@ impl Running {
             .await
             .expect("elph exited within 30 s")
             .expect("wait for elph");
-        while let Ok(Some(line)) = tokio::time::timeout(Duration::from_secs(5), self.stdout.recv()).await {
+        // elph has exited: its output ends as soon as the readers have drained the pipes. The
+        // waits are generous because a loaded machine may schedule the readers late.
+        while let Ok(Some(line)) = tokio::time::timeout(Duration::from_secs(20), self.stdout.recv()).await {
             self.lines.push(line);
         }
-        let stderr = tokio::time::timeout(Duration::from_secs(5), self.stderr)
+        let stderr = tokio::time::timeout(Duration::from_secs(20), self.stderr)
             .await
             .map(|text| text.unwrap_or_default())
             .unwrap_or_default();

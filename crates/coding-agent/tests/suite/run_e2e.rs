@@ -661,7 +661,7 @@ async fn a_second_ctrl_c_does_not_wait_for_a_slow_stop_hook() {
     let started = env.evidence("stop-started");
     env.project_script(
         "slow-stop.sh",
-        &format!("cat > /dev/null\ntouch '{}'\nsleep 30\n", started.display()),
+        &format!("cat > /dev/null\ntouch '{}'\nsleep 120\n", started.display()),
     );
     env.write_project_hooks(&json!({"hooks": [{"id": "slow-stop", "event": "stop", "command": "hooks/slow-stop.sh", "timeoutMs": 60000}]}));
     let server = FakeModelServer::start(Wire::OpenAi).await;
@@ -686,15 +686,12 @@ async fn a_second_ctrl_c_does_not_wait_for_a_slow_stop_hook() {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let second = std::time::Instant::now();
+    // Waiting for the hook would take its whole 60 s timeout (it sleeps far longer): exiting
+    // within 30 s shows the second Ctrl+C did not wait. The margin is for a loaded machine.
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
-    let status = tokio::time::timeout(Duration::from_secs(10), child.wait())
+    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
         .await
-        .expect("exits")
+        .expect("exited within 30 s of the second Ctrl+C, without waiting for the 60 s stop hook")
         .unwrap();
     assert_eq!(status.code(), Some(130));
-    assert!(
-        second.elapsed() < Duration::from_secs(5),
-        "did not wait for the 30 s stop hook"
-    );
 }
