@@ -606,9 +606,9 @@ impl TrustStore {
         Ok(decision)
     }
 
-    /// Creates CONFIG_DIR if needed and takes the exclusive lock on the sidecar; dropping the file
-    /// releases it.
-    fn lock(&self) -> Result<File, TrustError> {
+    /// Creates CONFIG_DIR if needed and takes the exclusive lock on the sidecar; dropping the
+    /// guard releases it.
+    fn lock(&self) -> Result<SidecarLock, TrustError> {
         let dir = self.path.parent().unwrap_or(Path::new("."));
         elph_config::private::create_private_dir_all(dir).map_err(|err| {
             self.write_error(format!(
@@ -646,7 +646,7 @@ impl TrustStore {
             match lock.try_lock() {
                 Ok(()) => {
                     stamp(&lock);
-                    return Ok(lock);
+                    return Ok(SidecarLock(lock));
                 }
                 Err(std::fs::TryLockError::WouldBlock) => {}
                 Err(std::fs::TryLockError::Error(err)) => {
@@ -769,9 +769,40 @@ pub(crate) fn decide_with(file: &TrustFile, project: &Path) -> TrustDecision {
     }
 }
 
+/// `trust.json.lock`, held for one change.
+struct SidecarLock(File);
+
+impl Drop for SidecarLock {
+    /// Unlocks before closing. Closing alone does not free the lock while another descriptor of
+    /// the same open file exists, and a child this process forks meanwhile (a hook or tool of a
+    /// session, in the TUI or `elph acp`) holds one until its `exec`: every other change would
+    /// wait for that child.
+    fn drop(&mut self) {
+        let _ = self.0.unlock();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The duplicate descriptor stands for a child forked while the lock was held, not yet at its
+    /// `exec`: the next change must not wait for it (it would give up after LOCK_GIVE_UP).
+    #[test]
+    fn a_released_lock_is_free_even_while_a_forked_child_still_holds_its_descriptor() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = TrustStore::new(dir.path());
+        let held = store.lock().unwrap();
+        let child_copy = held.0.try_clone().unwrap();
+        drop(held);
+        let again = store.lock();
+        assert!(
+            again.is_ok(),
+            "the next change waited for the child's copy: {:?}",
+            again.err()
+        );
+        drop(child_copy);
+    }
 
     fn file(text: &str) -> TrustFile {
         TrustFile::parse(text, Some(Path::new("/home/u"))).unwrap()
