@@ -293,7 +293,9 @@ async fn a_server_that_crashes_mid_call_gives_a_clear_error_and_the_run_complete
 async fn a_hung_call_times_out_with_a_clear_error() {
     let env = TestEnv::new();
     let evidence = Evidence::new(&env);
-    write_home_mcp(&env, &evidence.server(json!({"timeoutMs": 500})));
+    // The timeout also bounds the echo after it: long enough for a loaded machine to answer an
+    // echo well within it (500 ms was not safe), far below the 60 s sleep.
+    write_home_mcp(&env, &evidence.server(json!({"timeoutMs": 3000})));
     let server = FakeModelServer::start(Wire::OpenAi).await;
     server.enqueue(FakeReply::tool_call("mcp_test__sleep", json!({"ms": 60000})));
     server.enqueue(FakeReply::tool_call(
@@ -313,7 +315,7 @@ async fn a_hung_call_times_out_with_a_clear_error() {
     let timed_out = &tool_messages(&requests[1])[0];
     assert_eq!(
         timed_out,
-        "MCP server 'test' did not answer tool 'sleep' within 500 ms; the call was cancelled"
+        "MCP server 'test' did not answer tool 'sleep' within 3 s; the call was cancelled"
     );
     assert_eq!(
         tool_messages(&requests[2])[1],
