@@ -64,7 +64,15 @@ fn a_prompt_gets_the_streamed_answer() {
     tui.wait_until("the recalled prompt", |_| tui.input_row() == "› say hello");
     tui.press(b"\x03");
     tui.wait_for("press Ctrl+C again to exit");
-    tui.press(b"\x03");
+    assert!(
+        !tui.input_row().contains("say hello"),
+        "the first Ctrl+C cleared the input: {}",
+        tui.input_row()
+    );
+    // Twice exits: two presses together, since a second press counts only within 1 s of the one
+    // before, and on a loaded machine seeing the hint and answering it can take longer than that.
+    // (The window itself is tested on the state: tui_app::ctrl_c_presses_far_apart_do_not_exit.)
+    tui.press(b"\x03\x03");
     assert_eq!(tui.exit_code(), 0, "screen:\n{}", tui.contents());
     tui.assert_terminal_restored();
     // Logs go to DATA_DIR/logs/elph.log, never to the screen.
