@@ -6,7 +6,10 @@ then lays those functions out together at the start of .text, so a run maps ~3 M
 of ~11 (see docs/building.md). Run it after a toolchain or dependency upgrade, or when the run's
 path changed; `elph run`'s peak RSS in the startup bench says when it is due.
 
-    python3 scripts/symbol-order.py        # from the repository root; takes a few minutes
+    python3 scripts/symbol-order.py                  # release: symbol-order.txt, ~5 minutes
+    python3 scripts/symbol-order.py --profile dist   # dist: symbol-order-dist.txt; every link
+                                                     # is a fat LTO link, so fewer perf rounds:
+    python3 scripts/symbol-order.py --profile dist --rounds 2
 
 Needs: valgrind (callgrind), perf (software page-fault events: root, or
 kernel.perf_event_paranoid <= 1), nm (binutils), cargo.
@@ -21,6 +24,7 @@ added, and this repeats until none is left. The file lists the names in their ad
 the unordered build (crate by crate), so a regeneration's diff stays readable.
 """
 
+import argparse
 import os
 import re
 import shutil
@@ -31,9 +35,7 @@ import tempfile
 import threading
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-ORDER_FILE = os.path.join(REPO, "crates", "coding-agent", "symbol-order.txt")
 TARGET_DIR = os.environ.get("CARGO_TARGET_DIR", os.path.join(REPO, "target"))
-PERF_ROUNDS = 6
 
 TOOL_REPLY = (
     'data: {"id":"r","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":'
@@ -86,16 +88,16 @@ def run(cmd, **kwargs):
     return subprocess.run(cmd, check=True, **kwargs)
 
 
-def link_elph(order_file, names, symbols):
+def link_elph(profile, order_file, names, symbols):
     """Links an unstripped release elph whose .text starts with `names` and returns its path.
 
     build.rs takes the list from ELPH_SYMBOL_ORDER; touching main.rs makes cargo relink."""
     with open(order_file, "w") as f:
         f.write("".join(f"{name}\n" for name in sorted(names, key=symbols.get)))
     os.utime(os.path.join(REPO, "crates", "coding-agent", "src", "main.rs"))
-    run(["cargo", "rustc", "--release", "-p", "coding-agent", "--bin", "elph", "--", "-C",
-         "strip=none"], cwd=REPO, env={**os.environ, "ELPH_SYMBOL_ORDER": order_file})
-    return os.path.join(TARGET_DIR, "release", "elph")
+    run(["cargo", "rustc", "--profile", profile, "-p", "coding-agent", "--bin", "elph", "--",
+         "-C", "strip=none"], cwd=REPO, env={**os.environ, "ELPH_SYMBOL_ORDER": order_file})
+    return os.path.join(TARGET_DIR, profile, "elph")
 
 
 def text_symbols(binary):
@@ -184,6 +186,12 @@ def faulting_functions(elph, work, round_no):
 
 
 def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--profile", default="release", help="release (default) or dist")
+    parser.add_argument("--rounds", type=int, default=6, help="perf rounds at most (default 6)")
+    args = parser.parse_args()
+    suffix = "" if args.profile == "release" else f"-{args.profile}"
+    order_out = os.path.join(REPO, "crates", "coding-agent", f"symbol-order{suffix}.txt")
     for tool in ("valgrind", "perf", "nm", "cargo"):
         if shutil.which(tool) is None:
             sys.exit(f"symbol-order: `{tool}` is needed and is not on PATH")
@@ -191,24 +199,25 @@ def main():
         order_file = os.path.join(work, "order.txt")
         # An empty list first: the layout of a build without one, whose addresses sort the file.
         plain = os.path.join(work, "elph")
-        shutil.copy(link_elph(order_file, [], {}), plain)
+        shutil.copy(link_elph(args.profile, order_file, [], {}), plain)
         symbols = text_symbols(plain)
         order = {name for name in callgrind_functions(plain, work) if name in symbols}
         print(f"callgrind: {len(order)} functions", file=sys.stderr)
-        for round_no in range(PERF_ROUNDS):
+        for round_no in range(args.rounds):
             ordered = os.path.join(work, "elph-ordered")
-            shutil.copy(link_elph(order_file, order, symbols), ordered)
+            shutil.copy(link_elph(args.profile, order_file, order, symbols), ordered)
             missing = {n for n in faulting_functions(ordered, work, round_no) if n in symbols}
             missing -= order
             print(f"perf round {round_no}: {len(missing)} more", file=sys.stderr)
             if not missing:
                 break
             order |= missing
-        with open(ORDER_FILE, "w") as f:
+        with open(order_out, "w") as f:
             f.write("".join(f"{name}\n" for name in sorted(order, key=symbols.get)))
-        print(f"wrote {ORDER_FILE}: {len(order)} functions", file=sys.stderr)
-    # Leave target/release/elph as a normal build links it (stripped, with the new file).
-    run(["cargo", "build", "--release", "-p", "coding-agent", "--bin", "elph"], cwd=REPO)
+        print(f"wrote {order_out}: {len(order)} functions", file=sys.stderr)
+    # Leave target/PROFILE/elph as a normal build links it (stripped, with the new file).
+    run(["cargo", "build", "--profile", args.profile, "-p", "coding-agent", "--bin", "elph"],
+        cwd=REPO)
 
 
 if __name__ == "__main__":
