@@ -215,7 +215,10 @@ async fn a_session_of_another_project_is_refused() {
             &id,
             "what was the plan?",
         ]);
-    let output = command.output().unwrap();
+    let output = assert_cmd::Command::from_std(command)
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
     assert_eq!(output.status.code(), Some(1));
     assert!(
         stderr(&output).contains(&format!(

@@ -25,7 +25,11 @@ fn run_in_namespace(env: &TestEnv, server: &FakeModelServer, setup: &str, prompt
         .env("OPENAI_API_KEY", "k")
         .env("OPENAI_BASE_URL", server.base_url())
         .args(["-rm", "sh", "-c", &script]);
-    let output = command.output().expect("run unshare");
+    // Under a deadline: a run that hung would be killed and fail the test, not hold the suite.
+    let output = assert_cmd::Command::from_std(command)
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .expect("run unshare");
     assert!(
         !stderr(&output).contains("unshare:") && !stderr(&output).contains("mount:"),
         "the namespace could be set up: {}",
