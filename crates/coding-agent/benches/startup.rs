@@ -355,6 +355,15 @@ fn summary() {
     }
     let verdict = |ok: bool| if ok { "ok" } else { "MISSED" };
     println!();
+    if std::env::var_os("ELPH_BENCH_BIN").is_none() {
+        // docs/building.md, "Measuring": the dev-dependencies' features make some dependencies
+        // other builds, which the function order (symbol-order.txt) does not name.
+        println!(
+            "note: this measures the elph `cargo bench` built, whose dependencies carry the \
+             dev-dependencies' features; for the shipped layout set ELPH_BENCH_BIN to a \
+             `cargo build --release` elph (docs/building.md)"
+        );
+    }
     println!(
         "spawn -> first request byte, interleaved ({rounds} rounds), elph = {}:",
         startup.elph.display()
