@@ -109,21 +109,7 @@ async fn kill_9_during_a_streaming_answer_loses_nothing_already_shown() {
 
     let gate = Gate::new();
     server.enqueue(FakeReply::text("PARTIAL streaming answer that never ends").hold(&gate));
-    let mut command = env.command(&elph());
-    command
-        .env("OPENAI_API_KEY", "k")
-        .env("OPENAI_BASE_URL", server.base_url())
-        .args([
-            "run",
-            "--model",
-            "openai/gpt-test",
-            "--output-format",
-            "stream-json",
-            "-c",
-            "INTERRUPTED-PROMPT",
-        ])
-        .stdout(std::process::Stdio::piped());
-    let mut child = tokio::process::Command::from(command).spawn().unwrap();
+    let mut child = spawn_streaming_run(&env, &server, &["-c", "INTERRUPTED-PROMPT"]);
     // Killed once the whole answer has been shown (the draft is stored before a delta is shown).
     let mut stdout = tokio::io::BufReader::new(child.stdout.take().unwrap());
     wait_until_shown(&mut stdout, "PARTIAL streaming answer that never ends").await;
@@ -195,6 +181,25 @@ async fn two_runs_at_once_on_one_project_both_store_their_sessions() {
     titles.sort();
     assert_eq!(titles, ["RUN-A", "RUN-B"]);
     assert!(sessions.iter().all(|s| s["entryCount"] == 2));
+}
+
+/// Starts `elph run` on `server` with `args` after the model, its events on a piped stdout
+/// (`--output-format stream-json`), for a test to act once something has been shown.
+fn spawn_streaming_run(env: &TestEnv, server: &FakeModelServer, args: &[&str]) -> tokio::process::Child {
+    let mut command = env.command(&elph());
+    command
+        .env("OPENAI_API_KEY", "k")
+        .env("OPENAI_BASE_URL", server.base_url())
+        .args([
+            "run",
+            "--model",
+            "openai/gpt-test",
+            "--output-format",
+            "stream-json",
+        ])
+        .args(args)
+        .stdout(std::process::Stdio::piped());
+    tokio::process::Command::from(command).spawn().unwrap()
 }
 
 /// A layout whose model has a 2,000-token window, so compaction triggers after a long first turn.
@@ -330,20 +335,7 @@ async fn an_answer_cut_short_by_ctrl_c_is_kept_as_far_as_it_was_shown() {
     let server = FakeModelServer::start(Wire::OpenAi).await;
     let gate = Gate::new();
     server.enqueue(FakeReply::text("HALF-SHOWN answer").hold(&gate));
-    let mut command = env.command(&elph());
-    command
-        .env("OPENAI_API_KEY", "k")
-        .env("OPENAI_BASE_URL", server.base_url())
-        .args([
-            "run",
-            "--model",
-            "openai/gpt-test",
-            "--output-format",
-            "stream-json",
-            "FIRST",
-        ]);
-    command.stdout(std::process::Stdio::piped());
-    let mut child = tokio::process::Command::from(command).spawn().unwrap();
+    let mut child = spawn_streaming_run(&env, &server, &["FIRST"]);
     // Ctrl+C once the answer so far has been shown: what was shown is what must be kept.
     let mut stdout = tokio::io::BufReader::new(child.stdout.take().unwrap());
     let shown = wait_until_shown(&mut stdout, "HALF-SHOWN answer").await;
