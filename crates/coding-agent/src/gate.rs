@@ -282,18 +282,23 @@ mod tests {
         }
     }
 
+    /// The gate over `f`, a start that can happen, and a question answered with `answer`.
+    fn ask(f: &Fixture, answer: Answer, asked: &mut Vec<PathBuf>) -> GateOutcome {
+        startup_gate_with(
+            &f.paths,
+            &f.store,
+            Some(&mut answering(answer, asked)),
+            &|| Ok(()),
+        )
+        .unwrap()
+    }
+
     #[test]
     fn trusted_projects_go_on_without_a_question() {
         let f = fixture(Some(r#"{"defaultProjectTrust": "never"}"#));
         f.store.trust(&f.paths.project_dir).unwrap();
         let mut asked = Vec::new();
-        let outcome = startup_gate_with(
-            &f.paths,
-            &f.store,
-            Some(&mut answering(Answer::No, &mut asked)),
-            &|| Ok(()),
-        )
-        .unwrap();
+        let outcome = ask(&f, Answer::No, &mut asked);
         assert!(matches!(outcome, GateOutcome::Proceed(d) if d.trusted));
         assert!(asked.is_empty());
     }
@@ -313,13 +318,7 @@ mod tests {
     fn never_refuses_with_the_project_named() {
         let f = fixture(Some(r#"{"defaultProjectTrust": "never"}"#));
         let mut asked = Vec::new();
-        let outcome = startup_gate_with(
-            &f.paths,
-            &f.store,
-            Some(&mut answering(Answer::Yes, &mut asked)),
-            &|| Ok(()),
-        )
-        .unwrap();
+        let outcome = ask(&f, Answer::Yes, &mut asked);
         let GateOutcome::Declined(declined) = outcome else {
             panic!("{outcome:?}")
         };
@@ -347,13 +346,7 @@ mod tests {
     fn ask_yes_records_true_and_goes_on() {
         let f = fixture(None);
         let mut asked = Vec::new();
-        let outcome = startup_gate_with(
-            &f.paths,
-            &f.store,
-            Some(&mut answering(Answer::Yes, &mut asked)),
-            &|| Ok(()),
-        )
-        .unwrap();
+        let outcome = ask(&f, Answer::Yes, &mut asked);
         assert!(
             matches!(outcome, GateOutcome::Proceed(ref d) if d.trusted),
             "{outcome:?}"
@@ -366,13 +359,7 @@ mod tests {
     fn ask_no_and_ctrl_c_record_nothing() {
         let f = fixture(None);
         let mut asked = Vec::new();
-        let outcome = startup_gate_with(
-            &f.paths,
-            &f.store,
-            Some(&mut answering(Answer::No, &mut asked)),
-            &|| Ok(()),
-        )
-        .unwrap();
+        let outcome = ask(&f, Answer::No, &mut asked);
         assert_eq!(
             outcome,
             GateOutcome::Declined(Declined {
@@ -380,13 +367,7 @@ mod tests {
                 hint: None
             })
         );
-        let outcome = startup_gate_with(
-            &f.paths,
-            &f.store,
-            Some(&mut answering(Answer::Interrupted, &mut asked)),
-            &|| Ok(()),
-        )
-        .unwrap();
+        let outcome = ask(&f, Answer::Interrupted, &mut asked);
         assert_eq!(outcome, GateOutcome::Interrupted);
         assert!(!f.store.path().exists());
     }
@@ -395,13 +376,7 @@ mod tests {
     fn a_corrupt_trust_file_declines_with_its_error_and_stays_as_it_was() {
         let f = fixture(Some("{oops"));
         let mut asked = Vec::new();
-        let outcome = startup_gate_with(
-            &f.paths,
-            &f.store,
-            Some(&mut answering(Answer::Yes, &mut asked)),
-            &|| Ok(()),
-        )
-        .unwrap();
+        let outcome = ask(&f, Answer::Yes, &mut asked);
         let GateOutcome::Declined(declined) = outcome else {
             panic!("{outcome:?}")
         };
