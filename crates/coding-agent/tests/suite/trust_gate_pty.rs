@@ -1,8 +1,7 @@
 //! The startup trust question in a real pseudo-terminal: yes records `true` and goes on; no, Esc
 //! and Ctrl-C stop before anything opens.
 
-use std::io::{Read, Write};
-use std::num::NonZeroU16;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -10,6 +9,8 @@ use std::time::{Duration, Instant};
 
 use portable_pty::{Child, CommandBuilder, PtySize, native_pty_system};
 use serde_json::Value;
+
+use super::tui_pty_support::read_screen;
 
 const ELPH: &str = env!("CARGO_BIN_EXE_elph");
 const DEADLINE: Duration = Duration::from_secs(30);
@@ -116,25 +117,7 @@ impl Session {
         let child = pair.slave.spawn_command(cmd).unwrap();
         drop(pair.slave);
 
-        let screen = Arc::new(Mutex::new(vt100::Parser::new(
-            NonZeroU16::new(24).unwrap(),
-            NonZeroU16::new(start.cols).unwrap(),
-            0,
-        )));
-        let mut reader = pair.master.try_clone_reader().unwrap();
-        let sink = Arc::clone(&screen);
-        let drained = Arc::new(AtomicBool::new(false));
-        let done = Arc::clone(&drained);
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            loop {
-                match reader.read(&mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => sink.lock().unwrap().process(&buf[..n]),
-                }
-            }
-            done.store(true, Ordering::Release);
-        });
+        let (screen, drained) = read_screen(&*pair.master, 24, start.cols);
         let writer = pair.master.take_writer().unwrap();
         Session {
             _root: root,

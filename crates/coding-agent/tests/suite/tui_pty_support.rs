@@ -24,6 +24,36 @@ pub(super) struct Model {
     _runtime: tokio::runtime::Runtime,
 }
 
+/// What is drawn on `master`'s terminal, as a `rows` × `cols` vt100 screen that a thread of its
+/// own keeps up to date, and whether that thread has read the output to its end (elph exited and
+/// the last frame is on the screen).
+pub fn read_screen(
+    master: &dyn MasterPty,
+    rows: u16,
+    cols: u16,
+) -> (Arc<Mutex<vt100::Parser>>, Arc<AtomicBool>) {
+    let screen = Arc::new(Mutex::new(vt100::Parser::new(
+        NonZeroU16::new(rows).unwrap(),
+        NonZeroU16::new(cols).unwrap(),
+        0,
+    )));
+    let mut reader = master.try_clone_reader().unwrap();
+    let sink = Arc::clone(&screen);
+    let drained = Arc::new(AtomicBool::new(false));
+    let done = Arc::clone(&drained);
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 8192];
+        loop {
+            match reader.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => sink.lock().unwrap().process(&buf[..n]),
+            }
+        }
+        done.store(true, Ordering::Release);
+    });
+    (screen, drained)
+}
+
 impl Model {
     pub(super) fn start() -> Model {
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -82,25 +112,7 @@ impl Tui {
         let child = pair.slave.spawn_command(cmd).unwrap();
         drop(pair.slave);
 
-        let screen = Arc::new(Mutex::new(vt100::Parser::new(
-            NonZeroU16::new(rows).unwrap(),
-            NonZeroU16::new(cols).unwrap(),
-            0,
-        )));
-        let mut reader = pair.master.try_clone_reader().unwrap();
-        let sink = Arc::clone(&screen);
-        let drained = Arc::new(AtomicBool::new(false));
-        let done = Arc::clone(&drained);
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 8192];
-            loop {
-                match reader.read(&mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => sink.lock().unwrap().process(&buf[..n]),
-                }
-            }
-            done.store(true, Ordering::Release);
-        });
+        let (screen, drained) = read_screen(&*pair.master, rows, cols);
         let writer = pair.master.take_writer().unwrap();
         Tui {
             child: Mutex::new(child),
