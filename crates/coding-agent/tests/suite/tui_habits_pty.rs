@@ -6,7 +6,7 @@ use serde_json::json;
 use test_support::env::{TestEnv, json_lines};
 use test_support::fake_model::FakeReply;
 
-use super::tui_pty_support::{Model, Tui, logging_hook, wait_for_file};
+use super::tui_pty_support::{Model, Tui, answered_tui, log_session_hooks, logging_hook, wait_for_file};
 
 /// `event:reason-or-source` of each payload in `log`.
 fn lifecycle(log: &std::path::Path) -> Vec<String> {
@@ -25,20 +25,9 @@ fn lifecycle(log: &std::path::Path) -> Vec<String> {
 #[test]
 fn exit_leaves_the_transcript_and_the_resume_hint_and_elph_c_resumes() {
     let env = TestEnv::new();
-    env.trust_project();
-    let log = env.evidence("sessions.jsonl");
-    let command = logging_hook(&env, "sessions.sh", &log, "");
-    env.write_project_hooks(&json!({"hooks": [
-        {"id": "start", "event": "sessionStart", "command": command},
-        {"id": "end", "event": "sessionEnd", "command": command},
-    ]}));
+    let log = log_session_hooks(&env);
     let model = Model::start();
-    model.server.enqueue(FakeReply::text("The answer is 42."));
-    let mut tui = Tui::start(&env, &model, 24, 100);
-    tui.wait_idle();
-    tui.send("what is the answer");
-    tui.wait_for("● The answer is 42.");
-    tui.wait_idle();
+    let mut tui = answered_tui(&env, &model, "what is the answer", "The answer is 42.");
     tui.send("/exit");
     assert_eq!(tui.exit_code(), 0, "screen:\n{}", tui.contents());
     tui.assert_terminal_restored();
@@ -60,20 +49,9 @@ fn exit_leaves_the_transcript_and_the_resume_hint_and_elph_c_resumes() {
 #[test]
 fn clear_is_new_and_quit_ends_the_session() {
     let env = TestEnv::new();
-    env.trust_project();
-    let log = env.evidence("sessions.jsonl");
-    let command = logging_hook(&env, "sessions.sh", &log, "");
-    env.write_project_hooks(&json!({"hooks": [
-        {"id": "start", "event": "sessionStart", "command": command},
-        {"id": "end", "event": "sessionEnd", "command": command},
-    ]}));
+    let log = log_session_hooks(&env);
     let model = Model::start();
-    model.server.enqueue(FakeReply::text("The first answer."));
-    let mut tui = Tui::start(&env, &model, 24, 100);
-    tui.wait_idle();
-    tui.send("the first question");
-    tui.wait_for("● The first answer.");
-    tui.wait_idle();
+    let mut tui = answered_tui(&env, &model, "the first question", "The first answer.");
     tui.send("/clear");
     tui.wait_for("started session");
     tui.wait_idle();

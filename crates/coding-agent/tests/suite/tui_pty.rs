@@ -8,7 +8,9 @@ use test_support::env::{TestEnv, json_lines};
 use test_support::fake_model::FakeReply;
 use test_support::hook_scripts::live_group_members;
 
-use super::tui_pty_support::{DEADLINE, Model, Tui, logging_hook, wait_for_file};
+use super::tui_pty_support::{
+    DEADLINE, Model, Tui, answered_tui, log_session_hooks, logging_hook, wait_for_file,
+};
 
 #[test]
 fn the_trust_question_then_yes_then_the_app() {
@@ -409,20 +411,9 @@ fn sighup_during_a_tool_call_kills_it_runs_the_final_hooks_and_exits_129() {
 #[test]
 fn new_then_resume_brings_the_conversation_back() {
     let env = TestEnv::new();
-    env.trust_project();
-    let log = env.evidence("sessions.jsonl");
-    let command = logging_hook(&env, "sessions.sh", &log, "");
-    env.write_project_hooks(&json!({"hooks": [
-        {"id": "start", "event": "sessionStart", "command": command},
-        {"id": "end", "event": "sessionEnd", "command": command},
-    ]}));
+    let log = log_session_hooks(&env);
     let model = Model::start();
-    model.server.enqueue(FakeReply::text("The first answer."));
-    let mut tui = Tui::start(&env, &model, 24, 100);
-    tui.wait_idle();
-    tui.send("the first question");
-    tui.wait_for("● The first answer.");
-    tui.wait_idle();
+    let mut tui = answered_tui(&env, &model, "the first question", "The first answer.");
 
     tui.send("/new");
     tui.wait_for("started session");

@@ -27,7 +27,7 @@ pub(super) struct Model {
 /// What is drawn on `master`'s terminal, as a `rows` × `cols` vt100 screen that a thread of its
 /// own keeps up to date, and whether that thread has read the output to its end (elph exited and
 /// the last frame is on the screen).
-pub fn read_screen(
+pub(super) fn read_screen(
     master: &dyn MasterPty,
     rows: u16,
     cols: u16,
@@ -288,4 +288,30 @@ pub(super) fn wait_for_file(path: &Path, what: &str) -> Vec<Value> {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
         std::thread::sleep(Duration::from_millis(25));
     }
+}
+
+/// A trusted project whose `sessionStart` and `sessionEnd` hooks append their payloads to the
+/// returned log.
+pub(super) fn log_session_hooks(env: &TestEnv) -> std::path::PathBuf {
+    env.trust_project();
+    let log = env.evidence("sessions.jsonl");
+    let command = logging_hook(env, "sessions.sh", &log, "");
+    env.write_project_hooks(&serde_json::json!({"hooks": [
+        {"id": "start", "event": "sessionStart", "command": command},
+        {"id": "end", "event": "sessionEnd", "command": command},
+    ]}));
+    log
+}
+
+/// A 24 × 100 TUI that has sent `question`, shown the model's `answer` and is idle again.
+pub(super) fn answered_tui(env: &TestEnv, model: &Model, question: &str, answer: &str) -> Tui {
+    model
+        .server
+        .enqueue(test_support::fake_model::FakeReply::text(answer));
+    let mut tui = Tui::start(env, model, 24, 100);
+    tui.wait_idle();
+    tui.send(question);
+    tui.wait_for(&format!("● {answer}"));
+    tui.wait_idle();
+    tui
 }
