@@ -8,6 +8,7 @@ pub(crate) mod diagnostics;
 pub(crate) mod doctor;
 pub(crate) mod gate;
 pub mod hooks;
+pub(crate) mod locked_file;
 pub(crate) mod logging;
 pub(crate) mod logrotate;
 pub mod mcp;

@@ -12,6 +12,8 @@ use std::io::{self, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
+use crate::locked_file::LockedFile;
+
 /// The size past which a log is rotated, unless `ELPH_LOG_MAX_BYTES` says otherwise.
 pub(crate) const DEFAULT_MAX_BYTES: u64 = 10 * 1024 * 1024;
 /// How many rotated files are kept besides the live one.
@@ -73,6 +75,7 @@ fn rotate_if_full(path: &Path, file: &File, max: u64) -> io::Result<bool> {
         .write(true)
         .open(PathBuf::from(lock_name))?;
     lock.lock()?;
+    let _lock = LockedFile::new(lock);
     // Under the lock: another process may have rotated already (then `path` is a new, small file,
     // and `file` is one of the rotated ones).
     use std::os::unix::fs::MetadataExt;

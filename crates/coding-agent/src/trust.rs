@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::locked_file::LockedFile;
+
 pub mod contents;
 mod keys;
 pub mod pins;
@@ -608,7 +610,7 @@ impl TrustStore {
 
     /// Creates CONFIG_DIR if needed and takes the exclusive lock on the sidecar; dropping the
     /// guard releases it.
-    fn lock(&self) -> Result<SidecarLock, TrustError> {
+    fn lock(&self) -> Result<LockedFile, TrustError> {
         let dir = self.path.parent().unwrap_or(Path::new("."));
         elph_config::private::create_private_dir_all(dir).map_err(|err| {
             self.write_error(format!(
@@ -646,7 +648,7 @@ impl TrustStore {
             match lock.try_lock() {
                 Ok(()) => {
                     stamp(&lock);
-                    return Ok(SidecarLock(lock));
+                    return Ok(LockedFile::new(lock));
                 }
                 Err(std::fs::TryLockError::WouldBlock) => {}
                 Err(std::fs::TryLockError::Error(err)) => {
@@ -769,19 +771,6 @@ pub(crate) fn decide_with(file: &TrustFile, project: &Path) -> TrustDecision {
     }
 }
 
-/// `trust.json.lock`, held for one change.
-struct SidecarLock(File);
-
-impl Drop for SidecarLock {
-    /// Unlocks before closing. Closing alone does not free the lock while another descriptor of
-    /// the same open file exists, and a child this process forks meanwhile (a hook or tool of a
-    /// session, in the TUI or `elph acp`) holds one until its `exec`: every other change would
-    /// wait for that child.
-    fn drop(&mut self) {
-        let _ = self.0.unlock();
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -793,7 +782,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = TrustStore::new(dir.path());
         let held = store.lock().unwrap();
-        let child_copy = held.0.try_clone().unwrap();
+        let child_copy = held.file().try_clone().unwrap();
         drop(held);
         let again = store.lock();
         assert!(

@@ -10,6 +10,7 @@ use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use super::StoreError;
+use crate::locked_file::LockedFile;
 
 /// The folder of the lock files inside DATA_DIR.
 pub const LOCKS_DIR: &str = "locks";
@@ -17,17 +18,9 @@ pub const LOCKS_DIR: &str = "locks";
 /// An exclusive hold on one session; dropping it lets the session go.
 #[derive(Debug)]
 pub(crate) struct SessionLease {
-    file: File,
-}
-
-impl Drop for SessionLease {
-    /// Unlocks before closing. Closing alone does not free the lock while another descriptor of
-    /// the same open file still exists, and every child this process forks holds one (until its
-    /// `exec` closes it): a hook or tool starting in another session at that moment would keep
-    /// this session "in use by" this very process, and a `session/load` of it would be refused.
-    fn drop(&mut self) {
-        let _ = self.file.unlock();
-    }
+    // Unlocked on drop, not only closed: a child forked meanwhile must not keep the session
+    // "in use" (see `LockedFile`).
+    _file: LockedFile,
 }
 
 /// Whether a session could be taken.
@@ -70,7 +63,9 @@ pub(super) fn claim(data_dir: &Path, id: &str) -> Result<Claim, StoreError> {
     let line = format!("{}\n", describe_this_process());
     let _ = file.write_all_at(line.as_bytes(), 0);
     let _ = file.set_len(line.len() as u64);
-    Ok(Claim::Held(SessionLease { file }))
+    Ok(Claim::Held(SessionLease {
+        _file: LockedFile::new(file),
+    }))
 }
 
 /// The holder's line; a holder that has only just taken the lock gets a moment to write it.
@@ -146,7 +141,7 @@ mod tests {
         let Claim::Held(lease) = claim(data.path(), "s1").unwrap() else {
             panic!("a free session is taken");
         };
-        let child_copy = lease.file.try_clone().unwrap();
+        let child_copy = lease._file.file().try_clone().unwrap();
         drop(lease);
         match claim(data.path(), "s1").unwrap() {
             Claim::Held(_) => {}
