@@ -220,8 +220,12 @@ impl SseDecoder for MessagesDecoder {
         if data.trim().is_empty() {
             return Ok(false);
         }
-        let event: Value = serde_json::from_str(data)
-            .map_err(|e| DecodeError::BadData(format!("an event is not JSON ({e}): {data}")))?;
+        let event: Value = serde_json::from_str(data).map_err(|e| {
+            DecodeError::BadData(format!(
+                "an event is not JSON ({e}): {}",
+                crate::http::truncate(data)
+            ))
+        })?;
         let index = event.get("index").and_then(Value::as_u64).unwrap_or(0);
         match event.get("type").and_then(Value::as_str).unwrap_or("") {
             "message_start" => {

@@ -47,6 +47,17 @@ pub enum ProviderError {
         message: String,
     },
 
+    /// A bound of the provider's [`crate::StreamLimits`] was reached: the server was too slow or
+    /// sent too much. `limit` names the setting, `hint` where it is set.
+    #[error("{provider}: {message} (limit \"{limit}\"{hint}; {url})")]
+    StreamLimit {
+        provider: String,
+        url: String,
+        limit: crate::limits::Limit,
+        message: String,
+        hint: String,
+    },
+
     /// The server answered, but not with a stream we understand.
     #[error("{provider}: bad stream data: {message}")]
     BadStream { provider: String, message: String },
@@ -121,6 +132,7 @@ impl ProviderError {
         match self {
             ProviderError::Http { status, .. } => *status == 408 || *status == 429 || *status >= 500,
             ProviderError::Connection { .. } => true,
+            ProviderError::StreamLimit { limit, .. } => limit.is_retryable(),
             ProviderError::StreamError { kind, .. } => {
                 matches!(
                     kind.as_str(),
@@ -186,6 +198,19 @@ impl ProviderError {
                 provider: r(provider),
                 url: r(url),
                 message: r(message),
+            },
+            ProviderError::StreamLimit {
+                provider,
+                url,
+                limit,
+                message,
+                hint,
+            } => ProviderError::StreamLimit {
+                provider: r(provider),
+                url: r(url),
+                limit,
+                message: r(message),
+                hint: r(hint),
             },
             ProviderError::BadStream { provider, message } => ProviderError::BadStream {
                 provider: r(provider),

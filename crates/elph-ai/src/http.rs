@@ -5,22 +5,24 @@
 //! every error leaving this module has it redacted.
 
 use std::fmt;
+use std::path::PathBuf;
 use std::time::Duration;
 
-use eventsource_stream::{EventStreamError, Eventsource};
 use futures::StreamExt;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
 use serde_json::Value;
+use tokio::time::Instant;
 
 use crate::error::{ProviderError, redact_text};
+use crate::limits::{self, Limit, StreamLimits};
 use crate::provider::{DEFAULT_CONTEXT_WINDOW, StreamEvent, Turn};
 use crate::retry::{RetryPolicy, parse_retry_after};
+use crate::sse::{SseError, SseEvent, SseParser};
 
-/// How long the server may stay silent mid-stream before the call fails.
-const READ_TIMEOUT: Duration = Duration::from_secs(300);
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Longest server error message kept in an error.
 const MAX_MESSAGE_CHARS: usize = 2_000;
+/// Most of an error reply's body that is read: enough for any server's error message.
+const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
 
 /// An API key. Its `Debug` never shows it.
 #[derive(Clone, PartialEq, Eq)]
@@ -60,6 +62,39 @@ pub struct HttpProviderConfig {
     pub context_window: u64,
     /// When and how long to retry.
     pub retry: RetryPolicy,
+    /// Timeouts and size caps of each call.
+    pub limits: StreamLimits,
+    /// Headers sent with every request besides the key (a provider file's `headers`).
+    pub headers: Vec<ExtraHeader>,
+    /// The provider file this came from, named in errors about its settings.
+    pub config_file: Option<PathBuf>,
+}
+
+/// A header a provider file asks for. A value taken from the environment is a secret: it is sent
+/// as a sensitive header and redacted from every error; no value is ever shown by `Debug`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ExtraHeader {
+    /// The header's name.
+    pub name: String,
+    value: ApiKey,
+    secret: bool,
+}
+
+impl ExtraHeader {
+    /// A header; `secret` when its value came from the environment.
+    pub fn new(name: impl Into<String>, value: impl Into<String>, secret: bool) -> Self {
+        ExtraHeader {
+            name: name.into(),
+            value: ApiKey::new(value),
+            secret,
+        }
+    }
+}
+
+impl fmt::Debug for ExtraHeader {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ExtraHeader({}: [REDACTED])", self.name)
+    }
 }
 
 impl HttpProviderConfig {
@@ -77,7 +112,28 @@ impl HttpProviderConfig {
             api_key_env: None,
             context_window: DEFAULT_CONTEXT_WINDOW,
             retry: RetryPolicy::default(),
+            limits: StreamLimits::default(),
+            headers: Vec::new(),
+            config_file: None,
         }
+    }
+
+    /// Sets the timeouts and size caps.
+    pub fn with_limits(mut self, limits: StreamLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Sends these headers with every request.
+    pub fn with_headers(mut self, headers: Vec<ExtraHeader>) -> Self {
+        self.headers = headers;
+        self
+    }
+
+    /// Names the provider file this came from (errors about limits say where to change them).
+    pub fn with_config_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.config_file = Some(path.into());
+        self
     }
 
     /// Sends this key.
@@ -135,9 +191,13 @@ pub(crate) struct SseEndpoint {
     provider: String,
     url: String,
     headers: HeaderMap,
-    secret: String,
+    /// The key and every header value from the environment: redacted from every error.
+    secrets: Vec<String>,
     key_hint: String,
     retry: RetryPolicy,
+    limits: StreamLimits,
+    /// Where the limits can be changed, for errors: "; set in FILE" or "".
+    limits_hint: String,
     client: reqwest::Client,
 }
 
@@ -176,6 +236,31 @@ impl SseEndpoint {
             .as_ref()
             .map(|k| k.expose().to_string())
             .unwrap_or_default();
+        let mut secrets: Vec<String> = Vec::new();
+        if !secret.is_empty() {
+            secrets.push(secret.clone());
+        }
+        for header in config
+            .headers
+            .iter()
+            .filter(|h| h.secret && !h.value.0.is_empty())
+        {
+            secrets.push(header.value.0.clone());
+        }
+        let redact_all = |text: String| secrets.iter().fold(text, |text, s| redact_text(&text, s));
+        // Read first so that the key and a provider file's own headers win over them.
+        for header in &config.headers {
+            let name = HeaderName::from_bytes(header.name.as_bytes())
+                .map_err(|_| client_error(format!("{:?} is not a valid header name", header.name)))?;
+            let mut value = HeaderValue::from_str(header.value.expose()).map_err(|_| {
+                client_error(format!(
+                    "the value of header {:?} contains characters not allowed in a header",
+                    header.name
+                ))
+            })?;
+            value.set_sensitive(true);
+            headers.insert(name, value);
+        }
         if !secret.is_empty() {
             let (name, value) = auth(&secret);
             let mut value = HeaderValue::from_str(&value).map_err(|_| {
@@ -185,23 +270,30 @@ impl SseEndpoint {
             headers.insert(name, value);
         }
         let tls = crate::tls::client_config().map_err(|e| client_error(e.to_string()))?;
+        // The response and idle timeouts are kept by `attempt` itself, so that each has its own
+        // error; reqwest keeps only the connect timeout.
         let client = reqwest::Client::builder()
             .tls_backend_preconfigured(tls)
-            .connect_timeout(CONNECT_TIMEOUT)
-            .read_timeout(READ_TIMEOUT)
+            .connect_timeout(config.limits.connect_timeout)
             .build()
-            .map_err(|e| client_error(redact_text(&error_chain(&e), &secret)))?;
+            .map_err(|e| client_error(redact_all(error_chain(&e))))?;
         Ok(SseEndpoint {
             provider,
             url: format!("{}{}", config.base_url.trim_end_matches('/'), path),
             headers,
-            secret,
+            secrets,
             key_hint: config
                 .api_key_env
                 .as_ref()
                 .map(|v| format!(" in {v}"))
                 .unwrap_or_default(),
             retry: config.retry,
+            limits: config.limits,
+            limits_hint: config
+                .config_file
+                .as_ref()
+                .map(|path| format!(", set under \"limits\" in {}", path.display()))
+                .unwrap_or_default(),
             client,
         })
     }
@@ -223,7 +315,10 @@ impl SseEndpoint {
             let result = self.attempt(body, new_decoder(), &mut emit).await;
             let error = match result {
                 Ok(turn) => return Ok(turn),
-                Err(error) => error.redact(&self.secret),
+                Err(error) => self
+                    .secrets
+                    .iter()
+                    .fold(error, |error, secret| error.redact(secret)),
             };
             if !self.retry.should_retry(attempt, &error, emitted) {
                 return Err(error);
@@ -242,14 +337,20 @@ impl SseEndpoint {
         emit: &mut (dyn FnMut(StreamEvent) + Send),
     ) -> Result<Turn, ProviderError> {
         tracing::debug!(provider = %self.provider, url = %self.url, "model request");
-        let response = self
+        let request = self
             .client
             .post(&self.url)
             .headers(self.headers.clone())
             .json(body)
-            .send()
-            .await
-            .map_err(|e| self.connection_error(e, "could not reach the server"))?;
+            .send();
+        let response = match tokio::time::timeout(self.limits.response_timeout, request).await {
+            Err(_) => return Err(self.limit_error(Limit::ResponseTimeout)),
+            Ok(Err(e)) if e.is_connect() && e.is_timeout() => {
+                return Err(self.limit_error(Limit::ConnectTimeout));
+            }
+            Ok(Err(e)) => return Err(self.connection_error(e, "could not reach the server")),
+            Ok(Ok(response)) => response,
+        };
         let status = response.status();
         if !status.is_success() {
             let retry_after = response
@@ -257,7 +358,7 @@ impl SseEndpoint {
                 .get(RETRY_AFTER)
                 .and_then(|v| v.to_str().ok())
                 .and_then(parse_retry_after);
-            let text = response.text().await.unwrap_or_default();
+            let text = self.error_body(response).await;
             return Err(self.status_error(status, &text, retry_after));
         }
         let content_type = response
@@ -267,34 +368,83 @@ impl SseEndpoint {
             .unwrap_or("")
             .to_string();
         if !content_type.is_empty() && !content_type.starts_with("text/event-stream") {
-            let text = response.text().await.unwrap_or_default();
+            let text = self.error_body(response).await;
             return Err(self.bad_stream(format!(
                 "expected an event stream (text/event-stream) but got {content_type}: {}",
                 truncate(&text)
             )));
         }
 
-        let mut events = response.bytes_stream().eventsource();
-        while let Some(item) = events.next().await {
-            let event = match item {
-                Ok(event) => event,
-                Err(EventStreamError::Transport(e)) => {
+        let mut body = response.bytes_stream();
+        let mut parser = SseParser::new(self.limits.max_event_bytes);
+        let mut received: u64 = 0;
+        let mut deadline = Instant::now() + self.limits.idle_timeout;
+        let mut events: Vec<SseEvent> = Vec::new();
+        loop {
+            let chunk = match tokio::time::timeout_at(deadline, body.next()).await {
+                Err(_) => return Err(self.limit_error(Limit::IdleTimeout)),
+                Ok(None) => break,
+                Ok(Some(Err(e))) => {
                     return Err(
                         self.connection_error(e, "the connection dropped before the reply was complete")
                     );
                 }
-                Err(EventStreamError::Utf8(e)) => return Err(self.bad_stream(format!("invalid UTF-8: {e}"))),
-                Err(EventStreamError::Parser(e)) => {
-                    return Err(self.bad_stream(format!("invalid event: {e}")));
-                }
+                Ok(Some(Ok(chunk))) => chunk,
             };
-            match decoder.on_event(&event.event, &event.data, emit) {
-                Ok(true) => break,
-                Ok(false) => {}
-                Err(e) => return Err(self.decode_error(e)),
+            received = received.saturating_add(chunk.len() as u64);
+            if received > self.limits.max_response_bytes {
+                return Err(self.limit_error(Limit::MaxResponseBytes));
+            }
+            let lines = parser
+                .push(&chunk, &mut |event| events.push(event))
+                .map_err(|e| match e {
+                    SseError::EventTooLarge { .. } => self.limit_error(Limit::MaxEventBytes),
+                    SseError::InvalidUtf8 { .. } => self.bad_stream(e.to_string()),
+                })?;
+            if lines > 0 {
+                deadline = Instant::now() + self.limits.idle_timeout;
+            }
+            for event in events.drain(..) {
+                match decoder.on_event(&event.event, &event.data, emit) {
+                    Ok(true) => return decoder.finish(emit).map_err(|e| self.decode_error(e)),
+                    Ok(false) => {}
+                    Err(e) => return Err(self.decode_error(e)),
+                }
             }
         }
         decoder.finish(emit).map_err(|e| self.decode_error(e))
+    }
+
+    /// An error reply's body as text: at most [`MAX_ERROR_BODY_BYTES`], read under the idle
+    /// timeout, so a server that never ends its error page cannot hold the call.
+    async fn error_body(&self, response: reqwest::Response) -> String {
+        let mut body = response.bytes_stream();
+        let mut text = Vec::new();
+        while text.len() < MAX_ERROR_BODY_BYTES {
+            match tokio::time::timeout(self.limits.idle_timeout, body.next()).await {
+                Ok(Some(Ok(chunk))) => text.extend_from_slice(&chunk),
+                Ok(Some(Err(_)) | None) | Err(_) => break,
+            }
+        }
+        text.truncate(MAX_ERROR_BODY_BYTES);
+        String::from_utf8_lossy(&text).into_owned()
+    }
+
+    fn limit_error(&self, limit: Limit) -> ProviderError {
+        let value = match limit {
+            Limit::ConnectTimeout => limits::seconds(self.limits.connect_timeout),
+            Limit::ResponseTimeout => limits::seconds(self.limits.response_timeout),
+            Limit::IdleTimeout => limits::seconds(self.limits.idle_timeout),
+            Limit::MaxEventBytes => limits::bytes(self.limits.max_event_bytes as u64),
+            Limit::MaxResponseBytes => limits::bytes(self.limits.max_response_bytes),
+        };
+        ProviderError::StreamLimit {
+            provider: self.provider.clone(),
+            url: self.url.clone(),
+            limit,
+            message: limit.describe(&value),
+            hint: self.limits_hint.clone(),
+        }
     }
 
     fn connection_error(&self, error: reqwest::Error, what: &str) -> ProviderError {
@@ -385,7 +535,7 @@ fn server_message(body: &str) -> Option<String> {
     Some(truncate(body))
 }
 
-fn truncate(text: &str) -> String {
+pub(crate) fn truncate(text: &str) -> String {
     if text.chars().count() <= MAX_MESSAGE_CHARS {
         return text.to_string();
     }

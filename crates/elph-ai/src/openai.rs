@@ -280,8 +280,12 @@ impl SseDecoder for ChatDecoder {
         if data.is_empty() {
             return Ok(false);
         }
-        let chunk: Value = serde_json::from_str(data)
-            .map_err(|e| DecodeError::BadData(format!("a chunk is not JSON ({e}): {data}")))?;
+        let chunk: Value = serde_json::from_str(data).map_err(|e| {
+            DecodeError::BadData(format!(
+                "a chunk is not JSON ({e}): {}",
+                crate::http::truncate(data)
+            ))
+        })?;
         if let Some(error) = chunk.get("error").filter(|e| !e.is_null()) {
             let message = error
                 .get("message")

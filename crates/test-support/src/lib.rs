@@ -8,3 +8,4 @@
 pub mod env;
 pub mod fake_model;
 pub mod hook_scripts;
+pub mod raw_http;

@@ -7,6 +7,7 @@ mod openai;
 mod retry;
 mod scripted;
 mod select;
+mod stream_limits;
 mod tls;
 
 use std::time::Duration;
