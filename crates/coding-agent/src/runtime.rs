@@ -132,6 +132,7 @@ impl Runtime {
         };
         config.system_prompt.push_str(&workflows.system_prompt_section());
         send_workflow_notices(&events, &workflows);
+        send_provider_notices(&events, &paths);
         // MCP servers start here, so the model sees their tools in its first request.
         let (mcp, mcp_tools, mut mcp_diagnostics) =
             McpManager::start_with(&paths, trust.trusted, options.editor_mcp_servers.clone());
@@ -323,6 +324,21 @@ fn file_policy(
         .skills
         .iter()
         .fold(policy, |policy, skill| policy.free_reads_in(&skill.dir))
+}
+
+/// A provider file that is skipped is said in every front end (the TUI's transcript, `elph run`'s
+/// stderr, the editor), not only when that provider is asked for: its user may not know it broke.
+fn send_provider_notices(events: &UnboundedSender<AgentEvent>, paths: &Paths) {
+    for problem in elph_ai::Catalog::load(&paths.config_dir).problems() {
+        tracing::warn!(file = %problem.path.display(), problem = %problem.message, "provider file skipped");
+        let _ = events.send(AgentEvent::Notice {
+            message: format!(
+                "provider file {} skipped: {} (`elph doctor` lists the providers)",
+                problem.path.display(),
+                problem.message
+            ),
+        });
+    }
 }
 
 fn send_workflow_notices(events: &UnboundedSender<AgentEvent>, workflows: &Workflows) {

@@ -83,16 +83,9 @@ pub(crate) fn shell_env_policy(paths: &Paths, settings: &Settings) -> ShellEnvPo
         elph_ai::OPENAI_API_KEY_ENV.to_string(),
         elph_ai::ANTHROPIC_API_KEY_ENV.to_string(),
     ];
-    // A catalog that does not load is reported where the provider is chosen; its keys that did
-    // parse are still excluded here.
-    if let Ok(catalog) = elph_ai::Catalog::load(&paths.config_dir) {
-        provider_key_vars.extend(
-            catalog
-                .providers()
-                .iter()
-                .filter_map(|provider| provider.api_key_env.clone()),
-        );
-    }
+    // Every variable a provider file sends as a secret (its key, its headers' `${NAME}`s), also
+    // from files skipped as broken: a file this version cannot use still names the user's key.
+    provider_key_vars.extend(elph_ai::Catalog::load(&paths.config_dir).secret_vars());
     let user = &settings.shell_environment;
     ShellEnvPolicy {
         inherit: user.inherit.unwrap_or_default(),

@@ -593,7 +593,10 @@ mod tests {
 
     #[test]
     fn api_key_debug_is_redacted() {
-        let config = HttpProviderConfig::new("openai", "m", "http://x").with_api_key("sk-very-secret");
+        let config = HttpProviderConfig::new("openai", "m", "http://x")
+            .with_api_key("sk-very-secret")
+            .with_headers(vec![ExtraHeader::new("X-Gateway", "gw-secret", true)]);
         assert!(!format!("{config:?}").contains("sk-very-secret"));
+        assert!(!format!("{config:?}").contains("gw-secret"));
     }
 }

@@ -27,7 +27,7 @@ mod sse;
 mod tls;
 
 pub use anthropic::{API_KEY_ENV as ANTHROPIC_API_KEY_ENV, AnthropicProvider};
-pub use catalog::{Catalog, ProviderDef, WireApi};
+pub use catalog::{Catalog, CatalogProblem, LimitsDef, ModelDef, ProviderDef, WireApi};
 pub use error::ProviderError;
 pub use http::{ApiKey, ExtraHeader, HttpProviderConfig};
 pub use limits::{Limit, StreamLimits};

@@ -152,22 +152,42 @@ pub fn build(
             Ok(Box::new(AnthropicProvider::new(config)?))
         }
         name => {
-            let catalog = Catalog::load(config_dir)?;
-            let def = catalog.get(name).ok_or_else(|| {
+            let catalog = Catalog::load(config_dir);
+            let Some(def) = catalog.get(name) else {
+                // The file meant to define it is broken: say what is wrong with that file.
+                if let Some(problem) = catalog.problem_for(name) {
+                    return Err(problem.error());
+                }
                 let names: Vec<&str> = catalog.providers().iter().map(|p| p.name.as_str()).collect();
-                ProviderError::UnknownProvider {
+                let mut known = if names.is_empty() {
+                    " (none found".to_string()
+                } else {
+                    format!(" (found: {}", names.join(", "))
+                };
+                if !catalog.problems().is_empty() {
+                    let skipped: Vec<String> = catalog
+                        .problems()
+                        .iter()
+                        .map(|p| p.path.display().to_string())
+                        .collect();
+                    known.push_str(&format!(
+                        "; skipped because of problems: {}; see `elph doctor`",
+                        skipped.join(", ")
+                    ));
+                }
+                known.push(')');
+                return Err(ProviderError::UnknownProvider {
                     name: name.to_string(),
                     origin: origin.to_string(),
                     providers_dir: providers_dir(config_dir),
-                    known: if names.is_empty() {
-                        " (none found)".into()
-                    } else {
-                        format!(" (found: {})", names.join(", "))
-                    },
-                }
-            })?;
+                    known,
+                });
+            };
             let mut config = HttpProviderConfig::new(&def.name, model, &def.base_url)
-                .with_context_window(def.context_window(model));
+                .with_context_window(def.context_window(model))
+                .with_limits(def.stream_limits())
+                .with_headers(def.resolve_headers(&var)?)
+                .with_config_file(&def.path);
             if let Some(key_var) = &def.api_key_env {
                 let key =
                     var(key_var).ok_or_else(|| ProviderError::MissingApiKey { var: key_var.clone() })?;

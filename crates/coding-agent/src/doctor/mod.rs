@@ -7,6 +7,7 @@
 //! or anywhere else.
 
 mod checks;
+mod providers;
 mod render;
 mod runstats;
 mod safety;
@@ -49,6 +50,8 @@ pub(crate) struct Report {
     /// MCP servers from CONFIG_DIR/mcp.json and (when trusted) PROJECT_DIR/.elph/mcp.json; doctor
     /// does not start them.
     pub mcp: McpOverview,
+    /// The built-in providers, each custom provider file and each one skipped (with why).
+    pub(crate) providers: providers::ProvidersReport,
     /// trust.json keys that do not say what they seem to, and files others can write.
     pub(crate) safety: Vec<Finding>,
     /// Skills and prompt templates from CONFIG_DIR and (when trusted) PROJECT_DIR/.elph/.
@@ -238,6 +241,7 @@ pub(crate) fn gather(paths: &Paths, sources: &PathSources, path_var: &str) -> Re
     let mcp = describe_servers(paths, decision.trusted);
     let workflows = crate::workflows::Workflows::for_project(paths, decision.trusted);
     let trust = trust_report(paths, decision);
+    let providers = providers::gather(paths, &|name| std::env::var(name).ok());
     let files: Vec<FileReport> = set
         .files
         .iter()
@@ -290,6 +294,12 @@ pub(crate) fn gather(paths: &Paths, sources: &PathSources, path_var: &str) -> Re
                 .fix("fix the mcp.json named above; `elph doctor` shows the result".to_string()),
         );
     }
+    for problem in &providers.problems {
+        add(
+            format!("provider file {}", problem.file.display()),
+            &problem.finding,
+        );
+    }
     for diagnostic in &workflows.diagnostics {
         add(
             "skills and templates".into(),
@@ -327,6 +337,7 @@ pub(crate) fn gather(paths: &Paths, sources: &PathSources, path_var: &str) -> Re
             window: runstats::WINDOW,
         },
         mcp,
+        providers,
         safety,
         workflows,
         sandbox,

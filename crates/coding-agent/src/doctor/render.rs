@@ -69,6 +69,7 @@ pub(crate) fn render(out: &mut impl Write, report: &Report) -> io::Result<()> {
     }
 
     render_mcp(out, &report.mcp)?;
+    super::providers::render(out, &report.providers)?;
     render_workflows(out, &report.workflows)?;
 
     heading(out, "Run log")?;

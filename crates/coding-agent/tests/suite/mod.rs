@@ -30,6 +30,7 @@ mod lifecycle_store_faults;
 mod lifecycle_support;
 mod mcp;
 mod persistent;
+mod providers_e2e;
 mod reload;
 mod run_e2e;
 mod sample;

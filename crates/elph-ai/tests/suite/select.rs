@@ -243,12 +243,14 @@ fn bad_provider_files_name_the_file_and_the_problem() {
     ];
     for (def, expected) in cases {
         let dir = tempfile::tempdir().unwrap();
-        write_provider(dir.path(), "bad.json", def);
+        // Named after the provider asked for: a file whose "name" cannot be read (or is refused)
+        // is found by its name.
+        write_provider(dir.path(), "x.json", def);
         let error = resolve(Some("x/m"), None, None, dir.path(), &no_env)
             .err()
             .unwrap();
         let text = error.to_string();
-        let path = dir.path().join("providers/bad.json");
+        let path = dir.path().join("providers/x.json");
         assert!(
             text.starts_with(&format!("provider file {}: ", path.display())),
             "{text}"
@@ -260,7 +262,162 @@ fn bad_provider_files_name_the_file_and_the_problem() {
     let def = json!({"name": "twin", "api": "openai-chat", "baseUrl": "http://h"});
     write_provider(dir.path(), "a.json", def.clone());
     write_provider(dir.path(), "b.json", def);
-    let error = elph_ai::Catalog::load(dir.path()).unwrap_err();
-    assert!(error.to_string().contains("already defined in"), "{error}");
-    assert!(error.to_string().contains("b.json"), "{error}");
+    let catalog = elph_ai::Catalog::load(dir.path());
+    assert_eq!(catalog.providers().len(), 1, "the first file is used");
+    let problem = &catalog.problems()[0];
+    assert!(problem.message.contains("already defined in"), "{problem:?}");
+    assert!(problem.path.ends_with("b.json"), "{problem:?}");
+}
+
+#[tokio::test]
+async fn a_broken_provider_file_is_skipped_and_named_only_when_asked_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = FakeModelServer::start(Wire::OpenAi).await;
+    server.enqueue(FakeReply::text("still works"));
+    write_provider(
+        dir.path(),
+        "good.json",
+        json!({"name": "good", "api": "openai-chat", "baseUrl": server.base_url()}),
+    );
+    // A field this version does not know, in the file of another provider.
+    write_provider(
+        dir.path(),
+        "newer.json",
+        json!({"name": "newer", "api": "openai-chat", "baseUrl": "http://h", "apiKeyEnv": "NEWER_KEY",
+               "headers": {"X-Gateway": "${GATEWAY_TOKEN}"}, "reasoning": {"effort": "high"}}),
+    );
+    let broken = dir.path().join("providers/broken.json");
+    std::fs::write(&broken, "{\"name\": \"broken\", ").unwrap();
+
+    let provider = resolve(Some("good/m"), None, None, dir.path(), &no_env).unwrap();
+    assert_eq!(
+        run(provider.as_ref(), &simple_request()).await.0.unwrap().text,
+        "still works"
+    );
+
+    let error = resolve(Some("newer/m"), None, None, dir.path(), &no_env)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(error.contains("newer.json"), "{error}");
+    assert!(error.contains("unknown field `reasoning`"), "{error}");
+    let error = resolve(Some("broken/m"), None, None, dir.path(), &no_env)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        error.starts_with(&format!("provider file {}: ", broken.display())),
+        "{error}"
+    );
+    let error = resolve(Some("other/m"), None, None, dir.path(), &no_env)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        error.contains("(found: good; skipped because of problems: "),
+        "{error}"
+    );
+    assert!(
+        error.contains("broken.json") && error.contains("newer.json"),
+        "{error}"
+    );
+
+    let catalog = elph_ai::Catalog::load(dir.path());
+    assert_eq!(catalog.problems().len(), 2);
+    assert_eq!(
+        catalog.secret_vars(),
+        ["GATEWAY_TOKEN", "NEWER_KEY"],
+        "a skipped file's key variables stay secret"
+    );
+}
+
+#[tokio::test]
+async fn headers_are_sent_with_variables_filled_in_and_never_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = FakeModelServer::start(Wire::OpenAi).await;
+    server.enqueue(FakeReply::text("routed"));
+    write_provider(
+        dir.path(),
+        "router.json",
+        json!({"name": "router", "api": "openai-chat", "baseUrl": server.base_url(), "apiKeyEnv": "ROUTER_KEY",
+               "headers": {"HTTP-Referer": "https://elph.example", "X-Title": "Elph",
+                           "X-Gateway-Key": "gw-${GATEWAY_TOKEN}"}}),
+    );
+    let env = env_of(&[("ROUTER_KEY", "sk-router"), ("GATEWAY_TOKEN", "tok-9731")]);
+    let provider = resolve(Some("router/m"), None, None, dir.path(), &env).unwrap();
+    run(provider.as_ref(), &simple_request()).await.0.unwrap();
+    let request = &server.recorded()[0];
+    assert_eq!(request.header("http-referer"), Some("https://elph.example"));
+    assert_eq!(request.header("x-title"), Some("Elph"));
+    assert_eq!(request.header("x-gateway-key"), Some("gw-tok-9731"));
+    assert_eq!(request.header("authorization"), Some("Bearer sk-router"));
+
+    let env = env_of(&[("ROUTER_KEY", "sk-router")]);
+    let error = resolve(Some("router/m"), None, None, dir.path(), &env)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(error.contains("router.json"), "{error}");
+    assert!(
+        error.contains("\"X-Gateway-Key\" uses ${GATEWAY_TOKEN}, which is not set"),
+        "{error}"
+    );
+
+    for (headers, expected) in [
+        (json!({"bad name": "x"}), "not a valid header name"),
+        (json!({"X-A": "line\nbreak"}), "not allowed in a header"),
+        (json!({"X-A": "${unclosed"}), "without its closing"),
+        (json!({"X-A": 7}), "invalid type"),
+    ] {
+        write_provider(
+            dir.path(),
+            "router.json",
+            json!({"name": "router", "api": "openai-chat", "baseUrl": server.base_url(), "headers": headers}),
+        );
+        let error = resolve(Some("router/m"), None, None, dir.path(), &no_env)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(error.contains(expected), "{expected}: {error}");
+    }
+}
+
+#[tokio::test]
+async fn a_provider_file_sets_its_stream_limits() {
+    use std::time::Duration;
+    use test_support::raw_http::{RawHttpServer, Step, sse_head};
+    let dir = tempfile::tempdir().unwrap();
+    let server = RawHttpServer::start(vec![sse_head(), Step::Wait(Duration::from_secs(3600))]).await;
+    write_provider(
+        dir.path(),
+        "slow.json",
+        json!({"name": "slow", "api": "openai-chat", "baseUrl": format!("{}/v1", server.url()),
+               "limits": {"idleTimeout": 0.3, "responseTimeout": 5}}),
+    );
+    let provider = resolve(Some("slow/m"), None, None, dir.path(), &no_env).unwrap();
+    let error = run(provider.as_ref(), &simple_request()).await.0.unwrap_err();
+    let text = error.to_string();
+    assert!(
+        text.starts_with("slow: the server sent no complete line for 0.3 s"),
+        "{text}"
+    );
+    assert!(text.contains("\"idleTimeout\""), "{text}");
+    assert!(
+        text.contains(&dir.path().join("providers/slow.json").display().to_string()),
+        "{text}"
+    );
+
+    write_provider(
+        dir.path(),
+        "slow.json",
+        json!({"name": "slow", "api": "openai-chat", "baseUrl": "http://h", "limits": {"idleTimeout": 0}}),
+    );
+    let error = resolve(Some("slow/m"), None, None, dir.path(), &no_env)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        error.contains("\"limits\".\"idleTimeout\" must be more than 0"),
+        "{error}"
+    );
 }
