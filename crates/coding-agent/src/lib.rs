@@ -1,5 +1,6 @@
 //! The `elph` binary's library: paths, hook discovery, trust, the hook host, and the front ends.
 
+#![forbid(unsafe_code)]
 #![warn(unreachable_pub)]
 
 pub mod acp;

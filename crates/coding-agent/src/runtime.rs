@@ -314,7 +314,7 @@ pub(crate) fn resolve_provider(
 /// Skills' folders are read freely: the model reads a skill's instructions when it applies one.
 fn file_policy(
     paths: &Paths,
-    sandbox: &elph_agent::sandbox::SandboxPolicy,
+    sandbox: &elph_process::sandbox::SandboxPolicy,
     workflows: &Workflows,
 ) -> elph_agent::policy::FilePolicy {
     let policy = elph_agent::policy::FilePolicy::from_sandbox(&paths.project_dir, sandbox)

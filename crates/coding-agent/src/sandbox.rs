@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use elph_agent::sandbox::{SandboxMode, SandboxPolicy};
-use elph_agent::shell_env::ShellEnvPolicy;
+use elph_process::sandbox::{SandboxMode, SandboxPolicy};
+use elph_process::shell_env::ShellEnvPolicy;
 
 use crate::paths::Paths;
 use crate::settings::Settings;
@@ -51,8 +51,8 @@ pub(crate) fn resolve_policy(
     policy.add_read_only_path(paths.data_dir.clone());
     // Said before the session starts rather than at the first command: a sandboxed mode on a
     // kernel without Landlock is refused, never run unconfined.
-    if policy.is_confined() && !elph_agent::sandbox::landlock_support().available() {
-        return Err(elph_agent::sandbox::SandboxError::LandlockUnavailable {
+    if policy.is_confined() && !elph_process::sandbox::landlock_support().available() {
+        return Err(elph_process::sandbox::SandboxError::LandlockUnavailable {
             mode: policy.mode,
             reason: "has none (landlock_create_ruleset fails)",
         }

@@ -46,7 +46,7 @@ pub struct HooksSettings {
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SandboxSettings {
-    pub mode: Option<elph_agent::sandbox::SandboxMode>,
+    pub mode: Option<elph_process::sandbox::SandboxMode>,
     pub network: Option<bool>,
     /// More folders `workspace-write` may write: absolute, or `~/...` under HOME.
     #[serde(default)]
@@ -57,7 +57,7 @@ pub struct SandboxSettings {
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ShellEnvironmentSettings {
-    pub inherit: Option<elph_agent::shell_env::Inherit>,
+    pub inherit: Option<elph_process::shell_env::Inherit>,
     /// Name patterns (`*` and `?`, case-insensitive) removed after the default excludes.
     #[serde(default)]
     pub exclude: Vec<String>,
@@ -74,7 +74,7 @@ pub struct ShellEnvironmentSettings {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ProjectHooksSettings {
     /// The sandbox of project hooks that do not declare one.
-    pub sandbox: Option<elph_agent::sandbox::SandboxMode>,
+    pub sandbox: Option<elph_process::sandbox::SandboxMode>,
 }
 
 /// `"readTools": {"deadlineSeconds": 60}`.
@@ -185,14 +185,14 @@ mod tests {
         let settings = Settings::load(dir.path()).unwrap();
         assert_eq!(
             settings.sandbox.mode,
-            Some(elph_agent::sandbox::SandboxMode::ReadOnly)
+            Some(elph_process::sandbox::SandboxMode::ReadOnly)
         );
         assert_eq!(settings.sandbox.network, Some(true));
         assert_eq!(settings.sandbox.writable_roots, ["/srv"]);
         assert_eq!(settings.shell_environment.exclude, ["AWS_*"]);
         assert_eq!(
             settings.project_hooks.sandbox,
-            Some(elph_agent::sandbox::SandboxMode::WorkspaceWrite)
+            Some(elph_process::sandbox::SandboxMode::WorkspaceWrite)
         );
         std::fs::write(
             dir.path().join("settings.json"),

@@ -9,7 +9,7 @@
 //! 3. a second signal, or the deadline passing by [`GRACE`] with the front end still not done,
 //!    exits at once, after killing every process group still running.
 //!
-//! Whatever happens, the orphan watcher (`elph_agent::orphans`) kills what is left when the
+//! Whatever happens, the orphan watcher (`elph_process::orphans`) kills what is left when the
 //! process is gone.
 
 use std::sync::{Arc, Mutex, OnceLock};
@@ -39,7 +39,7 @@ fn forced_exit(signal: i32) -> ! {
     if let Some(restore) = BEFORE_FORCED_EXIT.get() {
         restore();
     }
-    elph_agent::process::kill_running_groups();
+    elph_process::process::kill_running_groups();
     std::process::exit(i32::from(exit_code(signal)));
 }
 
@@ -120,7 +120,7 @@ impl Shutdown {
                     name(signal)
                 );
             }
-            elph_agent::process::kill_running_groups();
+            elph_process::process::kill_running_groups();
             std::process::exit(i32::from(exit_code(signal)));
         });
     }

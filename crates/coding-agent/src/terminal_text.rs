@@ -61,13 +61,13 @@ pub(crate) fn eprint_line(text: &str) {
 }
 
 fn escape_keeping(text: &str, keep_newlines: bool) -> Cow<'_, str> {
-    let unsafe_char = |c: char| is_unsafe(c) && !(keep_newlines && c == '\n');
-    if !text.chars().any(unsafe_char) {
+    let escaped = |c: char| needs_escape(c) && !(keep_newlines && c == '\n');
+    if !text.chars().any(escaped) {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 8);
     for c in text.chars() {
-        if !unsafe_char(c) {
+        if !escaped(c) {
             out.push(c);
             continue;
         }
@@ -89,7 +89,7 @@ fn escape_keeping(text: &str, keep_newlines: bool) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-fn is_unsafe(c: char) -> bool {
+fn needs_escape(c: char) -> bool {
     c.is_control()
         // Bidirectional embeddings, overrides and isolates reorder what is shown ("Trojan Source").
         || ('\u{202a}'..='\u{202e}').contains(&c)

@@ -11,8 +11,8 @@
 use std::sync::OnceLock;
 
 use divan::Bencher;
-use elph_agent::sandbox::{SandboxMode, SandboxPolicy};
 use elph_agent::tools::{ToolCatalog, ToolContext};
+use elph_process::sandbox::{SandboxMode, SandboxPolicy};
 use serde_json::json;
 
 fn main() {

@@ -2,9 +2,9 @@
 //!
 //! This crate owns what hook events, payloads and outcomes mean, the turn loop, and the tools. It
 //! never reads a hooks.json and never decides which hook runs or how: that is the host's job in
-//! `coding-agent`. The one bounded-child-process mechanism (`process`) lives here because the
-//! `shell_exec` tool needs it too; the hook policy on top of it (environment allowlist, caps,
-//! diagnostics) stays in the host.
+//! `coding-agent`. It starts no process itself either: the `shell_exec` tool runs its command
+//! through `elph-process`, the OS layer below this crate, as the hook host does; this crate
+//! contains no raw system calls.
 //!
 //! The public surface, by module (everything else is `pub(crate)`; a `pub` item here is one that
 //! `coding-agent` or this crate's tests use):
@@ -13,23 +13,18 @@
 //! - [`hooks`]: the events (one module each under `hooks::events`), payloads, outcomes, matchers,
 //!   the registry and its one fold (`Reducer`), and the run record (`HookRun`);
 //! - [`tools`]: the `Tool` trait, the catalog and `native::all()` (the native tools' types are private);
-//! - [`process`], [`orphans`], [`sandbox`], [`shell_env`], [`policy`]: bounded, confined child
-//!   processes and the file policy the native tools enforce;
+//! - [`policy`]: the file policy the native tools enforce (the sandbox policy it follows is
+//!   `elph_process::sandbox`);
 //! - [`messages`]: the conversation types, from `elph-ai`.
 //!
 //! `missing_docs` is on: every public item says what it is and why a caller cares.
 
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod harness;
 pub mod hooks;
-pub mod orphans;
 pub mod policy;
-pub mod process;
-pub mod sandbox;
-pub mod shell_env;
 pub mod tools;
-#[cfg(target_os = "linux")]
-mod vfork_spawn;
 
 pub use elph_ai::messages;

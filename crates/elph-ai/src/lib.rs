@@ -10,6 +10,7 @@
 //! - [`ScriptedProvider`]: an offline provider that plays a JSON script;
 //! - custom providers and choosing the model: [`Catalog`], [`resolve`], [`ModelSelection`];
 //! - every failure: [`ProviderError`].
+#![forbid(unsafe_code)]
 #![warn(unreachable_pub, missing_docs)]
 
 mod anthropic;

@@ -5,6 +5,7 @@
 //! is refused, and a duplicate key is an error instead of a silent "last one wins". [`private`] creates
 //! CONFIG_DIR and DATA_DIR owner-only whatever the umask.
 
+#![forbid(unsafe_code)]
 pub mod json;
 pub mod private;
 pub mod read;

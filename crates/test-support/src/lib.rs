@@ -1,4 +1,5 @@
 //! Helpers for Elph's tests.
+#![forbid(unsafe_code)]
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,

@@ -72,7 +72,7 @@ pub(super) fn run(cwd: Option<&Path>, args: TestArgs) -> anyhow::Result<u8> {
         .prefix("elph-hooks-test-")
         .tempdir()
         .context("cannot create a temp dir for sandboxed hooks")?;
-    let mut sandbox_base = elph_agent::sandbox::SandboxPolicy::workspace(&paths.project_dir);
+    let mut sandbox_base = elph_process::sandbox::SandboxPolicy::workspace(&paths.project_dir);
     sandbox_base.set_temp_dir(temp_dir.path());
     sandbox_base.add_read_only_path(paths.config_dir.clone());
     sandbox_base.add_read_only_path(paths.data_dir.clone());
@@ -253,7 +253,7 @@ struct HookLine {
     matcher: Option<String>,
     /// The sandbox it ran in (absent: unconfined).
     #[serde(skip_serializing_if = "Option::is_none")]
-    sandbox: Option<elph_agent::sandbox::SandboxMode>,
+    sandbox: Option<elph_process::sandbox::SandboxMode>,
     /// Run as a persistent process (one JSON line in, one out), started for this test and stopped
     /// after it.
     #[serde(skip_serializing_if = "std::ops::Not::not")]

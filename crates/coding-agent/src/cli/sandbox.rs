@@ -7,7 +7,7 @@ use std::path::Path;
 
 use anyhow::Context;
 use clap::Args;
-use elph_agent::sandbox::SandboxMode;
+use elph_process::sandbox::SandboxMode;
 
 use super::exit;
 use crate::paths::Paths;
@@ -56,7 +56,7 @@ pub(super) fn run(cwd: Option<&Path>, args: SandboxCommandArgs) -> anyhow::Resul
         .split_first()
         .expect("clap requires at least one word");
     let status =
-        elph_agent::process::run_in_foreground(Path::new(program), rest, &paths.project_dir, &env, &policy)
+        elph_process::process::run_in_foreground(Path::new(program), rest, &paths.project_dir, &env, &policy)
             .map_err(|error| anyhow::anyhow!("cannot run {}: {error}", Path::new(program).display()))?;
     Ok(
         match (

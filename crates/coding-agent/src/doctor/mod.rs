@@ -135,7 +135,7 @@ pub(crate) struct HookReport {
     pub enabled: bool,
     /// The sandbox the hook runs in; absent: unconfined.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub sandbox: Option<elph_agent::sandbox::SandboxMode>,
+    pub sandbox: Option<elph_process::sandbox::SandboxMode>,
     /// A guard: when it fails, what it guards does not go on.
     pub fail_closed: bool,
     pub max_input_bytes: usize,

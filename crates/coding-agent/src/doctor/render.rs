@@ -230,7 +230,7 @@ fn render_hook(out: &mut impl Write, hook: &HookReport) -> io::Result<()> {
 
 fn render_sandbox(out: &mut impl Write, sandbox: &super::SandboxReport) -> io::Result<()> {
     heading(out, "Sandbox")?;
-    let support = elph_agent::sandbox::LandlockSupport {
+    let support = elph_process::sandbox::LandlockSupport {
         abi: sandbox.landlock_abi,
     };
     let mark = if support.available() { "✓" } else { "✗" };

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use elph_agent::sandbox::{
+use elph_process::sandbox::{
     SandboxMode, landlock_support, mount_namespaces_available, mounted_read_only_paths,
 };
 use serde::Serialize;

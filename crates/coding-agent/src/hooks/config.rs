@@ -121,11 +121,11 @@ pub enum HookSandbox {
     WorkspaceWrite,
 }
 
-impl From<HookSandbox> for elph_agent::sandbox::SandboxMode {
+impl From<HookSandbox> for elph_process::sandbox::SandboxMode {
     fn from(sandbox: HookSandbox) -> Self {
         match sandbox {
-            HookSandbox::ReadOnly => elph_agent::sandbox::SandboxMode::ReadOnly,
-            HookSandbox::WorkspaceWrite => elph_agent::sandbox::SandboxMode::WorkspaceWrite,
+            HookSandbox::ReadOnly => elph_process::sandbox::SandboxMode::ReadOnly,
+            HookSandbox::WorkspaceWrite => elph_process::sandbox::SandboxMode::WorkspaceWrite,
         }
     }
 }

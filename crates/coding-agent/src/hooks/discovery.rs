@@ -52,7 +52,7 @@ pub struct HookDefinition {
     /// The sandbox it runs in: its own `sandbox`, else (a project hook) `projectHooks.sandbox`;
     /// `None` runs it unconfined.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub sandbox: Option<elph_agent::sandbox::SandboxMode>,
+    pub sandbox: Option<elph_process::sandbox::SandboxMode>,
     /// A guard: a failure stops what it guards instead of letting it through.
     pub fail_closed: bool,
     /// The largest payload sent to it, in bytes.
@@ -208,7 +208,7 @@ fn assemble_files(paths: &Paths, home: FileLoad, project: Option<FileLoad>) -> H
             let default = crate::settings::Settings::load(&paths.config_dir)
                 .ok()
                 .and_then(|settings| settings.project_hooks.sandbox)
-                .filter(|mode| *mode != elph_agent::sandbox::SandboxMode::FullAccess);
+                .filter(|mode| *mode != elph_process::sandbox::SandboxMode::FullAccess);
             for hook in &mut set.hooks {
                 if hook.scope == HookScope::Project && hook.sandbox.is_none() {
                     hook.sandbox = default;

@@ -24,7 +24,7 @@ use elph_agent::hooks::{
     HookRunner, ProcessExit, Ran, Reducer, RunStatus, Severity, parse_stdout,
 };
 
-use elph_agent::sandbox::SandboxPolicy;
+use elph_process::sandbox::SandboxPolicy;
 
 use super::claude_code;
 use super::config::Protocol;

@@ -6,7 +6,7 @@
 //!
 //! - the process starts at the hook's first matching event, the way a one-shot hook starts (the
 //!   same environment, cwd, session and process group, orphan watcher and sandbox, through
-//!   `elph_agent::process::spawn`);
+//!   `elph_process::process::spawn`);
 //! - the timeout bounds each round trip (the first one includes the start); a process that does not
 //!   answer in time is killed (its whole group) and started again at the next event;
 //! - an answer line longer than the stdout cap, or more than the stderr cap written during one
@@ -28,7 +28,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use elph_agent::hooks::limits::{MAX_DIAGNOSTIC_STDERR_BYTES, MAX_STDERR_BYTES, MAX_STDOUT_BYTES};
-use elph_agent::process::{self as bounded, CaptureMode, Env, GroupGuard, Leftovers, RunSpec, Stdin};
+use elph_process::process::{self as bounded, CaptureMode, Env, GroupGuard, Leftovers, RunSpec, Stdin};
 use nix::unistd::Pid;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout};

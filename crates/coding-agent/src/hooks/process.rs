@@ -13,7 +13,7 @@
 //!   it (a hook that wants to leave a daemon behind must start it in a session of its own);
 //! - when the future is dropped (a cancelled turn), by the guard that owns the group.
 //!
-//! The mechanics are `elph_agent::process`, the runner `shell_exec` shares; this module is the hook
+//! The mechanics are `elph_process::process`, the runner `shell_exec` shares; this module is the hook
 //! policy on top (environment, caps, `Leftovers::Kill`) and the words for what went wrong.
 //!
 //! A failure here is data: `run` never returns an error, it returns a `ProcessOutput` that says
@@ -25,7 +25,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use elph_agent::hooks::limits::{MAX_DIAGNOSTIC_STDERR_BYTES, MAX_STDERR_BYTES, MAX_STDOUT_BYTES};
-use elph_agent::process::{self as bounded, CaptureMode, Env, Leftovers, RunSpec, Stdin, WaitError};
+use elph_process::process::{self as bounded, CaptureMode, Env, Leftovers, RunSpec, Stdin, WaitError};
 use nix::sys::signal::Signal;
 
 /// How long the pipes may stay open after the direct child exited before the group is killed.
@@ -90,7 +90,7 @@ pub struct ProcessSpec<'a> {
     pub stdin: &'a [u8],
     pub timeout: Duration,
     /// The hook's confinement; `None` runs it unconfined.
-    pub sandbox: Option<&'a elph_agent::sandbox::SandboxPolicy>,
+    pub sandbox: Option<&'a elph_process::sandbox::SandboxPolicy>,
     /// The hook's stdout limit (`maxOutputBytes`).
     pub(crate) stdout_cap: usize,
 }

@@ -64,7 +64,7 @@ impl GroupKiller {
 impl Drop for GroupKiller {
     fn drop(&mut self) {
         self.kill();
-        elph_agent::orphans::forget(self.pgid.as_raw());
+        elph_process::orphans::forget(self.pgid.as_raw());
     }
 }
 
@@ -151,7 +151,7 @@ impl ServerProcess {
             .process_group(0)
             .kill_on_drop(true);
         // If Elph dies without stopping the server (kill -9), the orphan watcher kills its group.
-        elph_agent::orphans::die_with_elph(&mut command);
+        elph_process::orphans::die_with_elph(&mut command);
         let mut attempt = 1;
         let mut child = loop {
             match command.spawn() {

@@ -417,7 +417,7 @@ async fn reload_keeps_an_unchanged_process_and_replaces_a_changed_one() {
 
 #[tokio::test]
 async fn a_sandboxed_persistent_hook_stays_confined_for_its_whole_life() {
-    if !elph_agent::sandbox::landlock_support().available() {
+    if !elph_process::sandbox::landlock_support().available() {
         let why = "a_sandboxed_persistent_hook_stays_confined_for_its_whole_life: skipped: no Landlock";
         assert!(
             std::env::var_os("ELPH_REQUIRE_LANDLOCK").is_none_or(|v| v != "1"),
@@ -434,7 +434,7 @@ async fn a_sandboxed_persistent_hook_stays_confined_for_its_whole_life() {
         marker.display()
     );
     let mut hook = fx.hook("confined", &body, Duration::from_secs(10));
-    hook.sandbox = Some(elph_agent::sandbox::SandboxMode::ReadOnly);
+    hook.sandbox = Some(elph_process::sandbox::SandboxMode::ReadOnly);
     let host = fx.host(vec![hook]);
     for _ in 0..2 {
         let dispatch = within(host.run_chain(fx.payload("ls"))).await;

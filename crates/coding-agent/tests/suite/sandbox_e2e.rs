@@ -21,7 +21,7 @@ use super::run_e2e::{elph, run_elph, run_elph_with};
 /// Whether the kernel has Landlock; without it, says why the test skips, or fails it when
 /// `ELPH_REQUIRE_LANDLOCK=1`.
 fn landlock(test: &str) -> bool {
-    if elph_agent::sandbox::landlock_support().available() {
+    if elph_process::sandbox::landlock_support().available() {
         return true;
     }
     let why = format!(
@@ -511,7 +511,7 @@ fn doctor_shows_landlock_the_mode_and_the_shell_variables_by_name() {
     assert_eq!(doc["sandbox"]["mode"], "workspace-write");
     assert_eq!(
         doc["sandbox"]["landlockAbi"].is_number(),
-        elph_agent::sandbox::landlock_support().available()
+        elph_process::sandbox::landlock_support().available()
     );
 }
 

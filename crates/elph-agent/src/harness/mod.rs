@@ -64,9 +64,9 @@ pub struct HarnessConfig {
     /// The most context all beforeAgent hooks together may add to one turn's requests.
     pub max_added_context_bytes: usize,
     /// The confinement of `shell_exec` (in build mode; plan mode runs it `read-only`).
-    pub sandbox: crate::sandbox::SandboxPolicy,
+    pub sandbox: elph_process::sandbox::SandboxPolicy,
     /// Which of Elph's environment variables `shell_exec` passes on.
-    pub shell_env: crate::shell_env::ShellEnvPolicy,
+    pub shell_env: elph_process::shell_env::ShellEnvPolicy,
     /// `build` or `plan`; front ends may switch it between turns.
     pub mode: AgentMode,
     /// Where the native tools may write and which reads are free (in build mode; plan mode writes
@@ -80,12 +80,12 @@ impl HarnessConfig {
     /// A configuration with Elph's defaults for session `session_id` working in `project_dir`: build mode, workspace sandbox.
     pub fn new(session_id: impl Into<String>, project_dir: impl Into<PathBuf>) -> Self {
         let project_dir = project_dir.into();
-        let sandbox = crate::sandbox::SandboxPolicy::workspace(&project_dir);
+        let sandbox = elph_process::sandbox::SandboxPolicy::workspace(&project_dir);
         HarnessConfig {
             session_id: session_id.into(),
             policy: Arc::new(FilePolicy::from_sandbox(&project_dir, &sandbox)),
             sandbox,
-            shell_env: crate::shell_env::ShellEnvPolicy::default(),
+            shell_env: elph_process::shell_env::ShellEnvPolicy::default(),
             project_dir,
             system_prompt: DEFAULT_SYSTEM_PROMPT.to_string(),
             max_turns: DEFAULT_MAX_TURNS,
@@ -106,10 +106,12 @@ impl HarnessConfig {
     }
 
     /// The shell's sandbox in the current mode.
-    fn effective_sandbox(&self) -> crate::sandbox::SandboxPolicy {
+    fn effective_sandbox(&self) -> elph_process::sandbox::SandboxPolicy {
         match self.mode {
             AgentMode::Build => self.sandbox.clone(),
-            AgentMode::Plan => self.sandbox.with_mode(crate::sandbox::SandboxMode::ReadOnly),
+            AgentMode::Plan => self
+                .sandbox
+                .with_mode(elph_process::sandbox::SandboxMode::ReadOnly),
         }
     }
 

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 pub use resolve::{ResolveError, real_path};
 
-use crate::sandbox::{SandboxMode, SandboxPolicy};
+use elph_process::sandbox::{SandboxMode, SandboxPolicy};
 
 /// Where the native writing tools may write.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -57,9 +57,9 @@ pub struct ToolContext {
     /// The project folder: relative paths resolve against it, and shell commands run in it.
     pub project_dir: PathBuf,
     /// What the processes a tool starts may do.
-    pub sandbox: crate::sandbox::SandboxPolicy,
+    pub sandbox: elph_process::sandbox::SandboxPolicy,
     /// Which of Elph's environment variables a shell command gets.
-    pub shell_env: crate::shell_env::ShellEnvPolicy,
+    pub shell_env: elph_process::shell_env::ShellEnvPolicy,
     /// Where the writing tools may write; they check it again themselves.
     pub policy: Arc<FilePolicy>,
     /// How long grep, find_path, list_dir and read_file may take before they return what they have.
@@ -74,11 +74,11 @@ impl ToolContext {
     /// default read deadline.
     pub fn new(project_dir: impl Into<PathBuf>) -> Self {
         let project_dir = project_dir.into();
-        let sandbox = crate::sandbox::SandboxPolicy::workspace(&project_dir);
+        let sandbox = elph_process::sandbox::SandboxPolicy::workspace(&project_dir);
         ToolContext {
             policy: Arc::new(FilePolicy::from_sandbox(&project_dir, &sandbox)),
             sandbox,
-            shell_env: crate::shell_env::ShellEnvPolicy::default(),
+            shell_env: elph_process::shell_env::ShellEnvPolicy::default(),
             project_dir,
             read_deadline: DEFAULT_READ_DEADLINE,
             exact_call_approved: false,
@@ -86,7 +86,7 @@ impl ToolContext {
     }
 
     /// The same context under another sandbox policy (the native tools' file policy follows it).
-    pub fn with_sandbox(mut self, sandbox: crate::sandbox::SandboxPolicy) -> Self {
+    pub fn with_sandbox(mut self, sandbox: elph_process::sandbox::SandboxPolicy) -> Self {
         self.policy = Arc::new(FilePolicy::from_sandbox(&self.project_dir, &sandbox));
         self.sandbox = sandbox;
         self

@@ -1,6 +1,7 @@
 //! The smallest persistent hook: answers every payload line on stdin with `{}` on one line, until
 //! stdin closes. The hook benchmarks measure a persistent round trip with it.
 
+#![forbid(unsafe_code)]
 use std::io::{BufRead, Write};
 
 fn main() {

@@ -11,6 +11,7 @@
 //! - `MCP_TEST_CALLS`: each call appends one JSON line `{"tool", "arguments"}` before it does anything;
 //! - `MCP_TEST_GRANDCHILD=1`: on start, a `sleep 300` is left running in the server's process group,
 //!   so that a test can see the whole group stopped, not only the server.
+#![forbid(unsafe_code)]
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,

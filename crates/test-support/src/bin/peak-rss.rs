@@ -1,6 +1,7 @@
 //! `peak-rss OUT PROGRAM ARGS…`: runs the program, waits for it, and writes its peak resident set in
 //! KiB to the file OUT (getrusage of this process's children: the program is the only one).
 //! Exits with the program's status. The start-up benchmark measures `elph run` with it.
+#![forbid(unsafe_code)]
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,

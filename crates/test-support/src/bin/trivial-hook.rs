@@ -1,5 +1,6 @@
 //! The smallest useful hook: reads its payload from stdin to EOF and prints `{}`.
 //! The hook-host benchmark measures its round trip against a bare spawn-and-wait of this binary.
+#![forbid(unsafe_code)]
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,

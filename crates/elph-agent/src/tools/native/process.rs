@@ -13,16 +13,16 @@
 //! - when the future is dropped (a cancelled call), by the guard that owns the group.
 //!
 //! Background processes that let go of the pipes (`server > log 2>&1 &`) are left running when
-//! the command finishes normally. The mechanics are `crate::process`, shared with the hook host.
+//! the command finishes normally. The mechanics are `elph_process::process`, shared with the hook host.
 
 use std::ffi::{OsStr, OsString};
 use std::io;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::process::{self, CaptureMode, EXIT_GRACE, Env, Leftovers, RunOutput, RunSpec, Stdin};
-use crate::sandbox::SandboxPolicy;
-use crate::shell_env::ShellEnvPolicy;
+use elph_process::process::{self, CaptureMode, EXIT_GRACE, Env, Leftovers, RunOutput, RunSpec, Stdin};
+use elph_process::sandbox::SandboxPolicy;
+use elph_process::shell_env::ShellEnvPolicy;
 
 /// The bytes kept from the start, and from the end, of each stream.
 pub(crate) const HALF_CAP: usize = 32 * 1024;

@@ -10,8 +10,8 @@ use serde_json::{Value, json};
 
 use super::parse_args;
 use super::process;
-use crate::process::RunOutput;
 use crate::tools::{Tool, ToolContext, ToolKind, ToolOutput, one_line};
+use elph_process::process::RunOutput;
 
 pub struct ShellExec;
 

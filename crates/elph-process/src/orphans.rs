@@ -20,7 +20,7 @@
 //! A process that leaves its group (`setsid`, `setpgid` in a grandchild) escapes, as it would
 //! escape `killpg`. Elsewhere (no `fork`), nothing beyond the orderly kills.
 
-use std::os::fd::RawFd;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::sync::OnceLock;
 
 use tokio::process::Command;
@@ -29,17 +29,17 @@ use tokio::process::Command;
 /// groups only get the orderly kills). Far above what one Elph runs at a time.
 const SLOTS: usize = 8192;
 
-/// Elph's end of the pipe, or `None` when the watcher could not be started.
-static WATCHER: OnceLock<Option<RawFd>> = OnceLock::new();
+/// Elph's end of the pipe, or `None` when the watcher could not be started. Never closed: its
+/// close when Elph's process ends is what the watcher waits for.
+static WATCHER: OnceLock<Option<OwnedFd>> = OnceLock::new();
 
-fn watcher() -> Option<RawFd> {
-    *WATCHER.get_or_init(start_watcher)
+fn watcher() -> Option<BorrowedFd<'static>> {
+    WATCHER.get_or_init(start_watcher).as_ref().map(AsFd::as_fd)
 }
 
 /// Makes the child that `command` will start register its own process group (its pid: the child
 /// must lead its group, with `setsid` or `process_group(0)`) with the watcher before it runs its
 /// program. Add this after the `pre_exec` that creates the group.
-#[expect(unsafe_code, reason = "pre_exec runs code in the forked child")]
 pub fn die_with_elph(command: &mut Command) {
     let Some(fd) = watcher() else {
         return;
@@ -56,38 +56,29 @@ pub fn die_with_elph(command: &mut Command) {
 
 /// The pipe a child writes its registration to (starting the watcher the first time), for a
 /// spawn that runs its own pre-exec steps (`vfork_spawn`); `None` when there is no watcher.
-pub(crate) fn registration_fd() -> Option<RawFd> {
+pub(crate) fn registration_fd() -> Option<BorrowedFd<'static>> {
     watcher()
 }
 
 /// In a child between clone and exec: registers its own process group (its pid: the child leads
 /// its group) with the watcher behind `fd`. Only getpid(2) and write(2) on a stack buffer, so it
 /// is safe in a forked child and in a `CLONE_VM` child alike.
-#[expect(unsafe_code, reason = "getpid and write in a child before exec")]
-pub(crate) fn register_self(fd: RawFd) {
+pub(crate) fn register_self(fd: BorrowedFd<'_>) {
     let mut record = [0u8; 16];
-    // SAFETY: getpid(2) has no preconditions.
-    let len = encode(b'+', unsafe { libc::getpid() }, &mut record);
-    // SAFETY: a write of `len` bytes of a stack buffer to a file descriptor; a failure is ignored
-    // (the group then only gets the orderly kills).
-    unsafe {
-        libc::write(fd, record.as_ptr().cast(), len);
-    }
+    let len = encode(b'+', nix::unistd::getpid().as_raw(), &mut record);
+    // A failure is ignored: the group then only gets the orderly kills.
+    let _ = nix::unistd::write(fd, &record[..len]);
 }
 
 /// Tells the watcher that group `pgid` is gone (killed, or empty), so that a later process reusing
 /// the number is never killed for it.
-#[expect(unsafe_code, reason = "a raw write to the watcher's pipe")]
 pub fn forget(pgid: i32) {
-    let Some(Some(fd)) = WATCHER.get().copied() else {
+    let Some(Some(fd)) = WATCHER.get() else {
         return;
     };
     let mut record = [0u8; 16];
     let len = encode(b'-', pgid, &mut record);
-    // SAFETY: a write of a few bytes from a stack buffer to a pipe this process owns.
-    unsafe {
-        libc::write(fd, record.as_ptr().cast(), len);
-    }
+    let _ = nix::unistd::write(fd, &record[..len]);
 }
 
 /// `+1234\n` into `out`; returns the length. One write of at most 16 bytes is atomic on a pipe,
@@ -174,49 +165,41 @@ impl Groups {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn start_watcher() -> Option<RawFd> {
+fn start_watcher() -> Option<OwnedFd> {
     None
 }
 
 #[cfg(target_os = "linux")]
-#[expect(unsafe_code, reason = "pipe and fork for the watcher process")]
-fn start_watcher() -> Option<RawFd> {
-    let mut fds = [0 as libc::c_int; 2];
-    // SAFETY: plain system calls on owned arrays and fresh descriptors.
-    unsafe {
-        if libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) != 0 {
-            tracing::warn!("cannot create the orphan watcher's pipe");
-            return None;
+fn start_watcher() -> Option<OwnedFd> {
+    let Ok((read_end, write_end)) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC) else {
+        tracing::warn!("cannot create the orphan watcher's pipe");
+        return None;
+    };
+    // std opens with O_CLOEXEC.
+    let devnull = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")
+        .ok();
+    let devnull_fd = devnull.as_ref().map_or(-1, AsRawFd::as_raw_fd);
+    // The watcher's bookkeeping lives on the heap of the parent, copied by fork: the child
+    // never allocates.
+    let mut groups = Box::new(Groups::new());
+    // SAFETY: the child of this multi-threaded process runs only `watch`, which makes
+    // async-signal-safe system calls on descriptors and memory prepared here, and never returns.
+    match unsafe { libc::fork() } {
+        -1 => {
+            tracing::warn!("cannot start the orphan watcher");
+            None
         }
-        let devnull = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC);
-        // The watcher's bookkeeping lives on the heap of the parent, copied by fork: the child
-        // never allocates.
-        let mut groups = Box::new(Groups::new());
-        match libc::fork() {
-            -1 => {
-                libc::close(fds[0]);
-                libc::close(fds[1]);
-                if devnull >= 0 {
-                    libc::close(devnull);
-                }
-                tracing::warn!("cannot start the orphan watcher");
-                None
-            }
-            0 => watch(fds[0], devnull, &mut groups),
-            _watcher => {
-                libc::close(fds[0]);
-                if devnull >= 0 {
-                    libc::close(devnull);
-                }
-                Some(fds[1])
-            }
-        }
+        0 => watch(read_end.as_raw_fd(), devnull_fd, &mut groups),
+        // The parent keeps only the write end; the read end and /dev/null close here.
+        _watcher => Some(write_end),
     }
 }
 
 /// The watcher, in the forked child: only async-signal-safe calls from here on.
 #[cfg(target_os = "linux")]
-#[expect(unsafe_code, reason = "raw system calls in the forked watcher")]
 fn watch(read_end: RawFd, devnull: RawFd, groups: &mut Groups) -> ! {
     // SAFETY: raw system calls on descriptors this process owns; nothing allocates.
     unsafe {

@@ -24,13 +24,17 @@
 
 use std::ffi::{CString, OsStr, OsString, c_int, c_void};
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::ExitStatus;
 use std::sync::{Mutex, OnceLock};
 
+use nix::errno::Errno;
+use nix::sys::signal::{Signal, kill};
+use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use nix::unistd::Pid;
 use tokio::io::unix::AsyncFd;
 use tokio::net::unix::pipe;
 
@@ -60,7 +64,7 @@ pub(crate) struct Request<'a> {
     /// A pipe for stdin, or `/dev/null`.
     pub stdin_piped: bool,
     /// Where the child registers its group with the orphan watcher.
-    pub watcher: Option<RawFd>,
+    pub watcher: Option<BorrowedFd<'static>>,
     pub confinement: Option<Confinement>,
 }
 
@@ -106,7 +110,7 @@ struct ChildArgs {
     cwd: CString,
     /// Descriptors to become 0, 1 and 2; all of them above 2 (see `above_stdio`).
     stdio: [RawFd; 3],
-    watcher: Option<RawFd>,
+    watcher: Option<BorrowedFd<'static>>,
     confinement: Option<Confinement>,
     /// Set by the child when a step failed: (step, errno).
     failure: Option<(Step, i32)>,
@@ -114,10 +118,6 @@ struct ChildArgs {
 
 /// Starts the child. Must be called within a tokio runtime (the pipes and the pidfd are
 /// registered with its reactor).
-#[expect(
-    unsafe_code,
-    reason = "clone(CLONE_VM | CLONE_VFORK) and the raw descriptors around it"
-)]
 pub(crate) fn spawn(request: Request<'_>) -> Result<Child, SpawnError> {
     reap_dropped();
     let c = |bytes: &[u8]| CString::new(bytes).map_err(|_| invalid("a NUL byte in an argument or variable"));
@@ -225,8 +225,8 @@ pub(crate) fn spawn(request: Request<'_>) -> Result<Child, SpawnError> {
         })
     })();
     started.map_err(|error| {
-        // SAFETY: kill(2) and waitpid(2) of our own, unreaped child.
-        unsafe { libc::kill(pid, libc::SIGKILL) };
+        // Our own, unreaped child: the pid names no other process.
+        let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
         let _ = wait_blocking(pid);
         SpawnError::parent(error)
     })
@@ -249,31 +249,23 @@ impl Child {
         }
     }
 
-    #[expect(unsafe_code, reason = "waitpid of our own child")]
+    /// Our own child cannot have been reaped elsewhere: nothing in Elph waits for any child, and
+    /// tokio waits for its own children by pid.
     fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
-        let mut status: c_int = 0;
-        // SAFETY: waitpid(2) of our own child, which cannot have been reaped elsewhere (nothing in
-        // Elph waits for any child, and tokio waits for its own children by pid).
-        match unsafe { libc::waitpid(self.pid, &mut status, libc::WNOHANG) } {
-            0 => Ok(None),
-            pid if pid == self.pid => {
-                self.reaped = true;
-                Ok(Some(ExitStatus::from_raw(status)))
-            }
-            _ => Err(io::Error::last_os_error()),
-        }
+        let status = exit_status(waitpid(Pid::from_raw(self.pid), Some(WaitPidFlag::WNOHANG))?);
+        self.reaped |= status.is_some();
+        Ok(status)
     }
 }
 
 impl Drop for Child {
-    #[expect(unsafe_code, reason = "kill of our own unreaped child")]
     fn drop(&mut self) {
         if self.reaped {
             return;
         }
         // A child dropped unreaped (a cancelled run): killed, and reaped now or at a later spawn.
-        // SAFETY: the pid is our own unreaped child, so it names no other process.
-        unsafe { libc::kill(self.pid, libc::SIGKILL) };
+        // The pid is our own unreaped child, so it names no other process.
+        let _ = kill(Pid::from_raw(self.pid), Signal::SIGKILL);
         if !matches!(self.try_wait(), Ok(Some(_))) {
             dropped().push(self.pid);
         }
@@ -287,31 +279,38 @@ fn dropped() -> std::sync::MutexGuard<'static, Vec<i32>> {
 }
 
 /// Reaps the dropped children that have exited since.
-#[expect(unsafe_code, reason = "waitpid of our own children")]
 fn reap_dropped() {
     dropped().retain(|&pid| {
-        let mut status: c_int = 0;
-        // SAFETY: waitpid(2) of our own child, killed and not reaped yet.
-        unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) == 0 }
+        matches!(
+            waitpid(Pid::from_raw(pid), Some(WaitPidFlag::WNOHANG)),
+            Ok(WaitStatus::StillAlive)
+        )
     });
 }
 
 /// Blocks until `pid` (our child, exited or killed) is reaped.
-#[expect(unsafe_code, reason = "waitpid of our own child")]
 fn wait_blocking(pid: i32) -> io::Result<()> {
-    let mut status: c_int = 0;
     loop {
-        // SAFETY: waitpid(2) of our own child.
-        match unsafe { libc::waitpid(pid, &mut status, 0) } {
-            -1 if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted => continue,
-            -1 => return Err(io::Error::last_os_error()),
-            _ => return Ok(()),
+        match waitpid(Pid::from_raw(pid), None) {
+            Err(Errno::EINTR) => continue,
+            Err(error) => return Err(error.into()),
+            Ok(_) => return Ok(()),
         }
     }
 }
 
+/// A wait status as std's `ExitStatus` (the raw `wait(2)` encoding); `None` while the child runs.
+fn exit_status(status: WaitStatus) -> Option<ExitStatus> {
+    match status {
+        WaitStatus::Exited(_, code) => Some(ExitStatus::from_raw((code & 0xff) << 8)),
+        WaitStatus::Signaled(_, signal, core_dumped) => Some(ExitStatus::from_raw(
+            signal as c_int | if core_dumped { 0x80 } else { 0 },
+        )),
+        _ => None,
+    }
+}
+
 /// The child: runs on its own stack in the parent's memory until exec.
-#[expect(unsafe_code, reason = "the child of the clone, in the parent's memory")]
 extern "C" fn child_main(raw: *mut c_void) -> c_int {
     // SAFETY: `raw` is the `ChildArgs` the parent keeps alive, and only this child uses it while
     // the parent's thread is suspended.
@@ -324,11 +323,10 @@ extern "C" fn child_main(raw: *mut c_void) -> c_int {
 }
 
 /// The steps before exec, then exec; returns only on a failure: which step, which errno.
-#[expect(unsafe_code, reason = "raw system calls between clone and exec")]
 fn child_steps(args: &mut ChildArgs) -> (Step, i32) {
     let errno = || io::Error::last_os_error().raw_os_error().unwrap_or(libc::EINVAL);
-    // SAFETY (this whole function): system calls on memory prepared before the clone; nothing
-    // allocates, locks or unwinds. The errors are `Os` errors (no allocation either).
+    // SAFETY: system calls on memory prepared before the clone; nothing allocates, locks or
+    // unwinds. The errors are `Os` errors (no allocation either).
     unsafe {
         // No handler of Elph's may run here, in the shared memory: every handled signal goes back
         // to its default (exec would do the same), and SIGPIPE too (Rust ignores it).
@@ -383,7 +381,6 @@ struct Stack {
 }
 
 impl Stack {
-    #[expect(unsafe_code, reason = "mmap of the child's stack")]
     fn new() -> io::Result<Stack> {
         // SAFETY: a fresh anonymous mapping, and a protection change of its own first page.
         unsafe {
@@ -413,7 +410,6 @@ impl Stack {
 }
 
 impl Drop for Stack {
-    #[expect(unsafe_code, reason = "munmap of the child's stack")]
     fn drop(&mut self) {
         // SAFETY: our own mapping, no longer used: the child exec'd (a new address space) or exited.
         unsafe {
@@ -422,42 +418,30 @@ impl Drop for Stack {
     }
 }
 
-#[expect(unsafe_code, reason = "sysconf")]
 fn page_size() -> usize {
-    // SAFETY: sysconf(3) has no preconditions.
-    usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096)
+    nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE)
+        .ok()
+        .flatten()
+        .and_then(|size| usize::try_from(size).ok())
+        .unwrap_or(4096)
 }
 
 /// A pipe, both ends close-on-exec and above 2: (read end, write end).
-#[expect(unsafe_code, reason = "pipe2 and ownership of its descriptors")]
 fn pipe_pair() -> io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0 as c_int; 2];
-    // SAFETY: pipe2(2) into a two-element array.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: the two descriptors were just created and are owned by nobody else.
-    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
     Ok((above_stdio(read)?, above_stdio(write)?))
 }
 
 /// `fd`, moved above 2 when it is one of 0, 1, 2 (possible when Elph's own are closed), so the
-/// child's dup2 onto 0, 1 and 2 never overwrites a descriptor it still has to move.
-#[expect(unsafe_code, reason = "fcntl F_DUPFD_CLOEXEC")]
+/// child's dup2 onto 0, 1 and 2 never overwrites a descriptor it still has to move. std's
+/// `try_clone` is `fcntl(F_DUPFD_CLOEXEC, 3)`: the copy is 3 or above.
 fn above_stdio(fd: OwnedFd) -> io::Result<OwnedFd> {
     if fd.as_raw_fd() > 2 {
         return Ok(fd);
     }
-    // SAFETY: fcntl(2) F_DUPFD_CLOEXEC of a descriptor we own; the copy is owned by the result.
-    let copy = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 3) };
-    if copy < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: `copy` was just created and is owned by nobody else.
-    Ok(unsafe { OwnedFd::from_raw_fd(copy) })
+    fd.try_clone()
 }
 
-#[expect(unsafe_code, reason = "the pidfd_open system call")]
 fn pidfd_open(pid: i32) -> io::Result<OwnedFd> {
     // SAFETY: pidfd_open(2) with no flags; the result is a new descriptor we own.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };

@@ -572,7 +572,6 @@ fn new_session(command: &mut std::process::Command) {
 }
 
 /// The one place that runs code in a forked child before exec.
-#[expect(unsafe_code, reason = "pre_exec runs code in the forked child")]
 fn in_child_before_exec<F>(command: &mut std::process::Command, setup: F)
 where
     F: FnMut() -> io::Result<()> + Send + Sync + 'static,
@@ -928,14 +927,10 @@ mod tests {
     /// the spawning thread blocks a signal and the process ignores SIGPIPE (as Rust does).
     #[tokio::test]
     async fn the_child_leads_its_own_session_with_a_clean_signal_state() {
-        #[expect(unsafe_code, reason = "blocks a signal in the test's thread")]
-        // SAFETY: a signal mask change of this test's own thread, on a stack sigset.
-        unsafe {
-            let mut usr1: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut usr1);
-            libc::sigaddset(&mut usr1, libc::SIGUSR1);
-            libc::pthread_sigmask(libc::SIG_BLOCK, &usr1, std::ptr::null_mut());
-        }
+        let mut usr1 = nix::sys::signal::SigSet::empty();
+        usr1.add(Signal::SIGUSR1);
+        nix::sys::signal::pthread_sigmask(nix::sys::signal::SigmaskHow::SIG_BLOCK, Some(&usr1), None)
+            .unwrap();
         let script = [
             OsStr::new("-c"),
             OsStr::new(
