@@ -350,6 +350,14 @@ fn send_workflow_notices(events: &UnboundedSender<AgentEvent>, workflows: &Workf
     }
 }
 
+/// A session id the store does not have (front ends tell it apart: ACP answers "resource not
+/// found").
+#[derive(Debug, thiserror::Error)]
+#[error("no session '{id}'; `elph sessions` lists this project's sessions")]
+pub(crate) struct UnknownSession {
+    pub(crate) id: String,
+}
+
 /// The store, the session id, its transcript, whether it is new or resumed, and notices for the
 /// user about what was repaired on load.
 type OpenedSession = (
@@ -388,7 +396,7 @@ fn open_session(paths: &Paths, choice: &SessionChoice, model: &str) -> anyhow::R
         ),
         SessionChoice::Resume(id) => {
             if store.session(id)?.is_none() {
-                anyhow::bail!("no session '{id}'; `elph sessions` lists this project's sessions");
+                return Err(UnknownSession { id: id.clone() }.into());
             }
             Some(store.take_of_project(id, project)?.id)
         }

@@ -12,6 +12,7 @@ mod approval;
 mod commands;
 mod forward;
 mod framing;
+mod handshake;
 mod mcp;
 mod session;
 mod updates;
@@ -129,17 +130,28 @@ pub fn run(cwd: Option<&Path>, args: AcpArgs) -> anyhow::Result<u8> {
 /// Serves one client on the process's stdin and stdout.
 ///
 /// Incoming lines are bounded ([`framing::MAX_LINE`]) and must be UTF-8; one that is not gets a
-/// JSON-RPC error and the connection goes on. Each outgoing frame is one write of one line.
+/// JSON-RPC error and the connection goes on. The lines after an `initialize` wait for its answer
+/// ([`handshake`]), so a client may pipeline. Each outgoing frame is one write of one line.
 pub(crate) async fn serve_stdio(config: AcpConfig) -> Result<(), agent_client_protocol::Error> {
     use tokio::io::AsyncWriteExt;
-    let incoming = framing::bounded_lines(tokio::io::BufReader::new(tokio::io::stdin()), framing::MAX_LINE);
-    let outgoing = futures::sink::unfold(tokio::io::stdout(), |mut out, frame: String| async move {
-        let mut line = frame.into_bytes();
-        line.push(b'\n');
-        out.write_all(&line).await?;
-        out.flush().await?;
-        Ok::<_, std::io::Error>(out)
-    });
+    let handshake = handshake::Handshake::default();
+    let incoming = handshake.gate(framing::bounded_lines(
+        tokio::io::BufReader::new(tokio::io::stdin()),
+        framing::MAX_LINE,
+    ));
+    let outgoing = futures::sink::unfold(
+        (tokio::io::stdout(), handshake),
+        |(mut out, handshake), frame: String| async move {
+            // The protocol library counts the handshake as done once it hands over the answer, and
+            // frames are written in order: the next line may go on now.
+            handshake.sent(&frame);
+            let mut line = frame.into_bytes();
+            line.push(b'\n');
+            out.write_all(&line).await?;
+            out.flush().await?;
+            Ok::<_, std::io::Error>((out, handshake))
+        },
+    );
     serve(config, Lines::new(Box::pin(outgoing), Box::pin(incoming))).await
 }
 

@@ -4,7 +4,7 @@
 //! only submit operations: a prompt, or a slash command from the session's table; `session/cancel`
 //! cancels the session's current cancellation token, which every prompt accepted so far holds.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -41,6 +41,8 @@ struct Handle {
 #[derive(Default)]
 struct Live {
     sessions: HashMap<String, Handle>,
+    /// Sessions a `session/load` of this connection is opening now.
+    loading: HashSet<String>,
     /// The client has gone: sessions that finish opening end at once.
     closing: bool,
 }
@@ -68,6 +70,30 @@ impl Opening {
             }
             Opening::Load(responder) => responder.respond(LoadSessionResponse::new().modes(modes)),
         };
+    }
+}
+
+/// A `session/load` of a session this connection has open, or is opening already.
+fn open_here(id: &str) -> Error {
+    Error::new(
+        ErrorCode::INVALID_PARAMS,
+        format!(
+            "session {id} is already open on this connection; send its prompts with this sessionId, \
+             or load it on another connection once this one has closed"
+        ),
+    )
+    .data(serde_json::json!({ "sessionId": id }))
+}
+
+/// Holds a session id in [`Live::loading`] while its `session/load` runs.
+struct LoadingGuard {
+    sessions: Arc<Sessions>,
+    id: String,
+}
+
+impl Drop for LoadingGuard {
+    fn drop(&mut self) {
+        lock(&self.sessions.live).loading.remove(&self.id);
     }
 }
 
@@ -202,6 +228,19 @@ impl Sessions {
         }
     }
 
+    /// Marks session `id` as being loaded by this connection until the guard goes; an error when
+    /// this connection already has it open or is loading it.
+    fn claim_loading(self: &Arc<Self>, id: &str) -> Result<LoadingGuard, Error> {
+        let mut live = lock(&self.live);
+        if live.sessions.contains_key(id) || !live.loading.insert(id.to_string()) {
+            return Err(open_here(id));
+        }
+        Ok(LoadingGuard {
+            sessions: self.clone(),
+            id: id.to_string(),
+        })
+    }
+
     /// The client has gone: cancels what runs, fires sessionEnd for every session, and waits for
     /// all of them.
     pub(crate) async fn close_all(&self, reason: &str) {
@@ -261,12 +300,21 @@ impl Sessions {
                 )
             })?;
         let (session, events) = built.map_err(|err| {
-            // Another project's session, one in use, an unknown id: the request's mistake.
-            let code = match err.downcast_ref::<crate::store::StoreError>() {
-                Some(store) if store.is_about_the_request() => ErrorCode::INVALID_PARAMS,
-                _ => ErrorCode::INTERNAL_ERROR,
-            };
-            Error::new(code, format!("{err:#}"))
+            // An unknown id is a resource not found (the schema's -32002, with the id in `data`);
+            // another project's session or one in use is the request's mistake; the rest is ours.
+            let message = format!("{err:#}");
+            if let Some(unknown) = err.downcast_ref::<crate::runtime::UnknownSession>() {
+                return Error::new(ErrorCode::RESOURCE_NOT_FOUND, message)
+                    .data(serde_json::json!({ "sessionId": unknown.id }));
+            }
+            match err.downcast_ref::<crate::store::StoreError>() {
+                Some(crate::store::StoreError::NoSuchSession { id, .. }) => {
+                    Error::new(ErrorCode::RESOURCE_NOT_FOUND, message)
+                        .data(serde_json::json!({ "sessionId": id }))
+                }
+                Some(store) if store.is_about_the_request() => Error::new(ErrorCode::INVALID_PARAMS, message),
+                _ => Error::new(ErrorCode::INTERNAL_ERROR, message),
+            }
         })?;
         Ok((session, events, diagnostics))
     }
@@ -280,6 +328,16 @@ impl Sessions {
         cx: ConnectionTo<Client>,
     ) {
         let resume = matches!(choice, SessionChoice::Resume(_));
+        // A session this connection has open (or is opening) is not loaded a second time: its
+        // lease is this process's own, and "in use by <this pid>" would send the client off to
+        // wait for itself.
+        let loading = match &choice {
+            SessionChoice::Resume(id) => match self.claim_loading(id) {
+                Ok(guard) => Some(guard),
+                Err(error) => return opening.fail(error),
+            },
+            _ => None,
+        };
         let (session, events, diagnostics) = match self.build(cwd, mcp_servers, choice).await {
             Ok(built) => built,
             Err(error) => {
@@ -302,8 +360,7 @@ impl Sessions {
             let mut live = lock(&self.live);
             if live.sessions.contains_key(&id) {
                 drop(live);
-                let message = format!("session {id} is already open on this connection");
-                return opening.fail(Error::new(ErrorCode::INVALID_PARAMS, message));
+                return opening.fail(open_here(&id));
             }
             let (handle, task) = session.spawn();
             if live.closing {
@@ -319,6 +376,8 @@ impl Sessions {
             live.sessions.insert(id.clone(), handle);
             task
         };
+        // From here the live session itself stands for it.
+        drop(loading);
         let session_id = SessionId::new(id);
         Forwarder::new(cx, session_id.clone(), project_dir, opening, waiting)
             .with_notices(diagnostics.iter().map(ToString::to_string))

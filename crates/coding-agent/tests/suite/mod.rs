@@ -1,5 +1,6 @@
 mod acp;
 mod acp_binary;
+mod acp_edges;
 mod acp_mcp;
 mod acp_modes;
 mod acp_policy;
