@@ -79,7 +79,7 @@ pub(crate) fn render(text: &str, width: usize, indent: &str) -> Vec<Line<'static
             lines.extend(wrap(&spans, width, &bar, &bar));
             continue;
         }
-        let depth = (raw.len() - trimmed.len()) / 2;
+        let depth = (raw.chars().count() - trimmed.chars().count()) / 2;
         if let Some((bullet, rest)) = list_item(trimmed) {
             let lead = format!("{indent}{}", "  ".repeat(depth));
             let first = vec![
@@ -108,7 +108,7 @@ fn fence_marker(line: &str) -> Option<String> {
 fn heading(line: &str) -> Option<(usize, &str)> {
     let level = line.chars().take_while(|c| *c == '#').count();
     if (1..=6).contains(&level) {
-        let rest = &line[level..];
+        let rest = line.trim_start_matches('#');
         if rest.is_empty() || rest.starts_with(' ') {
             return Some((level, rest.trim()));
         }
@@ -136,10 +136,11 @@ fn list_item(line: &str) -> Option<(String, &str)> {
     }
     let digits = line.chars().take_while(|c| c.is_ascii_digit()).count();
     if (1..=3).contains(&digits) {
-        let rest = &line[digits..];
+        // ASCII digits are one byte each, so `digits` is a character boundary.
+        let (number, rest) = line.split_at_checked(digits)?;
         for sep in [". ", ") "] {
             if let Some(text) = rest.strip_prefix(sep) {
-                return Some((format!("{}. ", &line[..digits]), text));
+                return Some((format!("{number}. "), text));
             }
         }
     }
@@ -167,52 +168,60 @@ pub(crate) fn inline(text: &str) -> Vec<Span<'static>> {
             spans.push(Span::styled(std::mem::take(plain), s));
         }
     };
+    // Every step moves on by whole characters or whole markers (no byte offsets), so no text,
+    // however many bytes its characters take, is cut inside one.
     let mut rest = text;
     while let Some(c) = rest.chars().next() {
+        let mut chars = rest.chars();
+        chars.next();
+        let after = chars.as_str();
         if c == '`'
-            && let Some(end) = rest[1..].find('`')
+            && let Some((code, tail)) = after.split_once('`')
         {
             flush(&mut plain, &mut spans, style(bold, italic));
-            spans.push(Span::styled(rest[1..1 + end].to_string(), code_style()));
-            rest = &rest[end + 2..];
+            spans.push(Span::styled(code.to_string(), code_style()));
+            rest = tail;
             continue;
         }
-        if (rest.starts_with("**") || rest.starts_with("__")) && (bold || rest[2..].contains(&rest[..2])) {
+        if let Some(marker) = ["**", "__"].into_iter().find(|m| rest.starts_with(m))
+            && let Some(tail) = rest.strip_prefix(marker)
+            && (bold || tail.contains(marker))
+        {
             flush(&mut plain, &mut spans, style(bold, italic));
             bold = !bold;
-            rest = &rest[2..];
+            rest = tail;
             continue;
         }
-        let opens_italic = !italic
-            && rest[1..].chars().next().is_some_and(|next| !next.is_whitespace())
-            && rest[1..].contains('*');
-        if c == '*' && (italic || opens_italic) {
-            flush(&mut plain, &mut spans, style(bold, italic));
-            italic = !italic;
-            rest = &rest[1..];
-            continue;
-        }
-        if c == '['
-            && let Some(close) = rest.find("](")
-            && let Some(end) = rest[close..].find(')')
-        {
-            let label = &rest[1..close];
-            let url = &rest[close + 2..close + end];
-            if !label.contains('[') && !url.contains(' ') {
+        if c == '*' {
+            let opens_italic = !italic
+                && after.chars().next().is_some_and(|next| !next.is_whitespace())
+                && after.contains('*');
+            if italic || opens_italic {
                 flush(&mut plain, &mut spans, style(bold, italic));
-                spans.push(Span::styled(
-                    label.to_string(),
-                    style(bold, italic).add_modifier(Modifier::UNDERLINED),
-                ));
-                if url != label {
-                    spans.push(Span::styled(format!(" ({url})"), marker_style()));
-                }
-                rest = &rest[close + end + 1..];
+                italic = !italic;
+                rest = after;
                 continue;
             }
         }
+        if c == '['
+            && let Some((label, tail)) = after.split_once("](")
+            && let Some((url, tail)) = tail.split_once(')')
+            && !label.contains('[')
+            && !url.contains(' ')
+        {
+            flush(&mut plain, &mut spans, style(bold, italic));
+            spans.push(Span::styled(
+                label.to_string(),
+                style(bold, italic).add_modifier(Modifier::UNDERLINED),
+            ));
+            if url != label {
+                spans.push(Span::styled(format!(" ({url})"), marker_style()));
+            }
+            rest = tail;
+            continue;
+        }
         plain.push(c);
-        rest = &rest[c.len_utf8()..];
+        rest = after;
     }
     flush(&mut plain, &mut spans, style(bold, italic));
     spans
@@ -277,5 +286,75 @@ mod tests {
         let spans = inline("2 * 3");
         assert_eq!(spans.len(), 1);
         assert_eq!(spans[0].content, "2 * 3");
+    }
+
+    #[test]
+    fn multi_byte_text_is_cut_only_between_characters() {
+        // Each of these panicked with "byte index 1 is not a char boundary" (issue 28).
+        for text in [
+            "é",
+            "— a dash",
+            "🎉 done",
+            "日本語",
+            "e\u{301}",
+            "שלום",
+            "a*é*b",
+            "*é*",
+            "`é`",
+            "[é](ü)",
+        ] {
+            let lines = render(text, 20, "  ");
+            assert!(!lines.is_empty(), "{text}");
+        }
+        let spans = inline("— **日本** *é* `🎉` [ü](x)");
+        let text: Vec<&str> = spans.iter().map(|s| s.content.as_ref()).collect();
+        assert_eq!(text, vec!["— ", "日本", " ", "é", " ", "🎉", " ", "ü", " (x)"]);
+        assert_eq!(texts(&render("1. 日本", 20, "")), vec!["1. 日本"]);
+        assert_eq!(texts(&render("## ü", 20, "")), vec!["ü"]);
+    }
+
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// Text with what breaks renderers: multi-byte, wide and combining characters, emoji, RTL
+        /// and bidi controls, C0/C1 controls, and the markup characters themselves.
+        fn hostile_text() -> impl Strategy<Value = String> {
+            let pieces = prop_oneof![
+                Just("é".to_string()),
+                Just("—".to_string()),
+                Just("🎉".to_string()),
+                Just("👩‍👩‍👧".to_string()),
+                Just("日本語".to_string()),
+                Just("e\u{301}\u{302}".to_string()),
+                Just("שלום".to_string()),
+                Just("\u{202e}".to_string()),
+                Just("\x1b]52;c;eA==\x07".to_string()),
+                Just("\u{9b}2J".to_string()),
+                Just("\t\r\n\x00".to_string()),
+                "[*_`#>\\[\\]()~ \n0-9.-]{1,4}",
+                any::<String>(),
+            ];
+            prop::collection::vec(pieces, 0..24).prop_map(|parts| parts.concat())
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(512))]
+
+            /// Any text at any width renders without a panic, and no control character reaches
+            /// the screen.
+            #[test]
+            fn any_text_at_any_width(text in hostile_text(), width in 0usize..120, indent in "[ ]{0,4}") {
+                for line in render(&text, width, &indent) {
+                    for span in &line.spans {
+                        prop_assert!(
+                            !span.content.chars().any(|c| c.is_control()),
+                            "a control character in {:?}",
+                            span.content
+                        );
+                    }
+                }
+            }
+        }
     }
 }

@@ -1,9 +1,63 @@
 //! The YAML frontmatter of a Markdown file (`---` lines around `key: value` pairs), as the Agent
 //! Skills format and the prompt-file conventions of other agents write it.
 
-use gray_matter::Matter;
-use gray_matter::engine::YAML;
+use gray_matter::engine::{Engine, YAML};
+use gray_matter::{Matter, Pod};
 use serde_json::{Map, Value};
+use yaml_rust2::parser::{Event, Parser};
+
+/// The deepest nesting of lists and mappings a frontmatter may have. Real frontmatter is a flat
+/// list of `key: value` lines (a `metadata:` mapping at most); the tree built from it is dropped
+/// and converted recursively, so a 1 MiB file of `- - - - …` (half a million levels) would
+/// overflow the stack.
+const MAX_DEPTH: usize = 32;
+
+/// gray_matter's YAML engine behind a check of the parser's events: an alias (`*name`) is
+/// refused, because the loader expands each one into a copy of what it names, so a few hundred
+/// bytes of nested aliases (a "billion laughs") become gigabytes; and so is nesting deeper than
+/// [`MAX_DEPTH`]. The check streams events and builds nothing, so it is linear in the text.
+struct BoundedYaml;
+
+impl Engine for BoundedYaml {
+    fn parse(content: &str) -> gray_matter::Result<Pod> {
+        check_bounds(content).map_err(gray_matter::Error::UnsupportedError)?;
+        YAML::parse(content)
+    }
+}
+
+/// Why `yaml` may not be loaded, in words that follow "its frontmatter".
+fn check_bounds(yaml: &str) -> Result<(), String> {
+    let mut parser = Parser::new_from_str(yaml);
+    let mut depth = 0usize;
+    loop {
+        // A syntax error is left for the loader, which words it the same way as before.
+        let Ok((event, _)) = parser.next_token() else {
+            return Ok(());
+        };
+        match event {
+            Event::StreamEnd => return Ok(()),
+            Event::Alias(_) => {
+                return Err(
+                    "uses a YAML alias (`*name`); aliases are refused in frontmatter, since \
+                     each one copies what it names and a small file can expand to gigabytes \
+                     (write the value out instead)"
+                        .to_string(),
+                );
+            }
+            Event::SequenceStart(..) | Event::MappingStart(..) => {
+                depth += 1;
+                if depth > MAX_DEPTH {
+                    return Err(format!(
+                        "nests lists or mappings more than {MAX_DEPTH} levels deep; frontmatter is \
+                         a list of `key: value` lines"
+                    ));
+                }
+            }
+            Event::SequenceEnd | Event::MappingEnd => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+}
 
 /// A Markdown file split into its frontmatter fields and its body.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -26,10 +80,11 @@ impl Document {
                 body: text.to_string(),
             });
         }
-        let matter = Matter::<YAML>::new();
-        let parsed = matter
-            .parse::<gray_matter::Pod>(text)
-            .map_err(|error| format!("its frontmatter is not valid YAML ({error})"))?;
+        let matter = Matter::<BoundedYaml>::new();
+        let parsed = matter.parse::<Pod>(text).map_err(|error| match error {
+            gray_matter::Error::UnsupportedError(why) => format!("its frontmatter {why}"),
+            error => format!("its frontmatter is not valid YAML ({error})"),
+        })?;
         let fields = match parsed.data {
             None => Map::new(),
             Some(pod) => match pod
@@ -114,6 +169,75 @@ mod tests {
             doc.text("name").unwrap_err(),
             "frontmatter field 'name' must be text, not a number"
         );
+    }
+
+    #[test]
+    fn aliases_and_deep_nesting_are_refused() {
+        let laughs = "---\nname: x\na: &a [\"lol\",\"lol\"]\nb: &b [*a,*a]\nc: [*b,*b]\n---\nbody";
+        let error = Document::parse(laughs).unwrap_err();
+        assert!(error.starts_with("its frontmatter uses a YAML alias"), "{error}");
+        // An anchor alone expands nothing.
+        let doc = Document::parse("---\ndescription: &d text\n---\n").unwrap();
+        assert_eq!(doc.text("description").unwrap().as_deref(), Some("text"));
+        let deep = format!("---\na: {}1{}\n---\n", "[".repeat(40), "]".repeat(40));
+        assert!(
+            Document::parse(&deep)
+                .unwrap_err()
+                .contains("more than 32 levels")
+        );
+        let deep = format!("---\na:\n{}x\n---\n", "- ".repeat(100_000));
+        assert!(
+            Document::parse(&deep)
+                .unwrap_err()
+                .contains("more than 32 levels")
+        );
+        let nested = "---\nmetadata:\n  a:\n    b: [1, {c: d}]\n---\n";
+        assert!(Document::parse(nested).is_ok());
+    }
+
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn yamlish() -> impl Strategy<Value = String> {
+            let pieces = prop_oneof![
+                "[a-z]{1,3}: ",
+                Just("\n".to_string()),
+                Just("  ".to_string()),
+                Just("- ".to_string()),
+                Just("&a ".to_string()),
+                Just("*a".to_string()),
+                Just("[".to_string()),
+                Just("]".to_string()),
+                Just("{".to_string()),
+                Just("}".to_string()),
+                Just(", ".to_string()),
+                Just("'".to_string()),
+                Just("\"".to_string()),
+                Just("!!binary ".to_string()),
+                Just("? ".to_string()),
+                Just("|\n".to_string()),
+                Just("é日🎉".to_string()),
+                Just("---\n".to_string()),
+                any::<String>(),
+            ];
+            prop::collection::vec(pieces, 0..40).prop_map(|parts| parts.concat())
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(256))]
+
+            /// Any frontmatter gives a document or an error in words, never a panic.
+            #[test]
+            fn any_frontmatter_is_a_value_or_an_error(yaml in yamlish(), body in ".{0,20}") {
+                let text = format!("---\n{yaml}\n---\n{body}");
+                if let Ok(doc) = Document::parse(&text) {
+                    for field in ["name", "description", "argument-hint"] {
+                        let _ = doc.text(field);
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -387,3 +387,82 @@ fn doctor_lists_skills_templates_and_their_problems() {
         "{report}"
     );
 }
+
+/// A "billion laughs": 9 levels of 9 aliases each, under 300 bytes, that a loader expanding aliases
+/// turns into 9^9 strings (several GB).
+fn billion_laughs(name: &str) -> String {
+    let mut text = format!(
+        "---\nname: {name}\ndescription: laughs\na: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n"
+    );
+    for (level, below) in ["b", "c", "d", "e", "f", "g", "h", "i"]
+        .iter()
+        .zip(["a", "b", "c", "d", "e", "f", "g", "h"])
+    {
+        let refs = vec![format!("*{below}"); 9].join(",");
+        text.push_str(&format!("{level}: &{level} [{refs}]\n"));
+    }
+    text.push_str("---\nLaugh.\n");
+    text
+}
+
+/// `elph skills list` / `prompts list` / `run /skill:…` under a 2 GiB address-space limit: a loader
+/// that expanded the aliases would abort (or be killed) long before it finished.
+fn bounded_elph(env: &TestEnv, args: &[&str]) -> std::process::Output {
+    let elph = elph();
+    let mut command = env.command(Path::new("/bin/sh"));
+    command
+        .arg("-c")
+        .arg("ulimit -v 2097152 && exec \"$0\" \"$@\"")
+        .arg(&elph)
+        .args(args);
+    command.output().unwrap()
+}
+
+#[test]
+fn a_billion_laughs_frontmatter_is_refused_with_the_file_and_the_reason() {
+    let env = TestEnv::new();
+    let laughs = billion_laughs("laughs");
+    assert!(laughs.len() < 400, "{}", laughs.len());
+    user_skill(&env, "laughs", &laughs);
+    write(&env.config_dir.join("prompts/laughs.md"), &laughs);
+    let skill_file = env.config_dir.join("skills/laughs/SKILL.md");
+    let template_file = env.config_dir.join("prompts/laughs.md");
+    let why = "its frontmatter uses a YAML alias (`*name`); aliases are refused in frontmatter";
+
+    for (what, kind, file) in [
+        ("skills", "skill", &skill_file),
+        ("prompts", "template", &template_file),
+    ] {
+        let output = bounded_elph(&env, &[what, "list", "--json"]);
+        assert_eq!(output.status.code(), Some(0), "{what}: {output:?}");
+        let listing: Value = serde_json::from_slice(&output.stdout).unwrap();
+        let diagnostics = listing["diagnostics"].as_array().unwrap();
+        assert_eq!(diagnostics.len(), 2, "{listing}");
+        let ours = diagnostics
+            .iter()
+            .find(|d| {
+                d["message"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with(&format!("{kind} skipped: {why}"))
+            })
+            .unwrap_or_else(|| panic!("{listing}"));
+        assert_eq!(ours["file"].as_str(), Some(file.to_str().unwrap()), "{listing}");
+    }
+
+    // The plain listing names the file too; /skill:laughs in a headless run says it is unknown.
+    let output = bounded_elph(&env, &["skills", "list"]);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(text.contains(skill_file.to_str().unwrap()), "{text}");
+    assert!(text.contains("aliases are refused"), "{text}");
+    let output = bounded_elph(
+        &env,
+        &["run", "--model", "scripted/none.json", "/skill:laughs go"],
+    );
+    assert_ne!(output.status.code(), Some(101), "{output:?}");
+    assert!(output.status.code().is_some(), "killed: {output:?}");
+}
