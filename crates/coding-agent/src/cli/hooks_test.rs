@@ -188,19 +188,28 @@ fn events_help() -> String {
 
 /// A whole payload from a file or stdin, checked against the event's payload type.
 fn read_payload(event: HookEvent, source: &Path, project_dir: &Path) -> anyhow::Result<HookPayload> {
-    let (text, name) = if source == Path::new("-") {
-        let mut text = String::new();
+    // The same bounds as a config file: a FIFO or a device is refused before a byte is read, and
+    // at most MAX_CONFIG_BYTES are (stdin included), so `/dev/zero` cannot exhaust memory.
+    let limit = elph_config::MAX_CONFIG_BYTES;
+    let (bytes, name) = if source == Path::new("-") {
+        let mut bytes = Vec::new();
         std::io::stdin()
-            .read_to_string(&mut text)
+            .take(limit + 1)
+            .read_to_end(&mut bytes)
             .context("cannot read the payload from stdin")?;
-        (text, "stdin".to_string())
+        if bytes.len() as u64 > limit {
+            bail!("the payload on stdin is larger than {limit} bytes; a payload this big is refused");
+        }
+        (bytes, "stdin".to_string())
     } else {
-        let text = std::fs::read_to_string(source)
-            .with_context(|| format!("cannot read the payload file {}", source.display()))?;
-        (text, source.display().to_string())
+        match elph_config::read_config(source) {
+            Ok(Some(bytes)) => (bytes, source.display().to_string()),
+            Ok(None) => bail!("the payload file {} does not exist", source.display()),
+            Err(error) => bail!("the payload file {} {}", source.display(), error.reason()),
+        }
     };
     let value: Value =
-        serde_json::from_str(&text).with_context(|| format!("the payload in {name} is not valid JSON"))?;
+        serde_json::from_slice(&bytes).with_context(|| format!("the payload in {name} is not valid JSON"))?;
     let Value::Object(mut object) = value else {
         bail!("the payload in {name} must be a JSON object");
     };
@@ -273,10 +282,15 @@ struct Report {
     hooks: Vec<HookLine>,
     runs: Vec<HookRun>,
     diagnostics: Vec<elph_agent::hooks::HookDiagnostic>,
-    reduced: Reduced,
+    /// The hooks' outcomes combined; `null` when a fail-closed guard could not decide, since a
+    /// session then applies none of them.
+    reduced: Option<Reduced>,
+    /// What a session would do, in words: the one verdict, the same lines as the text output.
+    verdict: Vec<String>,
     /// Diagnostics from loading the hook files.
     configuration: Vec<Diagnostic>,
-    /// The hook whose outcome stopped the chain, if one did.
+    /// The hook that stopped what the event guards, if one did: by its outcome, or as a
+    /// fail-closed guard that could not decide.
     stopped_by: Option<String>,
     /// Why a rewritten toolInput fails the native tool's schema (a real session would fail the call).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -314,10 +328,17 @@ impl Report {
                 fail_closed: hook.fail_closed,
             })
             .collect();
-        let stopped_by = dispatch
-            .reduced
-            .stopped_by()
-            .map(|verdict| verdict.hook_id.clone());
+        let failed_closed = dispatch.failed_closed().map(|failed| FailedClosedReport {
+            failed,
+            consequence: elph_agent::hooks::runner::FailedClosed::consequence(event),
+        });
+        let stopped_by = match &failed_closed {
+            Some(report) => Some(report.failed.hook_id.clone()),
+            None => dispatch
+                .reduced
+                .stopped_by()
+                .map(|verdict| verdict.hook_id.clone()),
+        };
         // A real session checks a rewritten input against the tool's schema again; so does this.
         let rewritten_input_error = PreToolUse::reduced_of(&dispatch.reduced)
             .filter(|reduced| reduced.input_changed && reduced.blocked.is_none())
@@ -327,20 +348,23 @@ impl Report {
                 catalog.get(tool)?;
                 catalog.validate(tool, &reduced.tool_input).err()
             });
+        let verdict = verdict(
+            &dispatch.reduced,
+            failed_closed.as_ref(),
+            rewritten_input_error.as_deref(),
+        );
         Report {
             event,
             payload: payload.clone(),
             hooks,
             runs: dispatch.runs.clone(),
             diagnostics: dispatch.diagnostics.clone(),
-            reduced: dispatch.reduced.clone(),
+            reduced: failed_closed.is_none().then(|| dispatch.reduced.clone()),
+            verdict,
             configuration: set.diagnostics.clone(),
             stopped_by,
             rewritten_input_error,
-            failed_closed: dispatch.failed_closed().map(|failed| FailedClosedReport {
-                failed,
-                consequence: elph_agent::hooks::runner::FailedClosed::consequence(event),
-            }),
+            failed_closed,
         }
     }
 }
@@ -370,7 +394,11 @@ fn print_report(out: &mut impl Write, report: &Report, paths: &Paths) -> std::io
     for hook in &report.hooks {
         match report.runs.iter().find(|run| run.hook_id == hook.id) {
             Some(run) => {
-                print_run(out, run, width)?;
+                let failed_closed = report
+                    .failed_closed
+                    .as_ref()
+                    .is_some_and(|failed| failed.failed.hook_id == run.hook_id);
+                print_run(out, run, width, failed_closed)?;
                 if let Some(mode) = hook.sandbox {
                     writeln!(out, "    ran in the {mode} sandbox")?;
                 }
@@ -418,9 +446,22 @@ fn how_it_failed(process: Option<&ProcessExit>) -> String {
     }
 }
 
-fn print_run(out: &mut impl Write, run: &HookRun, width: usize) -> std::io::Result<()> {
+fn print_run(
+    out: &mut impl Write,
+    run: &HookRun,
+    width: usize,
+    stopped_the_chain: bool,
+) -> std::io::Result<()> {
     let (mark, how) = match run.status {
-        RunStatus::Ok => ("✓", "exit 0".to_string()),
+        // A decision can come with another exit code than 0 (a Claude Code hook blocks with
+        // exit 2); a native handler has no process and no code to show.
+        RunStatus::Ok => (
+            "✓",
+            match run.process.as_ref().and_then(|process| process.exit_code) {
+                Some(code) => format!("exit {code}"),
+                None => "done".to_string(),
+            },
+        ),
         RunStatus::Skipped => ("○", "skipped".to_string()),
         RunStatus::Failed => ("✗", how_it_failed(run.process.as_ref())),
     };
@@ -442,6 +483,7 @@ fn print_run(out: &mut impl Write, run: &HookRun, width: usize) -> std::io::Resu
         )?,
         (RunStatus::Ok, None, _) => writeln!(out, "{indent}outcome: none (empty stdout: no change)")?,
         (RunStatus::Skipped, _, Some(cause)) => writeln!(out, "{indent}{cause}")?,
+        (_, _, Some(cause)) if stopped_the_chain => writeln!(out, "{indent}failed closed: {cause}")?,
         (_, _, Some(cause)) => writeln!(out, "{indent}failed open: {cause}")?,
         (_, _, None) => {}
     }
@@ -465,28 +507,44 @@ fn print_reduced(out: &mut impl Write, report: &Report) -> std::io::Result<()> {
         .filter(|run| run.status != RunStatus::Ok)
         .count();
     let mut summary = format!("{ran} hook(s) ran");
-    if failed > 0 {
-        summary.push_str(&format!(", {failed} failed open or skipped"));
+    match (&report.failed_closed, failed) {
+        (_, 0) => {}
+        (Some(_), 1) => summary.push_str(", 1 failed closed"),
+        (Some(_), failed) => summary.push_str(&format!(
+            ", 1 failed closed, {} failed open or skipped",
+            failed - 1
+        )),
+        (None, failed) => summary.push_str(&format!(", {failed} failed open or skipped")),
     }
     writeln!(out, "Result ({summary}):")?;
-    for line in report.reduced.explain() {
+    for line in &report.verdict {
         writeln!(out, "  {line}")?;
     }
-    if let Some(error) = &report.rewritten_input_error {
-        writeln!(
-            out,
-            "  ✗ the rewritten input fails the tool's schema, so a real session fails the call: {error}"
-        )?;
-    }
-    if let Some(report) = &report.failed_closed {
-        writeln!(
-            out,
-            "  ✗ {}: in a session, {}",
+    Ok(())
+}
+
+/// The result in words, as a session would reach it: a fail-closed guard that could not decide
+/// stops what it guards, whatever the other hooks said, so it is the whole verdict; otherwise the
+/// chain's combined outcome, and a rewritten input that the tool's schema refuses.
+fn verdict(
+    reduced: &Reduced,
+    failed_closed: Option<&FailedClosedReport>,
+    rewritten_input_error: Option<&str>,
+) -> Vec<String> {
+    if let Some(report) = failed_closed {
+        return vec![format!(
+            "✗ {}: in a session, {}.",
             report.failed.reason(),
             report.consequence
-        )?;
+        )];
     }
-    Ok(())
+    let mut lines = reduced.explain();
+    if let Some(error) = rewritten_input_error {
+        lines.push(format!(
+            "✗ the rewritten input fails the tool's schema, so a real session fails the call: {error}"
+        ));
+    }
+    lines
 }
 
 /// The outcome as the hook would have written it: fields it left out are not shown as null.

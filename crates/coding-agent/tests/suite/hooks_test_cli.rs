@@ -428,3 +428,150 @@ fn other_events_report_their_reduced_outcome_in_words() {
         }
     }
 }
+
+#[test]
+fn a_fail_closed_guard_that_cannot_start_gets_one_verdict_in_text_and_json() {
+    let world = World::new();
+    // The interpreter does not exist: the guard cannot start.
+    world.script("guard.sh", "#!/nonexistent/interpreter\necho '{}'");
+    let guard = world.config_dir.join("hooks/guard.sh");
+    std::fs::write(&guard, "#!/nonexistent/interpreter\necho '{}'\n").unwrap();
+    world.script("allow.sh", "cat > /dev/null; echo '{}'");
+    world.home_hooks(json!([
+        {"id": "allow", "event": "preToolUse", "command": "hooks/allow.sh"},
+        {"id": "no-writes", "event": "preToolUse", "command": "hooks/guard.sh", "failClosed": true},
+    ]));
+    let args = [
+        "preToolUse",
+        "--tool",
+        "write_file",
+        "--input",
+        r#"{"path":"a","content":"b"}"#,
+    ];
+    let (code, out, err) = world.hooks_test(&args);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("did not start"), "{out}");
+    assert!(out.contains("failed closed: "), "{out}");
+    assert!(out.contains("Result (2 hook(s) ran, 1 failed closed):"), "{out}");
+    assert!(out.contains("in a session, the tool call is blocked"), "{out}");
+    // Nothing that contradicts it.
+    for wrong in ["failed open", "not blocked", "goes on to native approval"] {
+        assert!(!out.contains(wrong), "{wrong:?} in:\n{out}");
+    }
+
+    let mut json_args = args.to_vec();
+    json_args.push("--json");
+    let (code, out, err) = world.hooks_test(&json_args);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let doc: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(doc["reduced"], Value::Null, "{doc}");
+    assert_eq!(doc["stoppedBy"], "no-writes");
+    assert_eq!(doc["failedClosed"]["hookId"], "no-writes");
+    let verdict = doc["verdict"].as_array().unwrap();
+    assert_eq!(verdict.len(), 1, "{doc}");
+    assert!(
+        verdict[0]
+            .as_str()
+            .unwrap()
+            .contains("in a session, the tool call is blocked"),
+        "{doc}"
+    );
+}
+
+#[test]
+fn a_claude_code_hook_that_exits_2_shows_exit_2() {
+    let world = World::new();
+    world.script(
+        "cc.sh",
+        "cat > /dev/null\necho 'rm -rf is not allowed here' >&2\nexit 2",
+    );
+    world.home_hooks(json!([
+        {"id": "cc-guard", "event": "preToolUse", "command": "hooks/cc.sh", "protocol": "claude-code"},
+    ]));
+    let (code, out, err) = world.hooks_test(&["preToolUse", "--input", r#"{"command": "rm -rf /"}"#]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let line = out.lines().find(|line| line.contains("cc-guard")).unwrap();
+    assert!(line.starts_with("✓ cc-guard  exit 2 "), "{out}");
+    assert!(out.contains("BLOCKED"), "{out}");
+    assert!(!out.contains("exit 0"), "{out}");
+}
+
+/// `elph hooks test … --payload SOURCE` with stdin from `stdin`, under the deadline.
+fn payload_from(world: &World, source: &str, stdin: std::process::Stdio) -> (i32, String) {
+    let mut command = std::process::Command::new(ELPH);
+    command
+        .env_clear()
+        .env("HOME", &world.home)
+        .env("ELPH_HOME", &world.config_dir)
+        .env("ELPH_DATA_DIR", &world.data_dir)
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .args(["--cwd", world.project.to_str().unwrap()])
+        .args(["hooks", "test", "preToolUse", "--payload", source])
+        .stdin(stdin)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    let mut child = command.spawn().unwrap();
+    let deadline = std::time::Instant::now() + DEADLINE;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            let mut err = String::new();
+            std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+            return (status.code().unwrap_or(-1), err);
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("elph hooks test --payload {source} did not finish");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_payload_is_read_with_the_bounds_of_a_config_file() {
+    let world = World::new();
+    world.script("allow.sh", "cat > /dev/null; echo '{}'");
+    world.home_hooks(json!([{"id": "allow", "event": "preToolUse", "command": "hooks/allow.sh"}]));
+    let null = std::process::Stdio::null;
+
+    let (code, err) = payload_from(&world, "/dev/zero", null());
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("/dev/zero is a character device, not a regular file"),
+        "{err}"
+    );
+
+    let fifo = world.root.path().join("payload.fifo");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let (code, err) = payload_from(&world, fifo.to_str().unwrap(), null());
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("is a FIFO (named pipe), not a regular file"),
+        "{err}"
+    );
+
+    let big = world.root.path().join("big.json");
+    let file = std::fs::File::create(&big).unwrap();
+    file.set_len(elph_config::MAX_CONFIG_BYTES + 1).unwrap();
+    let (code, err) = payload_from(&world, big.to_str().unwrap(), null());
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("is larger than 4194304 bytes"), "{err}");
+
+    let (code, err) = payload_from(&world, "/nonexistent/payload.json", null());
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("/nonexistent/payload.json does not exist"), "{err}");
+
+    // Stdin: at most as much as a file.
+    let zero = std::fs::File::open("/dev/zero").unwrap();
+    let (code, err) = payload_from(&world, "-", zero.into());
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("the payload on stdin is larger than 4194304 bytes"),
+        "{err}"
+    );
+}
