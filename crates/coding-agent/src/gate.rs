@@ -6,7 +6,7 @@
 //! | trusted | any | go on | go on |
 //! | not trusted | `always` (explicit `false`) | go on, hooks off | go on, hooks off |
 //! | not trusted | `never` | exit 4: `elph: project is not trusted (DIR)` | same |
-//! | not trusted | `ask` | exit 4: `elph: project trust declined; exiting` | ask: yes records `true` and goes on; no or Esc exits 4 |
+//! | not trusted | `ask` | exit 4: `elph: project trust not given: there is no terminal to ask on; exiting` | ask: yes records `true` and goes on; no or Esc exits 4: `elph: project trust declined; exiting` |
 //! | trust.json corrupt or unreadable | — | exit 4, with the error | same |
 //!
 //! The gate writes nothing unless the person answers yes, and before it asks it checks what would
@@ -161,13 +161,14 @@ pub(crate) fn startup_gate_with(
             )),
         })),
         DefaultTrust::Ask => {
+            // Nobody declined: there was nobody to ask, and the first line says so.
             let Some(ask) = ask else {
                 if !changes.is_empty() {
                     return Ok(GateOutcome::Declined(Declined {
-                        message: declined_message(),
+                        message: no_terminal_message(),
                         hint: Some(format!(
-                            "elph: {} changed since you trusted it ({}) and there is no terminal to ask \
-                             on; review the change, then run `elph trust {}`",
+                            "elph: {} changed since you trusted it ({}); review the change, then run \
+                             `elph trust {}`",
                             crate::terminal_text::escape_path(project),
                             changes.join("; "),
                             shell_quote(project)
@@ -175,10 +176,10 @@ pub(crate) fn startup_gate_with(
                     }));
                 }
                 return Ok(GateOutcome::Declined(Declined {
-                    message: declined_message(),
+                    message: no_terminal_message(),
                     hint: Some(format!(
-                        "elph: {} is not trusted and there is no terminal to ask on; run `elph trust {}` \
-                         first, or use `elph run` (its project hooks stay off)",
+                        "elph: {} is not trusted; run `elph trust {}` first, or use `elph run` (its \
+                         project hooks stay off)",
                         crate::terminal_text::escape_path(project),
                         shell_quote(project)
                     )),
@@ -238,6 +239,11 @@ pub(crate) fn not_trusted_message(project: &Path) -> String {
 /// `elph: project trust declined; exiting`.
 pub(crate) fn declined_message() -> String {
     "elph: project trust declined; exiting".to_string()
+}
+
+/// The first line when trust would be asked but stdin or stdout is not a terminal.
+pub(crate) fn no_terminal_message() -> String {
+    "elph: project trust not given: there is no terminal to ask on; exiting".to_string()
 }
 
 #[cfg(test)]
@@ -337,7 +343,10 @@ mod tests {
         let GateOutcome::Declined(declined) = outcome else {
             panic!("{outcome:?}")
         };
-        assert_eq!(declined.message, "elph: project trust declined; exiting");
+        assert_eq!(
+            declined.message,
+            "elph: project trust not given: there is no terminal to ask on; exiting"
+        );
         assert!(!f.store.path().exists());
         assert!(!f.store.lock_path().exists());
     }

@@ -128,14 +128,17 @@ impl Settings {
         })?;
         let settings: Settings = serde_json::from_value(value).map_err(|err| SettingsError {
             path: path.clone(),
-            reason: err.to_string(),
+            reason: shorten_long_numbers(&err.to_string()),
         })?;
         if let Some(threshold) = settings.compaction_threshold
             && !(0.1..=1.0).contains(&threshold)
         {
             return Err(SettingsError {
                 path,
-                reason: format!("compactionThreshold is {threshold}; it must be between 0.1 and 1.0"),
+                reason: format!(
+                    "compactionThreshold is {}; it must be between 0.1 and 1.0",
+                    figure(threshold)
+                ),
             });
         }
         if let Some(seconds) = settings.read_tools.deadline_seconds
@@ -144,7 +147,8 @@ impl Settings {
             return Err(SettingsError {
                 path,
                 reason: format!(
-                    "readTools.deadlineSeconds is {seconds}; it must be more than 0 and at most {}",
+                    "readTools.deadlineSeconds is {}; it must be more than 0 and at most {}",
+                    figure(seconds),
                     ReadToolsSettings::MAX_DEADLINE_SECONDS
                 ),
             });
@@ -153,9 +157,67 @@ impl Settings {
     }
 }
 
+/// A number from the file as a message shows it: Rust writes `1e300` out as 301 digits, so a very
+/// large or very small one is shown in exponent form (`1e300`).
+fn figure(number: f64) -> String {
+    let magnitude = number.abs();
+    if magnitude != 0.0 && !(1e-4..1e9).contains(&magnitude) {
+        format!("{number:e}")
+    } else {
+        number.to_string()
+    }
+}
+
+/// `text` with each run of more than 24 digits cut to its first 12 and a count: serde's messages
+/// quote a value as Rust writes it, and a number like `1e300` in the file is 301 digits there.
+fn shorten_long_numbers(text: &str) -> String {
+    const LONGEST: usize = 24;
+    let mut out = String::with_capacity(text.len().min(4096));
+    let mut digits = String::new();
+    let flush = |digits: &mut String, out: &mut String| {
+        let count = digits.chars().count();
+        if count > LONGEST {
+            out.extend(digits.chars().take(12));
+            out.push_str(&format!("… ({count} digits)"));
+        } else {
+            out.push_str(digits);
+        }
+        digits.clear();
+    };
+    for c in text.chars() {
+        if c.is_ascii_digit() {
+            digits.push(c);
+        } else {
+            flush(&mut digits, &mut out);
+            out.push(c);
+        }
+    }
+    flush(&mut digits, &mut out);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_numbers_in_messages_are_cut() {
+        let long = format!("1{}", "0".repeat(300));
+        assert_eq!(
+            shorten_long_numbers(&format!("invalid type: floating point `{long}.0`, expected u64")),
+            "invalid type: floating point `100000000000… (301 digits).0`, expected u64"
+        );
+        assert_eq!(shorten_long_numbers("line 3 column 12"), "line 3 column 12");
+    }
+
+    #[test]
+    fn a_huge_or_tiny_figure_is_shown_short() {
+        assert_eq!(figure(1e300), "1e300");
+        assert_eq!(figure(-2.5e-30), "-2.5e-30");
+        assert_eq!(figure(5.0), "5");
+        assert_eq!(figure(0.05), "0.05");
+        assert_eq!(figure(0.0), "0");
+    }
 
     #[test]
     fn missing_is_default_and_bad_values_are_errors() {

@@ -12,12 +12,19 @@ use std::fmt::Write as _;
 /// `text` for one line of a terminal: every control character (C0, DEL, C1), line breaks included,
 /// and every bidirectional-override character is written as a visible escape.
 pub(crate) fn escape(text: &str) -> Cow<'_, str> {
-    escape_keeping(text, false)
+    escape_keeping(text, |_| false)
 }
 
 /// Like [`escape`], but `\n` stays a line break (for stderr tails and multi-line messages).
 pub(crate) fn escape_lines(text: &str) -> Cow<'_, str> {
-    escape_keeping(text, true)
+    escape_keeping(text, |c| c == '\n')
+}
+
+/// A model's answer for a terminal: like [`escape_lines`], and tabs stay tabs (code in an answer
+/// is indented with them). The answer is as untrusted as a hook's stderr: a prompt injection can
+/// make the model write OSC 52 (the clipboard), a new window title, or a screen clear.
+pub(crate) fn escape_answer(text: &str) -> Cow<'_, str> {
+    escape_keeping(text, |c| c == '\n' || c == '\t')
 }
 
 /// [`escape`] of a path's display form.
@@ -60,8 +67,8 @@ pub(crate) fn eprint_line(text: &str) {
     let _ = writeln!(std::io::stderr().lock(), "{}", escape_lines(text));
 }
 
-fn escape_keeping(text: &str, keep_newlines: bool) -> Cow<'_, str> {
-    let escaped = |c: char| needs_escape(c) && !(keep_newlines && c == '\n');
+fn escape_keeping(text: &str, keep: fn(char) -> bool) -> Cow<'_, str> {
+    let escaped = |c: char| needs_escape(c) && !keep(c);
     if !text.chars().any(escaped) {
         return Cow::Borrowed(text);
     }
@@ -132,5 +139,9 @@ mod tests {
         assert_eq!(escape("a\nb"), "a\\nb");
         assert_eq!(escape_lines("a\nb\x1b[31m"), "a\nb\\e[31m");
         assert_eq!(escape_lines("a\r\nb"), "a\\r\nb");
+        assert_eq!(
+            escape_answer("a\n\tb\x1b]0;t\x07\u{9b}2J"),
+            "a\n\tb\\e]0;t\\a\\x9b2J"
+        );
     }
 }

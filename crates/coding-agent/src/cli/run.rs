@@ -156,6 +156,7 @@ async fn run_async(
     let mut result = None;
     let mut collected = Vec::new();
     let mut storage_error = None;
+    let mut printed = Printed::default();
     while let Some(event) = events.recv().await {
         match event {
             SessionEvent::Opened(session) => {
@@ -176,7 +177,7 @@ async fn run_async(
                 opened = Some(session);
             }
             SessionEvent::Agent(event) => {
-                print_event(format, &event);
+                print_event(format, &event, &mut printed);
                 if format == OutputFormat::Json {
                     collected.push(event);
                 }
@@ -286,7 +287,24 @@ fn emit_diagnostic(format: OutputFormat, message: &str) {
     }
 }
 
-fn print_event(format: OutputFormat, event: &AgentEvent) {
+/// What plain output remembers from one event to the next.
+#[derive(Default)]
+struct Printed {
+    /// The preToolUse notice just said that a hook stopped the tool call (tool calls run one at a
+    /// time), so the call's "✗ not run" line would say it a second time.
+    call_stopped_by_hook: bool,
+}
+
+/// Whether a preToolUse chain stopped its tool call: a hook blocked it, or a fail-closed guard
+/// could not decide.
+fn stops_the_call(dispatch: &elph_agent::hooks::Dispatch) -> bool {
+    use elph_agent::hooks::Listed as _;
+    use elph_agent::hooks::events::pre_tool_use::PreToolUse;
+    dispatch.failed_closed().is_some()
+        || PreToolUse::reduced_of(&dispatch.reduced).is_some_and(|reduced| reduced.blocked.is_some())
+}
+
+fn print_event(format: OutputFormat, event: &AgentEvent, printed: &mut Printed) {
     match format {
         OutputFormat::StreamJson => {
             let mut out = std::io::stdout().lock();
@@ -314,6 +332,9 @@ fn print_event(format: OutputFormat, event: &AgentEvent) {
         }
         OutputFormat::Plain => match event {
             AgentEvent::Hooks { dispatch } => {
+                if dispatch.event == elph_agent::hooks::HookEvent::PreToolUse {
+                    printed.call_stopped_by_hook = stops_the_call(dispatch);
+                }
                 for notice in notices::describe(dispatch) {
                     let mark = match notice.kind {
                         NoticeKind::Effect => "•",
@@ -326,6 +347,8 @@ fn print_event(format: OutputFormat, event: &AgentEvent) {
             AgentEvent::ToolCallStarted { tool_name, input, .. } => {
                 crate::terminal_text::eprint_line(&format!("→ {tool_name} {}", compact(input)));
             }
+            AgentEvent::ToolCallFinished { ran: false, .. }
+                if std::mem::take(&mut printed.call_stopped_by_hook) => {}
             AgentEvent::ToolCallFinished {
                 tool_name,
                 is_error,
@@ -333,6 +356,7 @@ fn print_event(format: OutputFormat, event: &AgentEvent) {
                 content,
                 ..
             } if *is_error || !ran => {
+                printed.call_stopped_by_hook = false;
                 let text: String = content
                     .iter()
                     .filter_map(|b| match b {
@@ -388,8 +412,14 @@ fn print_result(
             {
                 crate::terminal_text::eprint_line(&format!("elph: {error}"));
             }
+            // On a terminal the answer is shown, so its control characters are made visible;
+            // into a pipe or file it is data, and stays exact.
             if !result.text.is_empty() {
-                out_line!("{}", result.text);
+                if std::io::stdout().is_terminal() {
+                    out_line!("{}", crate::terminal_text::escape_answer(&result.text));
+                } else {
+                    out_line!("{}", result.text);
+                }
             }
         }
         OutputFormat::StreamJson => {

@@ -70,9 +70,18 @@ pub(crate) fn run_trust(cwd: Option<&Path>, args: TrustArgs) -> anyhow::Result<u
         .trust(project)
         .with_context(|| format!("cannot trust {}", project.display()))?;
     let mut out = crate::terminal_text::Escaping::new(std::io::stdout().lock());
-    let already = matches!(&before.source, DecisionSource::Entry { path, trusted: true } if path == project);
+    // An entry whose pinned content changed no longer trusts the project: this trusts it anew.
+    let already = before.trusted
+        && matches!(&before.source, DecisionSource::Entry { path, trusted: true } if path == project);
     if already {
         writeln!(out, "{} was already trusted.", project.display())?;
+    } else if let Some(changes) = before.changes() {
+        writeln!(
+            out,
+            "Trusted {} again, as it is now: it had changed since you trusted it ({}).",
+            project.display(),
+            changes.summary()
+        )?;
     } else {
         writeln!(out, "Trusted {}.", project.display())?;
     }

@@ -141,10 +141,10 @@ impl LogRead {
         let mut reader = BufReader::new(file);
         let mut line = Vec::new();
         loop {
-            line.clear();
-            match reader.read_until(b'\n', &mut line) {
-                Ok(0) => break,
-                Ok(_) => self.add_line(&line),
+            match read_capped_line(&mut reader, &mut line, MAX_LINE_BYTES) {
+                Ok(CappedLine::End) => break,
+                Ok(CappedLine::Whole) => self.add_line(&line),
+                Ok(CappedLine::TooLong) => self.bad_lines += 1,
                 Err(error) => {
                     self.error = Some(error.to_string());
                     break;
@@ -181,6 +181,61 @@ impl LogRead {
         }
         Some(RunStats::of(runs.iter()))
     }
+}
+
+/// The longest run-log line read: a run's line is a few hundred bytes (the log never holds a
+/// payload or output), so a longer one is damage, and is counted as a bad line without being held
+/// in memory (a 300 MB file with no line break must not take 300 MB).
+const MAX_LINE_BYTES: usize = 64 * 1024;
+
+enum CappedLine {
+    /// No more lines.
+    End,
+    /// `line` holds the whole line.
+    Whole,
+    /// The line was longer than the cap: skipped to its end, `line` holds only its start.
+    TooLong,
+}
+
+/// Reads one line (up to and including `\n`) into `line`, keeping at most `cap` bytes of it.
+fn read_capped_line(
+    reader: &mut impl BufRead,
+    line: &mut Vec<u8>,
+    cap: usize,
+) -> std::io::Result<CappedLine> {
+    line.clear();
+    let mut too_long = false;
+    let mut read_any = false;
+    loop {
+        let buffer = match reader.fill_buf() {
+            Ok(buffer) => buffer,
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(error) => return Err(error),
+        };
+        if buffer.is_empty() {
+            break;
+        }
+        read_any = true;
+        let (chunk, found_end) = match buffer.iter().position(|byte| *byte == b'\n') {
+            Some(end) => (buffer.get(..=end).unwrap_or(buffer), true),
+            None => (buffer, false),
+        };
+        let room = cap.saturating_sub(line.len());
+        if chunk.len() > room {
+            too_long = true;
+        }
+        line.extend_from_slice(chunk.get(..room.min(chunk.len())).unwrap_or(chunk));
+        let used = chunk.len();
+        reader.consume(used);
+        if found_end {
+            break;
+        }
+    }
+    Ok(match (read_any, too_long) {
+        (false, _) => CappedLine::End,
+        (true, true) => CappedLine::TooLong,
+        (true, false) => CappedLine::Whole,
+    })
 }
 
 /// The most recent failure of a hook.
@@ -366,6 +421,43 @@ mod tests {
         assert_eq!(stats.p50_ms, Some(20));
         assert!(read.stats("never-ran").is_none());
         assert!(read.stats("gone").is_none());
+    }
+
+    #[test]
+    fn a_line_over_the_cap_is_one_bad_line_and_is_not_kept() {
+        let long = "x".repeat(MAX_LINE_BYTES * 3);
+        let text = format!(
+            "{}\n{long}\n{}\n{long}",
+            line("a", 5, "ok", false),
+            line("a", 7, "ok", false)
+        );
+        let mut reader = std::io::BufReader::with_capacity(1000, text.as_bytes());
+        let mut kept = Vec::new();
+        let mut seen = Vec::new();
+        loop {
+            match read_capped_line(&mut reader, &mut kept, MAX_LINE_BYTES).unwrap() {
+                CappedLine::End => break,
+                CappedLine::Whole => seen.push(String::from_utf8(kept.clone()).unwrap()),
+                CappedLine::TooLong => {
+                    assert_eq!(kept.len(), MAX_LINE_BYTES);
+                    seen.push("too long".into());
+                }
+            }
+        }
+        assert_eq!(
+            seen,
+            [
+                format!("{}\n", line("a", 5, "ok", false)),
+                "too long".into(),
+                format!("{}\n", line("a", 7, "ok", false)),
+                "too long".into(),
+            ]
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("hooks.jsonl");
+        std::fs::write(&path, &text).unwrap();
+        let read = LogRead::read(&path, ["a"]);
+        assert_eq!((read.runs, read.bad_lines), (2, 2));
     }
 
     #[test]

@@ -113,8 +113,9 @@ impl TrustSelect {
         lines.push(crate::terminal_text::escape(&contents.sentence()).into_owned());
         if contents.is_empty() {
             lines.push(
-                "Trusting it lets Elph run the hooks and MCP servers it gets later, as you, without \
-                 asking again. Trust only folders whose contents you know."
+                "Trusting it lets Elph run the hooks and MCP servers it gets later, as you; when they \
+                 appear or change, Elph asks again first (unless \"trustPinning\" is false). Trust \
+                 only folders whose contents you know."
                     .to_string(),
             );
         } else {

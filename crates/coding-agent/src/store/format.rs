@@ -59,10 +59,62 @@ pub fn ago(then: OffsetDateTime, now: OffsetDateTime) -> String {
     }
 }
 
+/// The shortest start of each id (at least `MIN_SHOWN` characters) that no other id in `ids`
+/// shares, in the same order. Session ids are UUIDv7, whose first eight characters are the top of
+/// a millisecond clock: every session begun within the same ~65 s shares them, so a fixed
+/// eight-character id would show two sessions of one sitting as the same.
+pub fn distinct_prefixes(ids: &[&str]) -> Vec<String> {
+    const MIN_SHOWN: usize = 8;
+    let common = |a: &str, b: &str| a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count();
+    let mut sorted: Vec<&str> = ids.to_vec();
+    sorted.sort_unstable();
+    ids.iter()
+        .map(|id| {
+            // The neighbours in sorted order share the longest starts with `id`.
+            let at = sorted.partition_point(|other| other < id);
+            let before = at.checked_sub(1).and_then(|i| sorted.get(i));
+            let after = sorted.get(at + 1).filter(|other| *other != id);
+            let shared = [before, after]
+                .into_iter()
+                .flatten()
+                .map(|other| common(id, other))
+                .max()
+                .unwrap_or(0);
+            id.chars().take((shared + 1).max(MIN_SHOWN)).collect()
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use time::Duration;
+
+    #[test]
+    fn ids_are_shown_as_long_as_it_takes_to_tell_them_apart() {
+        let ids = [
+            "019ad9f3-1c2a-7e01-8000-aaaaaaaaaaaa",
+            "019ad9f3-1c2a-7e02-8000-bbbbbbbbbbbb",
+            "019ad9f4-0000-7000-8000-cccccccccccc",
+            "019ad9f3-1d00-7000-8000-dddddddddddd",
+        ];
+        assert_eq!(
+            distinct_prefixes(&ids),
+            [
+                "019ad9f3-1c2a-7e01",
+                "019ad9f3-1c2a-7e02",
+                "019ad9f4",
+                "019ad9f3-1d"
+            ]
+        );
+        assert_eq!(distinct_prefixes(&["abc"]), ["abc"]);
+        assert_eq!(distinct_prefixes(&["0123456789", "x"]), ["01234567", "x"]);
+        // The same id twice (never in a store) still gets a start, not a panic.
+        assert_eq!(
+            distinct_prefixes(&["aaaaaaaaaa", "aaaaaaaaaa"]),
+            ["aaaaaaaa", "aaaaaaaa"]
+        );
+    }
     use time::macros::datetime;
 
     #[test]

@@ -23,7 +23,7 @@ use time::OffsetDateTime;
 pub(crate) use db::refuse_read_only;
 pub use db::{BUSY_TIMEOUT, DB_FILE, SCHEMA_VERSION, SessionStore, TITLE_CHARS};
 pub use error::StoreError;
-pub use format::{ago, format_sessions};
+pub use format::{ago, distinct_prefixes, format_sessions};
 pub use lease::LOCKS_DIR;
 pub use repair::{INTERRUPTED_RESULT, interrupted_result, unanswered_calls};
 pub use sink::SessionSink;

@@ -277,8 +277,16 @@ fn sessions_body(sessions: &[SessionInfo], selected: usize, inner: usize) -> Vec
     let now = time::OffsetDateTime::now_utc();
     let window = 8usize;
     let start = (selected + 1).saturating_sub(window);
+    let ids: Vec<&str> = sessions.iter().map(|session| session.id.as_str()).collect();
+    let shown_ids = crate::store::distinct_prefixes(&ids);
     let mut body = Vec::new();
-    for (index, session) in sessions.iter().enumerate().skip(start).take(window) {
+    for ((index, session), shown_id) in sessions
+        .iter()
+        .enumerate()
+        .zip(&shown_ids)
+        .skip(start)
+        .take(window)
+    {
         let chosen = index == selected;
         let style = if chosen {
             Style::default().fg(Color::Cyan).add_modifier(Modifier::BOLD)
@@ -288,8 +296,7 @@ fn sessions_body(sessions: &[SessionInfo], selected: usize, inner: usize) -> Vec
         let marker = if chosen { "› " } else { "  " };
         let title = session.title.clone().unwrap_or_else(|| "(no prompt yet)".into());
         let text = format!(
-            "{marker}{} · {} · {}",
-            short_id(&session.id),
+            "{marker}{shown_id} · {} · {}",
             crate::store::ago(session.updated_at, now),
             title
         );

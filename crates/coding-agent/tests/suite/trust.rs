@@ -292,7 +292,7 @@ fn each_default_value() {
                 assert_eq!(output.status.code(), Some(4), "{stderr}");
                 assert_eq!(
                     stderr.lines().next(),
-                    Some("elph: project trust declined; exiting")
+                    Some("elph: project trust not given: there is no terminal to ask on; exiting")
                 );
                 assert!(stderr.contains("elph trust"), "says what to do next: {stderr}");
             }
@@ -636,7 +636,7 @@ fn elph_without_a_terminal_writes_nothing_anywhere() {
     assert_eq!(output.status.code(), Some(4));
     assert_eq!(
         text(&output.stderr).lines().next(),
-        Some("elph: project trust declined; exiting")
+        Some("elph: project trust not given: there is no terminal to ask on; exiting")
     );
     assert!(output.stdout.is_empty(), "{}", text(&output.stdout));
     assert_eq!(snapshot(&world.projects), before);

@@ -252,6 +252,19 @@ fn yes_records_trust_and_startup_goes_on() {
         "{}",
         session.contents()
     );
+    // The question's words, across its wrapped rows and without the box: it promises no run
+    // "without asking again", since a pinned project is asked about again when it changes.
+    let words = session
+        .contents()
+        .split_whitespace()
+        .filter(|word| !word.chars().all(|c| "│╭╮╰╯─".contains(c)))
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(!words.contains("without asking again"), "{words}");
+    assert!(
+        words.contains("when they appear or change, Elph asks again first"),
+        "{words}"
+    );
     session.press(b"\r");
     // Startup goes on, into the app.
     session.wait_for("· trusted ·");

@@ -111,8 +111,19 @@ fn a_changed_hook_script_is_skipped_until_trusted_again() {
         );
     }
 
-    assert_eq!(elph(&p.env, &["trust"]).status.code(), Some(0));
+    let trusted = elph(&p.env, &["trust"]);
+    assert_eq!(trusted.status.code(), Some(0));
+    // Not "was already trusted": the change had turned its trust off.
+    let said = stdout(&trusted);
+    assert!(!said.contains("already"), "{said}");
+    assert!(
+        said.contains("again, as it is now: it had changed since you trusted it"),
+        "{said}"
+    );
+    assert!(said.contains(".elph/hooks/audit.sh"), "{said}");
     assert_eq!(p.status()["pin"], json!({"state": "matches"}));
+    let again = stdout(&elph(&p.env, &["trust"]));
+    assert!(again.contains("was already trusted."), "{again}");
     p.run();
     assert_eq!(
         std::fs::read_to_string(&p.runs).unwrap(),

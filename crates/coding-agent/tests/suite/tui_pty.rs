@@ -487,3 +487,60 @@ fn a_template_is_in_the_palette_and_reaches_the_model_expanded() {
     tui.press(b"\x03");
     assert_eq!(tui.exit_code(), 0, "screen:\n{}", tui.contents());
 }
+
+#[test]
+fn resume_shows_ids_that_tell_sessions_of_one_sitting_apart() {
+    let env = TestEnv::new();
+    env.trust_project();
+    let model = Model::start();
+    let mut tui = answered_tui(&env, &model, "the first question", "The first answer.");
+    // Two more sessions: the picker lists the sessions other than the current one.
+    for (question, answer) in [
+        ("the second question", "The second answer."),
+        ("the third", "The third answer."),
+    ] {
+        model.server.enqueue(FakeReply::text(answer));
+        tui.send("/new");
+        tui.wait_for("started session");
+        tui.wait_idle();
+        tui.send(question);
+        tui.wait_for(&format!("● {answer}"));
+        tui.wait_idle();
+    }
+
+    // UUIDv7 ids made within a minute share their first eight characters.
+    let listed = env
+        .command(&super::run_e2e::elph())
+        .args(["sessions", "--json"])
+        .output()
+        .unwrap();
+    let sessions: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    let full: Vec<String> = sessions
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(full.len(), 3, "{sessions}");
+
+    tui.send("/resume");
+    tui.wait_for("Resume a session");
+    tui.wait_for("the first question");
+    tui.wait_for("the second question");
+    let shown: Vec<String> = tui
+        .rows()
+        .iter()
+        .filter(|row| row.contains('│') && row.matches(" · ").count() >= 2)
+        .filter_map(|row| Some(row.split(" · ").next()?.split_whitespace().last()?.to_string()))
+        .collect();
+    assert_eq!(shown.len(), 2, "{}", tui.contents());
+    for id in &shown {
+        let matching = full.iter().filter(|full| full.starts_with(id.as_str())).count();
+        assert_eq!(
+            matching,
+            1,
+            "{id} names {matching} of {full:?}:\n{}",
+            tui.contents()
+        );
+    }
+}

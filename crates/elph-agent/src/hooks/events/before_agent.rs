@@ -10,6 +10,9 @@ use crate::hooks::payload::PayloadBase;
 use crate::hooks::reduce::ChainFlow;
 use crate::messages::Message;
 
+/// How much of added context a notice quotes (bytes of its JSON string).
+const ADDED_SHOWN_BYTES: usize = 160;
+
 /// The `beforeAgent` event, where hooks shape the system prompt and this turn's messages.
 pub struct BeforeAgent;
 
@@ -115,8 +118,19 @@ impl Event for BeforeAgent {
         let additions = &mut step.reduced.system_prompt_additions;
         additions.extend(outcome.system_prompt.iter().cloned());
         additions.extend(outcome.additional_context.iter().cloned());
-        if outcome.system_prompt.is_some() || outcome.additional_context.is_some() {
-            step.effect("added to the system prompt for this turn");
+        let added: Vec<&str> = outcome
+            .system_prompt
+            .iter()
+            .chain(outcome.additional_context.iter())
+            .map(String::as_str)
+            .collect();
+        if !added.is_empty() {
+            // What was added, not only that something was: as a JSON string (control characters
+            // escaped), cut to a line's worth.
+            step.effect(format!(
+                "added to the system prompt for this turn: {}",
+                quoted(&added.join("\n"), ADDED_SHOWN_BYTES)
+            ));
         }
         if let Some(messages) = &outcome.messages {
             step.reduced.messages.extend(messages.iter().cloned());

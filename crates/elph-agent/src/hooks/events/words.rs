@@ -13,7 +13,7 @@ pub fn shorten(text: &str, max: usize) -> String {
     while !text.is_char_boundary(end) {
         end -= 1;
     }
-    format!("{}… ({} bytes)", &text[..end], text.len())
+    format!("{}… ({} bytes)", text.get(..end).unwrap_or_default(), text.len())
 }
 
 /// `text` as a JSON string, shortened.
