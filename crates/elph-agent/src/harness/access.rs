@@ -13,6 +13,8 @@ pub(super) struct AccessVerdict {
     pub protected: Vec<String>,
     /// Reads outside the project: they go through approval like a change.
     pub(crate) outside_reads: Vec<String>,
+    /// Every path's real location as judged here: the tool acts on these or on nothing.
+    pub judged: Vec<std::path::PathBuf>,
 }
 
 impl AccessVerdict {
@@ -26,6 +28,7 @@ impl AccessVerdict {
                     return verdict;
                 }
             };
+            verdict.judged.push(real.clone());
             match access.kind {
                 AccessKind::Write => match policy.write_access(&real) {
                     WriteAccess::Allowed => {}
@@ -72,7 +75,8 @@ mod tests {
         let project = dir.path().canonicalize().unwrap();
         let policy = FilePolicy::new(&project);
         let inside = AccessVerdict::judge(&policy, "read_file", &[PathAccess::read("src/a.rs")]);
-        assert_eq!(inside, AccessVerdict::default());
+        assert_eq!(inside.outside_reads, Vec::<String>::new());
+        assert_eq!(inside.judged, [project.join("src/a.rs")]);
         let outside = AccessVerdict::judge(&policy, "read_file", &[PathAccess::read("/etc/passwd")]);
         assert_eq!(outside.outside_reads, ["/etc/passwd"]);
         let protected = AccessVerdict::judge(&policy, "write_file", &[PathAccess::write(".elph/hooks.json")]);

@@ -160,6 +160,8 @@ pub struct AgentHarness {
     /// The first transcript entry that could not be stored, and why: the front end must not report
     /// such a turn as a success.
     storage_error: Option<String>,
+    /// The folders the native file tools act beneath, opened once for the session.
+    roots: Arc<crate::tools::HeldRoots>,
 }
 
 /// Awaits `future` unless `cancel` fires first.
@@ -187,6 +189,7 @@ impl AgentHarness {
             tools,
             hooks,
             approver: Arc::new(NoApprover),
+            roots: Arc::new(crate::tools::HeldRoots::holding(config.policy.roots())),
             config,
             transcript: Transcript::new(),
             events: None,
@@ -584,6 +587,8 @@ impl AgentHarness {
             policy: self.config.effective_policy(),
             read_deadline: self.config.read_deadline,
             exact_call_approved: false,
+            roots: self.roots.clone(),
+            judged: None,
         };
         for (index, call) in calls.iter().enumerate() {
             let Some(done) = unless_cancelled(cancel, self.tool_call(call, &ctx)).await else {

@@ -120,6 +120,7 @@ impl AgentHarness {
         };
         let ctx = ToolContext {
             exact_call_approved,
+            judged: Some(access.judged.clone()),
             ..ctx.clone()
         };
 

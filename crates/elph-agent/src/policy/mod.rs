@@ -193,6 +193,33 @@ impl FilePolicy {
         }
     }
 
+    /// The root `real` is judged under, which the native tools then act beneath: the deepest
+    /// writable root (for a write) or free-read root (for a read) holding it, else `/`.
+    pub(crate) fn root_of(&self, real: &Path, kind: crate::tools::AccessKind) -> PathBuf {
+        let roots: &[PathBuf] = match (kind, &self.write_scope) {
+            (crate::tools::AccessKind::Write, WriteScope::Roots(roots)) => roots,
+            (crate::tools::AccessKind::Write, _) => &[],
+            (crate::tools::AccessKind::Read, _) => &self.free_reads,
+        };
+        roots
+            .iter()
+            .filter(|root| real.starts_with(root))
+            .max_by_key(|root| root.components().count())
+            .cloned()
+            .unwrap_or_else(|| PathBuf::from("/"))
+    }
+
+    /// Every root the native tools act beneath: the writable and free-read roots.
+    pub fn roots(&self) -> Vec<&Path> {
+        let writable: &[PathBuf] = match &self.write_scope {
+            WriteScope::Roots(roots) => roots,
+            _ => &[],
+        };
+        let mut roots: Vec<&Path> = writable.iter().chain(&self.free_reads).map(PathBuf::as_path).collect();
+        roots.dedup();
+        roots
+    }
+
     /// The writable roots, for messages.
     pub(crate) fn describe_write_scope(&self) -> String {
         match &self.write_scope {

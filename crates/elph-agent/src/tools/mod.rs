@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use crate::messages::ContentBlock;
 use crate::policy::FilePolicy;
+pub use native::HeldRoots;
 
 /// What a tool call produced. A failure is a result with `is_error`, never a Rust error.
 #[derive(Clone, Debug, PartialEq)]
@@ -66,6 +67,12 @@ pub struct ToolContext {
     pub read_deadline: Duration,
     /// The user approved this exact call (a write to a protected place may go ahead).
     pub exact_call_approved: bool,
+    /// The folders the native file tools open paths beneath, held for the session.
+    pub roots: Arc<HeldRoots>,
+    /// The real locations the harness judged (and, where needed, had approved) for this call; a
+    /// native tool that finds its path now leads elsewhere refuses. `None` when no one judged the
+    /// call (a tool run directly, as in tests).
+    pub judged: Option<Vec<PathBuf>>,
 }
 
 impl ToolContext {
@@ -75,13 +82,16 @@ impl ToolContext {
     pub fn new(project_dir: impl Into<PathBuf>) -> Self {
         let project_dir = project_dir.into();
         let sandbox = elph_process::sandbox::SandboxPolicy::workspace(&project_dir);
+        let policy = FilePolicy::from_sandbox(&project_dir, &sandbox);
         ToolContext {
-            policy: Arc::new(FilePolicy::from_sandbox(&project_dir, &sandbox)),
+            roots: Arc::new(HeldRoots::holding(policy.roots())),
+            policy: Arc::new(policy),
             sandbox,
             shell_env: elph_process::shell_env::ShellEnvPolicy::default(),
             project_dir,
             read_deadline: DEFAULT_READ_DEADLINE,
             exact_call_approved: false,
+            judged: None,
         }
     }
 

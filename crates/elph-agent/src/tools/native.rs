@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use super::{Tool, ToolOutput};
 
+mod beneath;
 mod bounded;
 mod edit_file;
 mod find_path;
@@ -24,6 +25,7 @@ mod shell_exec;
 mod walk;
 mod write_file;
 
+pub use beneath::HeldRoots;
 pub(crate) use edit_file::EditFile;
 pub(crate) use find_path::FindPath;
 pub(crate) use grep::Grep;

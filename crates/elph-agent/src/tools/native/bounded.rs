@@ -7,10 +7,6 @@
 //! call never returns (a hung network mount, a kernel file that blocks), the caller stops waiting
 //! shortly after the deadline and returns what the shared state holds by then.
 
-use std::fs::File;
-use std::io;
-use std::os::unix::fs::OpenOptionsExt;
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -108,40 +104,6 @@ fn describe(duration: Duration) -> String {
     }
 }
 
-/// Why a path was not opened as a regular file.
-#[derive(Debug)]
-pub(crate) enum OpenError {
-    Io(io::Error),
-    /// A FIFO, socket, or device: reading it could block forever or never end.
-    Special,
-    Directory,
-}
-
-/// Opens `path` for reading only if it is a regular file, without ever blocking: the open does
-/// not wait for a FIFO's writer, and the kind is checked on the opened file, so a file swapped
-/// for a FIFO between a listing and the open is caught. Reads of kernel files that would wait
-/// (such as `/proc/kmsg`) fail at once instead.
-pub(crate) fn open_regular(path: &Path) -> Result<File, OpenError> {
-    // Sockets cannot be opened at all, so the kind is checked first too.
-    let before = std::fs::metadata(path).map_err(OpenError::Io)?;
-    if !before.is_file() && !before.is_dir() {
-        return Err(OpenError::Special);
-    }
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(nix::libc::O_NONBLOCK | nix::libc::O_NOCTTY)
-        .open(path)
-        .map_err(OpenError::Io)?;
-    let metadata = file.metadata().map_err(OpenError::Io)?;
-    if metadata.is_dir() {
-        return Err(OpenError::Directory);
-    }
-    if !metadata.is_file() {
-        return Err(OpenError::Special);
-    }
-    Ok(file)
-}
-
 /// Marks a tool's details when its deadline passed (the key is absent otherwise).
 pub(crate) fn mark_deadline(output: super::ToolOutput, reached: bool) -> super::ToolOutput {
     let mut output = output;
@@ -185,21 +147,6 @@ mod tests {
         .await;
         assert_eq!(ended, Ok(Ended::Deadline));
         drop(tx);
-    }
-
-    #[test]
-    fn special_files_are_not_opened() {
-        let dir = tempfile::tempdir().unwrap();
-        let fifo = dir.path().join("fifo");
-        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
-        assert!(matches!(open_regular(&fifo), Err(OpenError::Special)));
-        assert!(matches!(
-            open_regular(Path::new("/dev/null")),
-            Err(OpenError::Special)
-        ));
-        assert!(matches!(open_regular(dir.path()), Err(OpenError::Directory)));
-        std::fs::write(dir.path().join("f"), "x").unwrap();
-        assert!(open_regular(&dir.path().join("f")).is_ok());
     }
 
     #[test]

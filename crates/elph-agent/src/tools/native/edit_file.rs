@@ -4,6 +4,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::beneath::{self, OpenError, Place};
 use super::{parse_args, paths};
 use crate::tools::{PathAccess, Tool, ToolContext, ToolKind, ToolOutput};
 
@@ -79,13 +80,15 @@ impl Tool for EditFile {
         if args.old_text == args.new_text {
             return ToolOutput::error("old_text and new_text are the same; there is nothing to change");
         }
-        let full = match paths::locate_for_write(ctx, self.name(), path) {
-            Ok(full) => full,
+        let place = match paths::place_for_write(ctx, self.name(), path) {
+            Ok(place) => place,
             Err(refusal) => return ToolOutput::error(refusal),
         };
-        let bytes = match tokio::fs::read(&full).await {
-            Ok(bytes) => bytes,
-            Err(error) => return ToolOutput::error(paths::describe_io("edit", path, &error)),
+        let reading = place.clone();
+        let bytes = match tokio::task::spawn_blocking(move || read_all(&reading)).await {
+            Ok(Ok(bytes)) => bytes,
+            Ok(Err(error)) => return ToolOutput::error(paths::describe_io("edit", path, &error)),
+            Err(error) => return ToolOutput::error(format!("reading {path} failed: {error}")),
         };
         let Ok(text) = String::from_utf8(bytes) else {
             return ToolOutput::error(format!("cannot edit {path}: it is not UTF-8 text"));
@@ -101,9 +104,9 @@ impl Tool for EditFile {
             }
         };
         let written =
-            tokio::task::spawn_blocking(move || paths::write_atomically(&full, edited.as_bytes())).await;
+            tokio::task::spawn_blocking(move || beneath::replace_file(&place, edited.as_bytes(), false)).await;
         match written {
-            Ok(Ok(())) => {}
+            Ok(Ok(_)) => {}
             Ok(Err(error)) => return ToolOutput::error(paths::describe_io("write", path, &error)),
             Err(error) => return ToolOutput::error(format!("writing {path} failed: {error}")),
         }
@@ -115,6 +118,22 @@ impl Tool for EditFile {
         ToolOutput::text(format!("Edited {path}: {replacements} {noun}"))
             .with_details(json!({ "path": path, "replacements": replacements }))
     }
+}
+
+/// The whole file at `place`, if it is a regular file.
+fn read_all(place: &Place) -> std::io::Result<Vec<u8>> {
+    use std::io::Read as _;
+    let mut file = match beneath::open_regular(place) {
+        Ok(file) => file,
+        Err(OpenError::Io(error)) => return Err(error),
+        Err(OpenError::Directory) => return Err(std::io::Error::from(std::io::ErrorKind::IsADirectory)),
+        Err(OpenError::Special) => {
+            return Err(std::io::Error::other("it is a special file (a FIFO, socket or device)"));
+        }
+    };
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)?;
+    Ok(bytes)
 }
 
 #[derive(Debug, PartialEq)]

@@ -1,12 +1,12 @@
 //! `find_path`: the paths below a folder that match a glob, sorted and capped.
 
-use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::beneath::{self, Place};
 use super::bounded::{self, Budget, Ended};
 use super::paths::{self, Shown};
 use super::walk::{self, Flow, Kind, PathGlob};
@@ -77,12 +77,15 @@ impl Tool for FindPath {
             Err(message) => return ToolOutput::error(message),
         };
         let shown = args.path.unwrap_or_else(|| ".".to_string());
-        let root = paths::resolve(ctx, &shown);
+        let place = match paths::place_for_read(ctx, self.name(), &shown) {
+            Ok(place) => place,
+            Err(refusal) => return ToolOutput::error(refusal),
+        };
         let state = Arc::new(Mutex::new(Walked::default()));
         let task_state = state.clone();
         let task_shown = shown.clone();
         let ended = bounded::run(ctx.read_deadline, move |budget| {
-            find(&root, &task_shown, &glob, budget, &task_state)
+            find(&place, &task_shown, &glob, budget, &task_state)
         })
         .await;
         let Walked {
@@ -157,18 +160,24 @@ struct Walked {
 }
 
 fn find(
-    root: &Path,
+    place: &Place,
     shown: &str,
     glob: &PathGlob,
     budget: &Budget,
     state: &Mutex<Walked>,
 ) -> Result<(), String> {
-    let metadata = std::fs::metadata(root).map_err(|error| paths::describe_io("search", shown, &error))?;
-    if !metadata.is_dir() {
-        return Err(format!("cannot search {shown}: it is a file, not a directory"));
+    match beneath::is_dir(place) {
+        Ok(Some(true)) => {}
+        Ok(Some(false)) => return Err(format!("cannot search {shown}: it is a file, not a directory")),
+        Ok(None) => {
+            let missing = std::io::Error::from(std::io::ErrorKind::NotFound);
+            return Err(paths::describe_io("search", shown, &missing));
+        }
+        Err(error) => return Err(paths::describe_io("search", shown, &error)),
     }
+    let dir = beneath::open_dir(place).map_err(|error| paths::describe_io("search", shown, &error))?;
     let show = Shown::new(shown);
-    let unreadable = walk::walk(root, budget, &mut |entry| {
+    let unreadable = walk::walk(place.real(), dir, budget, &mut |entry| {
         if !glob.matches(entry) {
             return Flow::Continue;
         }

@@ -1,7 +1,7 @@
 //! `grep`: search file contents with a regular expression, recursively, as `path:line:text`.
 
 use std::io::{BufRead, BufReader};
-use std::path::Path;
+use std::os::fd::AsFd as _;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -10,7 +10,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::bounded::{self, Budget, Ended, OpenError};
+use super::beneath::{self, OpenError, Place};
+use super::bounded::{self, Budget, Ended};
 use super::paths::{self, Shown};
 use super::walk::{self, Flow, Kind, PathGlob};
 use super::{OUTPUT_CAP, parse_args, truncate_at_boundary};
@@ -107,7 +108,10 @@ impl Tool for Grep {
             .max_results
             .map_or(DEFAULT_MAX_RESULTS, |max| max.clamp(1, MAX_MAX_RESULTS) as usize);
         let shown = args.path.unwrap_or_else(|| ".".to_string());
-        let root = paths::resolve(ctx, &shown);
+        let place = match paths::place_for_read(ctx, self.name(), &shown) {
+            Ok(place) => place,
+            Err(refusal) => return ToolOutput::error(refusal),
+        };
         let search = Search {
             regex,
             glob,
@@ -120,7 +124,7 @@ impl Tool for Grep {
         let found = search.found.clone();
         let task_shown = shown.clone();
         let ended = bounded::run(ctx.read_deadline, move |budget| {
-            search.run(&root, &task_shown, budget)
+            search.run(&place, &task_shown, budget)
         })
         .await;
         let found = std::mem::take(&mut *bounded::lock(&found));
@@ -159,21 +163,31 @@ struct Found {
 const LINES_PER_CHECK: u64 = 256;
 
 impl Search {
-    fn run(&self, root: &Path, shown: &str, budget: &Budget) -> Result<(), String> {
-        let metadata =
-            std::fs::metadata(root).map_err(|error| paths::describe_io("search", shown, &error))?;
-        if metadata.is_file() {
-            self.search_file(root, shown, budget);
-            return Ok(());
+    fn run(&self, place: &Place, shown: &str, budget: &Budget) -> Result<(), String> {
+        match beneath::is_dir(place) {
+            Ok(Some(true)) => {}
+            Ok(Some(false)) => {
+                return match beneath::open_regular(place) {
+                    Err(OpenError::Special) => Err(format!(
+                        "cannot search {shown}: it is a special file (a FIFO, socket or device), \
+                         neither a regular file nor a directory"
+                    )),
+                    Err(OpenError::Io(error)) => Err(paths::describe_io("search", shown, &error)),
+                    opened => {
+                        self.search_file(opened, shown, budget);
+                        Ok(())
+                    }
+                };
+            }
+            Ok(None) => {
+                let missing = std::io::Error::from(std::io::ErrorKind::NotFound);
+                return Err(paths::describe_io("search", shown, &missing));
+            }
+            Err(error) => return Err(paths::describe_io("search", shown, &error)),
         }
-        if !metadata.is_dir() {
-            return Err(format!(
-                "cannot search {shown}: it is a special file (a FIFO, socket or device), neither a \
-                 regular file nor a directory"
-            ));
-        }
+        let dir = beneath::open_dir(place).map_err(|error| paths::describe_io("search", shown, &error))?;
         let show = Shown::new(shown);
-        let unreadable = walk::walk(root, budget, &mut |entry| {
+        let unreadable = walk::walk(place.real(), dir, budget, &mut |entry| {
             if entry.kind == Kind::Other {
                 bounded::lock(&self.found).special += 1;
                 return Flow::Continue;
@@ -181,7 +195,8 @@ impl Search {
             if entry.kind != Kind::File || self.glob.as_ref().is_some_and(|glob| !glob.matches(entry)) {
                 return Flow::Continue;
             }
-            if self.search_file(&entry.full, &show.show(&entry.relative), budget) {
+            let opened = beneath::open_regular_in(entry.parent.as_fd(), Some(entry.file_name.as_os_str()));
+            if self.search_file(opened, &show.show(&entry.relative), budget) {
                 Flow::Continue
             } else {
                 Flow::Stop
@@ -191,9 +206,9 @@ impl Search {
         Ok(())
     }
 
-    /// Appends the matching lines of one file; false once no more results are wanted.
-    fn search_file(&self, full: &Path, shown: &str, budget: &Budget) -> bool {
-        let file = match bounded::open_regular(full) {
+    /// Appends the matching lines of one opened file; false once no more results are wanted.
+    fn search_file(&self, opened: Result<std::fs::File, OpenError>, shown: &str, budget: &Budget) -> bool {
+        let file = match opened {
             Ok(file) => file,
             Err(OpenError::Special) => {
                 bounded::lock(&self.found).special += 1;

@@ -1,12 +1,13 @@
 //! `list_dir`: the entries of one folder, sorted, folders marked with a trailing '/'.
 
-use std::path::Path;
+use std::os::fd::AsFd as _;
 use std::sync::{Arc, Mutex};
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::beneath::{self, EntryKind, Place};
 use super::bounded::{self, Budget, Ended};
 use super::{OUTPUT_CAP, parse_args, paths};
 use crate::tools::{PathAccess, Tool, ToolContext, ToolKind, ToolOutput};
@@ -67,12 +68,15 @@ impl Tool for ListDir {
             Err(error) => return error,
         };
         let shown = args.path.unwrap_or_else(|| ".".to_string());
-        let full = paths::resolve(ctx, &shown);
+        let place = match paths::place_for_read(ctx, self.name(), &shown) {
+            Ok(place) => place,
+            Err(refusal) => return ToolOutput::error(refusal),
+        };
         let shown_for_task = shown.clone();
         let state = Arc::new(Mutex::new(Listed::default()));
         let task_state = state.clone();
         let ended = bounded::run(ctx.read_deadline, move |budget| {
-            list(&full, &shown_for_task, budget, &task_state)
+            list(&place, &shown_for_task, budget, &task_state)
         })
         .await;
         let Listed { mut entries, special } = std::mem::take(&mut *bounded::lock(&state));
@@ -131,34 +135,38 @@ struct Listed {
     special: usize,
 }
 
-/// The entry names of `dir`, folders (and links to folders) with a trailing '/', special files
-/// only counted.
-fn list(dir: &Path, shown: &str, budget: &Budget, state: &Mutex<Listed>) -> Result<(), String> {
-    let metadata = std::fs::metadata(dir).map_err(|error| paths::describe_io("list", shown, &error))?;
-    if !metadata.is_dir() {
-        return Err(format!(
-            "cannot list {shown}: it is a file, not a directory (use read_file to read it)"
-        ));
+/// The entry names of the folder at `place`, folders (and links to folders) with a trailing '/',
+/// special files only counted.
+fn list(place: &Place, shown: &str, budget: &Budget, state: &Mutex<Listed>) -> Result<(), String> {
+    match beneath::is_dir(place) {
+        Ok(Some(true)) => {}
+        Ok(Some(false)) => {
+            return Err(format!(
+                "cannot list {shown}: it is a file, not a directory (use read_file to read it)"
+            ));
+        }
+        Ok(None) => {
+            let missing = std::io::Error::from(std::io::ErrorKind::NotFound);
+            return Err(paths::describe_io("list", shown, &missing));
+        }
+        Err(error) => return Err(paths::describe_io("list", shown, &error)),
     }
-    let reader = std::fs::read_dir(dir).map_err(|error| paths::describe_io("list", shown, &error))?;
-    for entry in reader {
+    let dir = beneath::open_dir(place).map_err(|error| paths::describe_io("list", shown, &error))?;
+    let entries = beneath::entries(&dir).map_err(|error| paths::describe_io("list", shown, &error))?;
+    for (name, kind) in entries {
         if budget.exhausted() {
             break;
         }
-        let entry = entry.map_err(|error| paths::describe_io("list", shown, &error))?;
-        let file_type = entry
-            .file_type()
-            .map_err(|error| paths::describe_io("list", shown, &error))?;
-        if !(file_type.is_file() || file_type.is_dir() || file_type.is_symlink()) {
+        if kind == EntryKind::Other {
             bounded::lock(state).special += 1;
             continue;
         }
-        let mut name = entry.file_name().to_string_lossy().into_owned();
-        // `metadata` follows links, so a link to a folder is shown as a folder.
-        if std::fs::metadata(entry.path()).is_ok_and(|metadata| metadata.is_dir()) {
-            name.push('/');
+        let mut shown_name = name.to_string_lossy().into_owned();
+        // A link to a folder is shown as a folder.
+        if kind == EntryKind::Dir || (kind == EntryKind::Link && beneath::leads_to_dir(dir.as_fd(), &name)) {
+            shown_name.push('/');
         }
-        bounded::lock(state).entries.push(name);
+        bounded::lock(state).entries.push(shown_name);
     }
     Ok(())
 }

@@ -1,69 +1,67 @@
 //! Resolving the paths a model passes, and saying what went wrong with them.
 //!
-//! Relative paths resolve against the project folder; absolute paths are taken as they are. Reads
-//! are judged by the harness (approval) before the tool runs; writes are judged there and again
-//! here, on the real location the path leads to, which is also where the tool then writes.
+//! Relative paths resolve against the project folder; absolute paths are taken as they are. The
+//! harness judges every path on its real location before the tool runs (approval); the tool
+//! resolves it again, refuses if it now leads anywhere else, and then acts beneath the root it was
+//! judged under (see [`super::beneath`]), so what was checked is what is touched.
 
-use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::io;
+use std::path::PathBuf;
 
+use super::beneath::{self, Place};
 use crate::policy::WriteAccess;
-use crate::tools::ToolContext;
+use crate::tools::{AccessKind, ToolContext};
 
 /// How many leading bytes are checked for a NUL byte to call a file binary.
 pub(crate) const BINARY_SNIFF_BYTES: usize = 8 * 1024;
 
-/// The file system path that `path` names.
-pub fn resolve(ctx: &ToolContext, path: &str) -> PathBuf {
-    let path = Path::new(path);
-    if path.is_absolute() {
-        path.to_path_buf()
-    } else {
-        ctx.project_dir.join(path)
-    }
-}
-
-/// The real location a writing tool may write `shown` to, or why it may not.
-pub(crate) fn locate_for_write(ctx: &ToolContext, tool: &str, shown: &str) -> Result<PathBuf, String> {
+/// The real location of `shown`, which must be where it led when the harness judged the call.
+fn locate(ctx: &ToolContext, action: &str, tool: &str, shown: &str) -> Result<PathBuf, String> {
     let real = ctx
         .policy
         .locate(shown)
-        .map_err(|error| format!("cannot write {shown}: {error}"))?;
-    match ctx.policy.write_access(&real) {
-        WriteAccess::Allowed => Ok(real),
-        WriteAccess::Protected { .. } if ctx.exact_call_approved => Ok(real),
-        WriteAccess::Protected { label } => Err(format!(
-            "{tool} refused: {shown} is in {label}, which the agent may change only when the user \
-             approves that exact call in an interactive front end"
-        )),
-        WriteAccess::Outside => Err(format!(
-            "{tool} refused: {shown} (which is {}) is outside the folders this session may write: {}",
-            real.display(),
-            ctx.policy.describe_write_scope()
-        )),
+        .map_err(|error| format!("cannot {action} {shown}: {error}"))?;
+    if let Some(judged) = &ctx.judged
+        && !judged.contains(&real)
+    {
+        return Err(format!(
+            "{tool} refused: {shown} now leads to {}, not where it led when the call was checked (a \
+             symbolic link or a moved folder changed it in between); nothing was done",
+            real.display()
+        ));
     }
+    Ok(real)
 }
 
-/// Replaces `real` with `bytes` in one step: a temp file beside it, renamed over it. A reader never
-/// sees half a file, and a hard link to the old file (which may live anywhere) is not written
-/// through. An existing file keeps its permissions.
-pub fn write_atomically(real: &Path, bytes: &[u8]) -> io::Result<()> {
-    let parent = real.parent().unwrap_or(Path::new("/"));
-    let permissions = std::fs::metadata(real)
-        .ok()
-        .map(|metadata| metadata.permissions());
-    // A new file gets the usual 0666 less the umask, as `std::fs::write` would give it.
-    let mut temp = tempfile::Builder::new()
-        .prefix(".elph-write-")
-        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
-        .tempfile_in(parent)?;
-    temp.write_all(bytes)?;
-    temp.as_file().sync_data()?;
-    if let Some(permissions) = permissions {
-        temp.as_file().set_permissions(permissions)?;
+/// The place beneath its held root where a reading tool reads `shown`.
+pub(crate) fn place_for_read(ctx: &ToolContext, tool: &str, shown: &str) -> Result<Place, String> {
+    let real = locate(ctx, "read", tool, shown)?;
+    let root = ctx.policy.root_of(&real, AccessKind::Read);
+    Place::new(&ctx.roots, &root, &real).map_err(|error| describe_io("read", shown, &error))
+}
+
+/// The place beneath its held root where a writing tool may write `shown`, or why it may not.
+pub(crate) fn place_for_write(ctx: &ToolContext, tool: &str, shown: &str) -> Result<Place, String> {
+    let real = locate(ctx, "write", tool, shown)?;
+    match ctx.policy.write_access(&real) {
+        WriteAccess::Allowed => {}
+        WriteAccess::Protected { .. } if ctx.exact_call_approved => {}
+        WriteAccess::Protected { label } => {
+            return Err(format!(
+                "{tool} refused: {shown} is in {label}, which the agent may change only when the user \
+                 approves that exact call in an interactive front end"
+            ));
+        }
+        WriteAccess::Outside => {
+            return Err(format!(
+                "{tool} refused: {shown} (which is {}) is outside the folders this session may write: {}",
+                real.display(),
+                ctx.policy.describe_write_scope()
+            ));
+        }
     }
-    temp.persist(real).map_err(|error| error.error)?;
-    Ok(())
+    let root = ctx.policy.root_of(&real, AccessKind::Write);
+    Place::new(&ctx.roots, &root, &real).map_err(|error| describe_io("write", shown, &error))
 }
 
 /// Whether these leading bytes of a file look binary (they contain a NUL byte).
@@ -73,6 +71,12 @@ pub(crate) fn looks_binary(head: &[u8]) -> bool {
 
 /// A message for a person (and a model) about an I/O failure on `shown`, the path as given.
 pub(crate) fn describe_io(action: &str, shown: &str, error: &io::Error) -> String {
+    if beneath::changed_under_us(error) {
+        return format!(
+            "cannot {action} {shown}: a symbolic link now stands in its path, which changed after the \
+             call was checked; it was not followed, and nothing was done"
+        );
+    }
     match error.kind() {
         io::ErrorKind::NotFound => format!("cannot {action} {shown}: no such file or directory"),
         io::ErrorKind::PermissionDenied => format!("cannot {action} {shown}: permission denied"),
@@ -113,13 +117,6 @@ impl Shown {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn relative_paths_resolve_against_the_project() {
-        let ctx = ToolContext::new("/p");
-        assert_eq!(resolve(&ctx, "src/a.rs"), PathBuf::from("/p/src/a.rs"));
-        assert_eq!(resolve(&ctx, "/etc/hosts"), PathBuf::from("/etc/hosts"));
-    }
 
     #[test]
     fn shown_paths_keep_the_root_as_given() {

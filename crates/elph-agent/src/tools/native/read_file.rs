@@ -1,7 +1,6 @@
 //! `read_file`: a text file's contents, or a window of its lines, bounded to `OUTPUT_CAP` bytes.
 
 use std::io::Read;
-use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -9,7 +8,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::bounded::{self, Budget, Ended, OpenError};
+use super::beneath::{self, OpenError, Place};
+use super::bounded::{self, Budget, Ended};
 use super::paths::{self, BINARY_SNIFF_BYTES};
 use super::{OUTPUT_CAP, parse_args};
 use crate::tools::{PathAccess, Tool, ToolContext, ToolKind, ToolOutput};
@@ -76,12 +76,15 @@ impl Tool for ReadFile {
         };
         let offset = args.offset.unwrap_or(1).max(1);
         let limit = args.limit.map(|limit| limit.max(1));
-        let full = paths::resolve(ctx, &args.path);
+        let place = match paths::place_for_read(ctx, self.name(), &args.path) {
+            Ok(place) => place,
+            Err(refusal) => return ToolOutput::error(refusal),
+        };
         let shown = args.path.clone();
         let window = Arc::new(Mutex::new(Window::new(offset, limit, OUTPUT_CAP)));
         let task_window = window.clone();
         let ended = bounded::run(ctx.read_deadline, move |budget| {
-            read_window(&full, &shown, offset, budget, &task_window)
+            read_window(&place, &shown, offset, budget, &task_window)
         })
         .await;
         let window = std::mem::take(&mut *bounded::lock(&window));
@@ -215,13 +218,13 @@ impl Window {
 
 /// Reads the window into `shared` until it is complete, the file ends, or the budget is spent.
 fn read_window(
-    full: &Path,
+    place: &Place,
     shown: &str,
     offset: u64,
     budget: &Budget,
     shared: &Mutex<Window>,
 ) -> Result<(), String> {
-    let mut file = match bounded::open_regular(full) {
+    let mut file = match beneath::open_regular(place) {
         Ok(file) => file,
         Err(OpenError::Io(error)) => return Err(paths::describe_io("read", shown, &error)),
         Err(OpenError::Directory) => {

@@ -4,12 +4,15 @@
 //! and stopping early when asked to, when the deadline passes or when the call is cancelled.
 //! Also the glob rule both tools share.
 
+use std::ffi::OsString;
+use std::os::fd::{AsFd as _, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use globset::{GlobBuilder, GlobMatcher};
 
+use super::beneath::{self, EntryKind};
 use super::bounded::{Budget, PSEUDO_ROOTS};
 
 /// Folders that are never entered: version control data, build output, installed packages.
@@ -31,7 +34,11 @@ pub struct Entry {
     pub relative: String,
     pub full: PathBuf,
     pub name: String,
+    /// The name as the file system has it (`name` is for people and globs).
+    pub file_name: OsString,
     pub kind: Kind,
+    /// The folder holding the entry, held open: the entry is opened beneath it, never by its path.
+    pub parent: Arc<OwnedFd>,
 }
 
 /// What the visitor wants next.
@@ -68,12 +75,13 @@ impl Drop for CancelOnDrop {
     }
 }
 
-/// Visits every entry below `root` (not `root` itself) until the budget is spent. Returns how
-/// many folders could not be read.
-pub fn walk(root: &Path, budget: &Budget, visit: &mut dyn FnMut(&Entry) -> Flow) -> usize {
-    // From the real root, entries' full paths are real too (links are never followed), so the
-    // pseudo file systems are recognised by their paths.
-    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+/// Visits every entry below the folder `root_dir` (whose real path is `root`; not the root
+/// itself) until the budget is spent. Returns how many folders could not be read. Each folder is
+/// opened beneath the one holding it without following links, so a folder swapped for a link
+/// during the walk is counted as unreadable rather than followed.
+pub fn walk(root: &Path, root_dir: OwnedFd, budget: &Budget, visit: &mut dyn FnMut(&Entry) -> Flow) -> usize {
+    // The root is a real path and links are never followed, so entries' full paths are real too
+    // and the pseudo file systems are recognised by their paths.
     let skipped_pseudo: Vec<&Path> = PSEUDO_ROOTS
         .iter()
         .map(Path::new)
@@ -81,7 +89,7 @@ pub fn walk(root: &Path, budget: &Budget, visit: &mut dyn FnMut(&Entry) -> Flow)
         .collect();
     let mut unreadable = 0;
     let mut stack: Vec<Entry> = Vec::new();
-    push_children(&root, "", &mut stack, &mut unreadable);
+    push_children(Ok(root_dir), root, "", &mut stack, &mut unreadable);
     while let Some(entry) = stack.pop() {
         if budget.exhausted() {
             break;
@@ -95,27 +103,39 @@ pub fn walk(root: &Path, budget: &Budget, visit: &mut dyn FnMut(&Entry) -> Flow)
             break;
         }
         if entry.kind == Kind::Dir {
-            push_children(&entry.full, &entry.relative, &mut stack, &mut unreadable);
+            let opened = beneath::open_dir_in(entry.parent.as_fd(), &entry.file_name);
+            push_children(opened, &entry.full, &entry.relative, &mut stack, &mut unreadable);
         }
     }
     unreadable
 }
 
-/// Pushes the entries of `dir` so that they pop in name order.
-fn push_children(dir: &Path, relative: &str, stack: &mut Vec<Entry>, unreadable: &mut usize) {
-    let Ok(reader) = std::fs::read_dir(dir) else {
+/// Pushes the entries of the open folder `dir` (at `path`) so that they pop in name order.
+fn push_children(
+    dir: std::io::Result<OwnedFd>,
+    path: &Path,
+    relative: &str,
+    stack: &mut Vec<Entry>,
+    unreadable: &mut usize,
+) {
+    let Ok(dir) = dir else {
         *unreadable += 1;
         return;
     };
-    let mut children: Vec<Entry> = reader
-        .filter_map(Result::ok)
-        .map(|entry| {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let kind = match entry.file_type() {
-                Ok(kind) if kind.is_symlink() => Kind::Link,
-                Ok(kind) if kind.is_dir() => Kind::Dir,
-                Ok(kind) if kind.is_file() => Kind::File,
-                _ => Kind::Other,
+    let Ok(listed) = beneath::entries(&dir) else {
+        *unreadable += 1;
+        return;
+    };
+    let parent = Arc::new(dir);
+    let mut children: Vec<Entry> = listed
+        .into_iter()
+        .map(|(file_name, kind)| {
+            let name = file_name.to_string_lossy().into_owned();
+            let kind = match kind {
+                EntryKind::Link => Kind::Link,
+                EntryKind::Dir => Kind::Dir,
+                EntryKind::File => Kind::File,
+                EntryKind::Other => Kind::Other,
             };
             let relative = if relative.is_empty() {
                 name.clone()
@@ -124,9 +144,11 @@ fn push_children(dir: &Path, relative: &str, stack: &mut Vec<Entry>, unreadable:
             };
             Entry {
                 relative,
-                full: entry.path(),
+                full: path.join(&file_name),
                 name,
+                file_name,
                 kind,
+                parent: parent.clone(),
             }
         })
         .collect();
@@ -179,9 +201,15 @@ mod tests {
         Entry {
             relative: relative.into(),
             full: PathBuf::from(relative),
+            file_name: OsString::from(&name),
             name,
             kind: Kind::File,
+            parent: Arc::new(open("/")),
         }
+    }
+
+    fn open(path: &str) -> OwnedFd {
+        std::fs::File::open(path).unwrap().into()
     }
 
     #[test]
@@ -190,7 +218,7 @@ mod tests {
         // below /dev was visited.
         let budget = Budget::new(std::time::Duration::from_secs(60), Cancel::default());
         let mut seen = Vec::new();
-        walk(Path::new("/"), &budget, &mut |entry| {
+        walk(Path::new("/"), open("/"), &budget, &mut |entry| {
             if entry.relative == "etc" {
                 return Flow::Stop;
             }
@@ -203,7 +231,7 @@ mod tests {
         );
         // Asked for, /dev is walked.
         let mut inside = 0;
-        walk(Path::new("/dev"), &budget, &mut |_| {
+        walk(Path::new("/dev"), open("/dev"), &budget, &mut |_| {
             inside += 1;
             Flow::Continue
         });
@@ -216,7 +244,7 @@ mod tests {
         cancel.set();
         let budget = Budget::new(std::time::Duration::from_secs(60), cancel);
         let mut visited = 0;
-        walk(Path::new("/usr"), &budget, &mut |_| {
+        walk(Path::new("/usr"), open("/usr"), &budget, &mut |_| {
             visited += 1;
             Flow::Continue
         });

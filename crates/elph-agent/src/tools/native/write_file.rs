@@ -4,7 +4,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{parse_args, paths};
+use super::{beneath, parse_args, paths};
 use crate::tools::{PathAccess, Tool, ToolContext, ToolKind, ToolOutput};
 
 pub struct WriteFile;
@@ -63,30 +63,21 @@ impl Tool for WriteFile {
             Ok(args) => args,
             Err(error) => return error,
         };
-        let full = match paths::locate_for_write(ctx, self.name(), &args.path) {
-            Ok(full) => full,
+        let place = match paths::place_for_write(ctx, self.name(), &args.path) {
+            Ok(place) => place,
             Err(refusal) => return ToolOutput::error(refusal),
         };
-        let existed = match tokio::fs::metadata(&full).await {
-            Ok(metadata) if metadata.is_dir() => {
-                return ToolOutput::error(format!("cannot write {}: it is a directory", args.path));
-            }
-            Ok(_) => true,
-            Err(_) => false,
-        };
-        if let Some(parent) = full.parent()
-            && let Err(error) = tokio::fs::create_dir_all(parent).await
-        {
-            return ToolOutput::error(paths::describe_io("create the folders for", &args.path, &error));
-        }
         let content = args.content.clone();
         let written =
-            tokio::task::spawn_blocking(move || paths::write_atomically(&full, content.as_bytes())).await;
-        match written {
-            Ok(Ok(())) => {}
+            tokio::task::spawn_blocking(move || beneath::replace_file(&place, content.as_bytes(), true)).await;
+        let existed = match written {
+            Ok(Ok(existed)) => existed,
+            Ok(Err(error)) if error.kind() == std::io::ErrorKind::IsADirectory => {
+                return ToolOutput::error(format!("cannot write {}: it is a directory", args.path));
+            }
             Ok(Err(error)) => return ToolOutput::error(paths::describe_io("write", &args.path, &error)),
             Err(error) => return ToolOutput::error(format!("writing {} failed: {error}", args.path)),
-        }
+        };
         let bytes = args.content.len();
         let verb = if existed { "Overwrote" } else { "Created" };
         ToolOutput::text(format!("{verb} {} ({bytes} bytes)", args.path)).with_details(json!({
