@@ -215,7 +215,11 @@ impl FilePolicy {
             WriteScope::Roots(roots) => roots,
             _ => &[],
         };
-        let mut roots: Vec<&Path> = writable.iter().chain(&self.free_reads).map(PathBuf::as_path).collect();
+        let mut roots: Vec<&Path> = writable
+            .iter()
+            .chain(&self.free_reads)
+            .map(PathBuf::as_path)
+            .collect();
         roots.dedup();
         roots
     }

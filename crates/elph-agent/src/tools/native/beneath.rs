@@ -81,7 +81,10 @@ impl Place {
             .components()
             .any(|component| !matches!(component, Component::Normal(_)))
         {
-            return Err(io::Error::other(format!("{} is not a resolved path", real.display())));
+            return Err(io::Error::other(format!(
+                "{} is not a resolved path",
+                real.display()
+            )));
         }
         Ok(Place {
             root: roots.get(root)?,
@@ -100,11 +103,21 @@ impl Place {
     fn parent(&self, flags: OFlag) -> io::Result<(OwnedFd, Option<OsString>)> {
         match (self.rest.parent(), self.rest.file_name()) {
             (Some(parent), Some(name)) => {
-                let parent = open_beneath(self.root.as_fd(), parent, flags | OFlag::O_DIRECTORY, Mode::empty())?;
+                let parent = open_beneath(
+                    self.root.as_fd(),
+                    parent,
+                    flags | OFlag::O_DIRECTORY,
+                    Mode::empty(),
+                )?;
                 Ok((parent, Some(name.to_os_string())))
             }
             _ => Ok((
-                open_beneath(self.root.as_fd(), Path::new(""), flags | OFlag::O_DIRECTORY, Mode::empty())?,
+                open_beneath(
+                    self.root.as_fd(),
+                    Path::new(""),
+                    flags | OFlag::O_DIRECTORY,
+                    Mode::empty(),
+                )?,
                 None,
             )),
         }
@@ -167,7 +180,11 @@ fn open_component_wise(dir: BorrowedFd<'_>, rest: &Path, flags: OFlag, mode: Mod
 
 /// What a place is, without following a link at its end.
 fn kind_of(parent: BorrowedFd<'_>, name: &OsStr) -> io::Result<FileStat> {
-    Ok(nix::sys::stat::fstatat(parent, name, AtFlags::AT_SYMLINK_NOFOLLOW)?)
+    Ok(nix::sys::stat::fstatat(
+        parent,
+        name,
+        AtFlags::AT_SYMLINK_NOFOLLOW,
+    )?)
 }
 
 fn file_type(stat: &FileStat) -> SFlag {
@@ -223,12 +240,22 @@ pub(crate) fn open_regular_in(parent: BorrowedFd<'_>, name: Option<&OsStr>) -> R
 
 /// Opens a folder for listing.
 pub(crate) fn open_dir(place: &Place) -> io::Result<OwnedFd> {
-    open_beneath(place.root.as_fd(), &place.rest, OFlag::O_RDONLY | OFlag::O_DIRECTORY, Mode::empty())
+    open_beneath(
+        place.root.as_fd(),
+        &place.rest,
+        OFlag::O_RDONLY | OFlag::O_DIRECTORY,
+        Mode::empty(),
+    )
 }
 
 /// Opens the folder `name` inside the open folder `parent` for listing.
 pub(crate) fn open_dir_in(parent: BorrowedFd<'_>, name: &OsStr) -> io::Result<OwnedFd> {
-    open_beneath(parent, Path::new(name), OFlag::O_RDONLY | OFlag::O_DIRECTORY, Mode::empty())
+    open_beneath(
+        parent,
+        Path::new(name),
+        OFlag::O_RDONLY | OFlag::O_DIRECTORY,
+        Mode::empty(),
+    )
 }
 
 /// The kind of one folder entry, without following a link.
@@ -273,8 +300,7 @@ pub(crate) fn entries(dir: &OwnedFd) -> io::Result<Vec<(OsString, EntryKind)>> {
 /// Whether the entry `name` of `dir` is a folder or leads to one (a link is followed for this
 /// one look at its kind, so a link to a folder can be shown as a folder).
 pub(crate) fn leads_to_dir(dir: BorrowedFd<'_>, name: &OsStr) -> bool {
-    nix::sys::stat::fstatat(dir, name, AtFlags::empty())
-        .is_ok_and(|stat| file_type(&stat) == SFlag::S_IFDIR)
+    nix::sys::stat::fstatat(dir, name, AtFlags::empty()).is_ok_and(|stat| file_type(&stat) == SFlag::S_IFDIR)
 }
 
 /// Whether the place is a folder (`Some(false)`: something else; `None`: nothing is there).
@@ -304,7 +330,12 @@ pub(crate) fn replace_file(place: &Place, bytes: &[u8], create_folders: bool) ->
     let parent = if create_folders {
         make_folders(place.root.as_fd(), parent_path)?
     } else {
-        open_beneath(place.root.as_fd(), parent_path, OFlag::O_PATH | OFlag::O_DIRECTORY, Mode::empty())?
+        open_beneath(
+            place.root.as_fd(),
+            parent_path,
+            OFlag::O_PATH | OFlag::O_DIRECTORY,
+            Mode::empty(),
+        )?
     };
     let (existed, permissions) = match kind_of(parent.as_fd(), name) {
         Ok(stat) if file_type(&stat) == SFlag::S_IFDIR => return Err(io::Error::from(Errno::EISDIR)),
@@ -314,10 +345,20 @@ pub(crate) fn replace_file(place: &Place, bytes: &[u8], create_folders: bool) ->
         Err(error) => return Err(error),
     };
     let (temp_name, temp) = create_temp(parent.as_fd())?;
-    let written = fill(temp, bytes, permissions)
-        .and_then(|()| Ok(nix::fcntl::renameat(parent.as_fd(), temp_name.as_os_str(), parent.as_fd(), name)?));
+    let written = fill(temp, bytes, permissions).and_then(|()| {
+        Ok(nix::fcntl::renameat(
+            parent.as_fd(),
+            temp_name.as_os_str(),
+            parent.as_fd(),
+            name,
+        )?)
+    });
     if let Err(error) = written {
-        let _ = nix::unistd::unlinkat(parent.as_fd(), temp_name.as_os_str(), nix::unistd::UnlinkatFlags::NoRemoveDir);
+        let _ = nix::unistd::unlinkat(
+            parent.as_fd(),
+            temp_name.as_os_str(),
+            nix::unistd::UnlinkatFlags::NoRemoveDir,
+        );
         return Err(error);
     }
     Ok(existed)
@@ -325,7 +366,12 @@ pub(crate) fn replace_file(place: &Place, bytes: &[u8], create_folders: bool) ->
 
 /// Opens (making what is missing) each folder of `path` beneath `root`, one at a time.
 fn make_folders(root: BorrowedFd<'_>, path: &Path) -> io::Result<OwnedFd> {
-    let mut current = open_beneath(root, Path::new(""), OFlag::O_PATH | OFlag::O_DIRECTORY, Mode::empty())?;
+    let mut current = open_beneath(
+        root,
+        Path::new(""),
+        OFlag::O_PATH | OFlag::O_DIRECTORY,
+        Mode::empty(),
+    )?;
     for component in path.components() {
         let Component::Normal(folder) = component else {
             return Err(io::Error::from(Errno::EINVAL));
@@ -411,8 +457,15 @@ mod tests {
         let place = Place::new(&held, &project, &project.join("d/new/deep.txt")).unwrap();
         assert!(!replace_file(&place, b"one", true).unwrap());
         assert!(replace_file(&place, b"two", true).unwrap());
-        assert_eq!(std::fs::read_to_string(project.join("d/new/deep.txt")).unwrap(), "two");
-        let names: Vec<_> = std::fs::read_dir(project.join("d/new")).unwrap().flatten().map(|e| e.file_name()).collect();
+        assert_eq!(
+            std::fs::read_to_string(project.join("d/new/deep.txt")).unwrap(),
+            "two"
+        );
+        let names: Vec<_> = std::fs::read_dir(project.join("d/new"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
         assert_eq!(names, ["deep.txt"]);
     }
 
@@ -434,7 +487,10 @@ mod tests {
             other => panic!("opened through the link: {other:?}"),
         }
         assert!(open_dir(&Place::new(&held, &project, &project.join("d")).unwrap()).is_err());
-        assert_eq!(std::fs::read_to_string(root.join("outside/x.txt")).unwrap(), "secret");
+        assert_eq!(
+            std::fs::read_to_string(root.join("outside/x.txt")).unwrap(),
+            "secret"
+        );
         assert_eq!(std::fs::read_dir(root.join("outside")).unwrap().count(), 1);
     }
 
@@ -446,9 +502,17 @@ mod tests {
         symlink(root.join("outside/target"), project.join("d/name")).unwrap();
         let place = Place::new(&held, &project, &project.join("d/name")).unwrap();
         replace_file(&place, b"new", false).unwrap();
-        assert_eq!(std::fs::read_to_string(root.join("outside/target")).unwrap(), "keep");
+        assert_eq!(
+            std::fs::read_to_string(root.join("outside/target")).unwrap(),
+            "keep"
+        );
         assert_eq!(std::fs::read_to_string(project.join("d/name")).unwrap(), "new");
-        assert!(!std::fs::symlink_metadata(project.join("d/name")).unwrap().file_type().is_symlink());
+        assert!(
+            !std::fs::symlink_metadata(project.join("d/name"))
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
     }
 
     #[test]

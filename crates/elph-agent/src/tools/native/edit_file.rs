@@ -104,7 +104,8 @@ impl Tool for EditFile {
             }
         };
         let written =
-            tokio::task::spawn_blocking(move || beneath::replace_file(&place, edited.as_bytes(), false)).await;
+            tokio::task::spawn_blocking(move || beneath::replace_file(&place, edited.as_bytes(), false))
+                .await;
         match written {
             Ok(Ok(_)) => {}
             Ok(Err(error)) => return ToolOutput::error(paths::describe_io("write", path, &error)),
@@ -128,7 +129,9 @@ fn read_all(place: &Place) -> std::io::Result<Vec<u8>> {
         Err(OpenError::Io(error)) => return Err(error),
         Err(OpenError::Directory) => return Err(std::io::Error::from(std::io::ErrorKind::IsADirectory)),
         Err(OpenError::Special) => {
-            return Err(std::io::Error::other("it is a special file (a FIFO, socket or device)"));
+            return Err(std::io::Error::other(
+                "it is a special file (a FIFO, socket or device)",
+            ));
         }
     };
     let mut bytes = Vec::new();

@@ -69,7 +69,8 @@ impl Tool for WriteFile {
         };
         let content = args.content.clone();
         let written =
-            tokio::task::spawn_blocking(move || beneath::replace_file(&place, content.as_bytes(), true)).await;
+            tokio::task::spawn_blocking(move || beneath::replace_file(&place, content.as_bytes(), true))
+                .await;
         let existed = match written {
             Ok(Ok(existed)) => existed,
             Ok(Err(error)) if error.kind() == std::io::ErrorKind::IsADirectory => {
