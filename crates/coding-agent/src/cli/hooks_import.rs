@@ -13,6 +13,7 @@ use clap::Args;
 use serde_json::Value;
 
 use super::exit;
+use crate::hooks::claude_code::plain::Target;
 use crate::hooks::claude_code::settings::import;
 use crate::hooks::config::{HookConfig, HooksFile, read_file};
 use crate::paths::Paths;
@@ -35,7 +36,7 @@ struct Source {
 
 pub(super) fn run(cwd: Option<&Path>, args: ImportArgs) -> anyhow::Result<u8> {
     let paths = Paths::from_env(cwd)?;
-    let project_target = paths.project_dir.join(".elph").join("hooks.json");
+    let project_target = project_target_of(&paths);
     let home_target = paths.config_dir.join("hooks.json");
     let home_claude = std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".claude"));
     let sources: Vec<Source> = match &args.file {
@@ -135,7 +136,12 @@ pub(super) fn run(cwd: Option<&Path>, args: ImportArgs) -> anyhow::Result<u8> {
             .chain(added.iter())
             .map(|hook| hook.id.clone())
             .collect();
-        let imported = match import(&settings, &taken) {
+        let target = if source.target == project_target_of(&paths) {
+            Target::Project
+        } else {
+            Target::Home
+        };
+        let imported = match import(&settings, &taken, target) {
             Ok(imported) => imported,
             Err(why) => {
                 eprintln!(
@@ -186,6 +192,11 @@ pub(super) fn run(cwd: Option<&Path>, args: ImportArgs) -> anyhow::Result<u8> {
         writeln!(out, "{}: added {count} hook(s)", target.display())?;
     }
     Ok(exit::SUCCESS)
+}
+
+/// The project's hooks file, where hooks from the project's Claude Code settings go.
+fn project_target_of(paths: &Paths) -> PathBuf {
+    paths.project_dir.join(".elph").join("hooks.json")
 }
 
 fn write_atomically(target: &Path, text: &str) -> anyhow::Result<()> {

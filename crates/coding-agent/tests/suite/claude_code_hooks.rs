@@ -285,7 +285,10 @@ async fn hooks_imported_from_claude_settings_behave_the_same() {
             .unwrap();
     let first = &hooks["hooks"][0];
     assert_eq!(first["protocol"], "claude-code");
-    assert_eq!(first["command"], "/bin/sh");
+    // A plain program with arguments is written in the form trust pins: the script is an argument.
+    assert_eq!(first["command"], "python3");
+    assert_eq!(first["args"], json!([".claude/hooks/bash_validator.py"]));
+    assert_eq!(hooks["hooks"][1]["command"], "../.claude/hooks/protect_env.sh");
     assert_eq!(first["timeoutMs"], 30_000);
     assert_eq!(first["matcher"], json!({"toolNames": ["shell_exec"]}));
     let validate = elph_cli(&env, &["hooks", "validate"]);

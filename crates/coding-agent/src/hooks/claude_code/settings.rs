@@ -1,6 +1,7 @@
 //! Claude Code settings (`.claude/settings.json`, `.claude/settings.local.json`,
 //! `~/.claude/settings.json`) turned into Elph hooks that behave the same: each command hook becomes
-//! `/bin/sh -c CMD` with `"protocol": "claude-code"`, its matcher in Elph's tool names, its timeout
+//! the program and its arguments when the command is a plain one (see [`super::plain`]), else
+//! `/bin/sh -c CMD`, with `"protocol": "claude-code"`, its matcher in Elph's tool names, its timeout
 //! in milliseconds. What cannot be translated is reported, one line each, never dropped silently.
 
 use elph_agent::hooks::HookEvent;
@@ -8,6 +9,7 @@ use elph_agent::hooks::limits::MAX_TIMEOUT_MS;
 use serde_json::Value;
 
 use super::payload::claude_event;
+use super::plain::{self, Target};
 use super::tools::elph_name;
 use crate::hooks::config::{HookConfig, MatcherConfig, Protocol};
 
@@ -29,8 +31,9 @@ fn elph_event(claude: &str) -> Option<HookEvent> {
         .find(|event| claude_event(*event) == Some(claude))
 }
 
-/// Reads the `hooks` of a settings document. `taken` holds ids already in use (they are avoided).
-pub(crate) fn import(settings: &Value, taken: &[String]) -> Result<Imported, String> {
+/// Reads the `hooks` of a settings document for the hooks file `target`. `taken` holds ids already
+/// in use (they are avoided).
+pub(crate) fn import(settings: &Value, taken: &[String], target: Target) -> Result<Imported, String> {
     let mut out = Imported::default();
     let Some(hooks) = settings.get("hooks") else {
         return Ok(out);
@@ -99,12 +102,14 @@ pub(crate) fn import(settings: &Value, taken: &[String]) -> Result<Imported, Str
                     timeout_ms.max(1)
                 };
                 let id = unique_id(event, &mut used);
+                let (program, args) = plain::split(command, target)
+                    .unwrap_or_else(|| ("/bin/sh".into(), vec!["-c".into(), command.to_string()]));
                 out.hooks.push(HookConfig {
                     id,
                     event,
                     matcher: matcher.clone(),
-                    command: "/bin/sh".into(),
-                    args: vec!["-c".into(), command.to_string()],
+                    command: program,
+                    args,
                     timeout_ms,
                     enabled: true,
                     protocol: Protocol::ClaudeCode,
@@ -228,7 +233,7 @@ mod tests {
                 "Notification": [{"hooks": [{"type": "command", "command": "notify-send hi"}]}]
             }
         });
-        let imported = import(&settings, &["claude-pre-tool-use-1".to_string()]).unwrap();
+        let imported = import(&settings, &["claude-pre-tool-use-1".to_string()], Target::Project).unwrap();
         let summary: Vec<(String, Option<Vec<String>>, String, u64)> = imported
             .hooks
             .iter()
@@ -236,7 +241,10 @@ mod tests {
                 (
                     h.id.clone(),
                     h.matcher.as_ref().and_then(|m| m.tool_names.clone()),
-                    h.args[1].clone(),
+                    std::iter::once(h.command.clone())
+                        .chain(h.args.clone())
+                        .collect::<Vec<_>>()
+                        .join(" "),
                     h.timeout_ms,
                 )
             })
@@ -248,7 +256,7 @@ mod tests {
                 (
                     "claude-pre-tool-use-2".into(),
                     names(&["shell_exec"]),
-                    "python3 \"$CLAUDE_PROJECT_DIR\"/.claude/hooks/v.py".into(),
+                    "python3 .claude/hooks/v.py".into(),
                     60_000
                 ),
                 (
@@ -270,8 +278,16 @@ mod tests {
             imported
                 .hooks
                 .iter()
-                .all(|h| h.protocol == Protocol::ClaudeCode && h.command == "/bin/sh")
+                .all(|h| h.protocol == Protocol::ClaudeCode && h.command != "/bin/sh")
         );
+        let shell = import(
+            &json!({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "a.sh | tee log"}]}]}}),
+            &[],
+            Target::Project,
+        )
+        .unwrap();
+        assert_eq!(shell.hooks[0].command, "/bin/sh");
+        assert_eq!(shell.hooks[0].args, ["-c", "a.sh | tee log"]);
         let skipped = imported.skipped.join("\n");
         for expected in [
             "'MultiEdit'",
@@ -288,16 +304,20 @@ mod tests {
     #[test]
     fn broken_shapes_are_errors_that_say_where() {
         assert!(
-            import(&json!({"hooks": []}), &[])
+            import(&json!({"hooks": []}), &[], Target::Project)
                 .unwrap_err()
                 .contains("not an object")
         );
         let error = import(
             &json!({"hooks": {"PreToolUse": [{"hooks": [{"type": "command"}]}]}}),
             &[],
+            Target::Project,
         )
         .unwrap_err();
         assert!(error.contains("PreToolUse[0].hooks[0].command"), "{error}");
-        assert_eq!(import(&json!({"model": "x"}), &[]).unwrap(), Imported::default());
+        assert_eq!(
+            import(&json!({"model": "x"}), &[], Target::Home).unwrap(),
+            Imported::default()
+        );
     }
 }
