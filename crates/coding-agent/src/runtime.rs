@@ -112,7 +112,8 @@ impl Runtime {
         config.shell_env = crate::sandbox::shell_env_policy(&paths, &settings);
         let host = Arc::new(
             HookHost::new(set, paths.project_dir.clone(), &paths.data_dir)
-                .with_sandbox_base(config.sandbox.clone()),
+                .with_sandbox_base(config.sandbox.clone())
+                .with_pin_check(TrustStore::new(&paths.config_dir)),
         );
         if let Some(max_turns) = options.max_turns {
             config.max_turns = max_turns;

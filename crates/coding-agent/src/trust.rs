@@ -12,6 +12,7 @@ use crate::locked_file::LockedFile;
 
 pub mod contents;
 mod keys;
+mod named;
 pub mod pins;
 pub use keys::canonical_key;
 
@@ -109,6 +110,18 @@ impl TrustFile {
                         continue;
                     }
                     canonical_keys.insert(key.clone(), canonical.clone());
+                    // A trusted folder that has since been replaced by a symbolic link: the link's
+                    // target is decided by its own entries, never by this one.
+                    if *trusted && keys::ends_in_link(&expanded) {
+                        key_warnings.push(format!(
+                            "trust.json key \"{key}\" is now a symbolic link to {}; it trusts nothing \
+                             (a trusted folder replaced by a link must not pass its trust to where the \
+                             link points). If you mean to trust {0}, run `elph trust {}`",
+                            canonical.display(),
+                            crate::diagnostics::shell_quote(&canonical)
+                        ));
+                        continue;
+                    }
                     match directories.get(&canonical) {
                         Some(earlier) if earlier != trusted => {
                             key_warnings.push(format!(
@@ -247,6 +260,25 @@ impl TrustDecision {
             PinState::Changed { changes } => Some(changes),
             _ => None,
         }
+    }
+
+    /// Why a turn must not start without someone to ask (`elph run`, `elph acp`): the project
+    /// changed since it was trusted, so its hooks are off, and among them are fail-closed hooks —
+    /// guards whose author wanted what they guard stopped rather than let through unchecked.
+    pub fn unguarded_refusal(&self) -> Option<String> {
+        let changes = self.changes()?;
+        if changes.guards.is_empty() {
+            return None;
+        }
+        let dir = crate::diagnostics::shell_quote(&self.project_dir);
+        Some(format!(
+            "{} changed since you trusted it ({}), so its hooks are off, and its fail-closed hooks \
+             ({}) would not guard this turn. Review the change, then run `elph trust {dir}` to trust \
+             the new content; nothing was run",
+            self.project_dir.display(),
+            changes.summary(),
+            changes.guards.join(", ")
+        ))
     }
 
     fn path_explanation(&self) -> String {
@@ -572,6 +604,11 @@ impl TrustStore {
             unreachable!("directories was just made an object");
         };
         let mut found = false;
+        // A key that is now a link trusts nothing: it gives way to the folder's own key.
+        directories.retain(|written, _| {
+            canonical_keys.get(written) != Some(&project)
+                || !keys::ends_in_link(&expand_home(written, self.home.as_deref()))
+        });
         for (written, value) in directories.iter_mut() {
             if canonical_keys.get(written) == Some(&project) {
                 *value = Value::Bool(trusted);

@@ -33,6 +33,9 @@ pub(super) type Waiting = Arc<Mutex<HashMap<OpId, Responder<PromptResponse>>>>;
 /// How a live session is reached from the connection's handlers.
 struct Handle {
     session: SessionHandle,
+    /// Where the project's trust is decided again before each turn (a fail-closed project that
+    /// changed since it was trusted starts none).
+    trust: (crate::trust::TrustStore, PathBuf),
     /// Held by every prompt accepted so far; `session/cancel` cancels it and puts a fresh one here.
     cancel: Arc<Mutex<CancellationToken>>,
     waiting: Waiting,
@@ -184,6 +187,14 @@ impl Sessions {
         let op = parse_for_editor(&text)
             .and_then(|(command, argument)| command.op(argument, cancel.clone()))
             .unwrap_or(Op::Prompt { text, cancel });
+        if matches!(op, Op::Prompt { .. }) {
+            let (store, project) = &handle.trust;
+            if let Some(refusal) = store.decide(project).unguarded_refusal() {
+                let message = format!("refusing to start the turn: {refusal} (or send /trust)");
+                let _ = responder.respond_with_error(Error::new(ErrorCode::INVALID_REQUEST, message));
+                return;
+            }
+        }
         // Held while submitting, so the answer cannot come before the responder waits for it. A
         // session that has ended drops the responder, which answers with an error.
         let mut waiting = lock(&handle.waiting);
@@ -347,6 +358,10 @@ impl Sessions {
         };
         let id = session.session_id().to_string();
         let project_dir = session.project_dir().to_path_buf();
+        let trust = (
+            crate::trust::TrustStore::new(&self.config.paths.config_dir),
+            project_dir.clone(),
+        );
         tracing::info!(
             session = %id,
             project = %project_dir.display(),
@@ -370,6 +385,7 @@ impl Sessions {
             }
             let handle = Handle {
                 session: handle,
+                trust: trust.clone(),
                 cancel: Arc::new(Mutex::new(CancellationToken::new())),
                 waiting: waiting.clone(),
             };

@@ -134,6 +134,10 @@ async fn run_async(
     let shutdown = crate::shutdown::Shutdown::install(false).context("cannot watch for signals")?;
     let project = paths.clone();
     let (session, mut events) = Session::open(paths, options, Approvals::Nobody)?;
+    if let Some(refusal) = session.trust().unguarded_refusal() {
+        crate::terminal_text::eprint_line(&format!("elph run: refusing to start the turn: {refusal}."));
+        return Ok(exit::ERROR);
+    }
     // `/skill:NAME` and `/TEMPLATE args` become the prompt they stand for (the session expands
     // them); one that cannot is a usage error before anything starts.
     match session.expand_prompt(&prompt) {

@@ -168,6 +168,18 @@ fn write_status(out: &mut impl Write, decision: &TrustDecision, store: &TrustSto
         )?,
         crate::trust::PinState::Unpinned => {}
     }
+    if matches!(
+        decision.pin,
+        crate::trust::PinState::Matches | crate::trust::PinState::Changed { .. }
+    ) {
+        let unseen = crate::trust::pins::not_pinned(&decision.project_dir);
+        if !unseen.is_empty() {
+            writeln!(out, "not pinned (Elph cannot see them from the command lines):")?;
+            for line in unseen {
+                writeln!(out, "  {line}")?;
+            }
+        }
+    }
     if decision.error().is_none() {
         writeln!(out, "default: {}", decision.default.as_str())?;
     }
@@ -199,6 +211,10 @@ fn status_json(decision: &TrustDecision, store: &TrustStore) -> serde_json::Valu
     });
     if !decision.pin.is_unpinned() {
         status["pin"] = json!(decision.pin);
+        let unseen = crate::trust::pins::not_pinned(&decision.project_dir);
+        if !unseen.is_empty() {
+            status["notPinned"] = json!(unseen);
+        }
     }
     // Only when there is something to say, so the common document stays as it was.
     let warnings = key_warnings(store);

@@ -125,6 +125,18 @@ impl TrustSelect {
                     .to_string(),
             );
         }
+        if !contents.not_pinned.is_empty() {
+            lines.push(
+                "Trusting pins its hooks' and servers' files, so a change turns them off; it cannot pin:"
+                    .to_string(),
+            );
+            lines.extend(
+                contents
+                    .not_pinned
+                    .iter()
+                    .map(|line| format!("  - {}", crate::terminal_text::escape(line))),
+            );
+        }
         lines.push("\"No\" exits and records nothing: the next start here asks again.".to_string());
         lines.push(String::new());
         lines

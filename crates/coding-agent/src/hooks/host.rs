@@ -65,6 +65,9 @@ pub struct HookHost {
     sandbox_base: SandboxPolicy,
     /// The processes of persistent hooks; they end with the host.
     persistent: PersistentHooks,
+    /// Where the project's pin is checked again right before each run of a project hook, so that
+    /// a change during the session (a hook's script rewritten) is caught before it runs.
+    pin_check: Option<crate::trust::TrustStore>,
 }
 
 impl HookHost {
@@ -81,7 +84,30 @@ impl HookHost {
             pending_context: Mutex::new(Vec::new()),
             sandbox_base,
             persistent: PersistentHooks::new(),
+            pin_check: None,
         }
+    }
+
+    /// Checks the project's trust (and its pin) in `store` before each run of a project hook; a
+    /// project that changed since it was trusted runs none of them.
+    pub(crate) fn with_pin_check(mut self, store: crate::trust::TrustStore) -> Self {
+        self.pin_check = Some(store);
+        self
+    }
+
+    /// Why a project hook must not run now: the project changed since it was trusted.
+    fn changed_since_trusted(&self, hook: &HookDefinition) -> Option<String> {
+        if hook.scope != super::HookScope::Project {
+            return None;
+        }
+        let decision = self.pin_check.as_ref()?.decide(&self.project_dir);
+        let changes = decision.changes()?;
+        Some(format!(
+            "not run: the project changed since you trusted it ({}); review the change, then run \
+             `elph trust {}`",
+            changes.summary(),
+            crate::diagnostics::shell_quote(&self.project_dir)
+        ))
     }
 
     /// Sandboxed hooks get the roots and read-only paths of `policy` (the session's), in their own
@@ -186,6 +212,8 @@ impl HookHost {
                 );
                 run.process = Some(ProcessExit::default());
                 run
+            } else if let Some(cause) = self.changed_since_trusted(hook) {
+                HookRun::skipped(&hook.id, event, cause)
             } else {
                 let (exchange, env_file) = self.run_hook(hook, event, &session_id, &stdin).await;
                 match exchange {

@@ -165,6 +165,11 @@ impl Session {
         self.runtime.trust().trusted
     }
 
+    /// The project's trust decision as the session was opened.
+    pub fn trust(&self) -> &crate::trust::TrustDecision {
+        self.runtime.trust()
+    }
+
     /// `provider/model`.
     pub fn model(&self) -> &str {
         self.runtime.model()

@@ -46,6 +46,8 @@ pub struct ProjectContents {
     pub mcp_servers: Listing<String>,
     pub skills: usize,
     pub templates: usize,
+    /// What trusting cannot pin (files its hooks and servers load at run time), in words.
+    pub not_pinned: Vec<String>,
 }
 
 impl ProjectContents {
@@ -90,6 +92,7 @@ impl ProjectContents {
             templates: count_entries(&elph.join("prompts"), |entry| {
                 entry.extension().and_then(|e| e.to_str()) == Some("md")
             }),
+            not_pinned: super::pins::not_pinned(&paths.project_dir),
         }
     }
 

@@ -56,6 +56,11 @@ impl Resolver {
     }
 }
 
+/// Whether `path` (absolute), read lexically, ends in a symbolic link.
+pub(crate) fn ends_in_link(path: &Path) -> bool {
+    std::fs::symlink_metadata(lexically_normal(path)).is_ok_and(|meta| meta.file_type().is_symlink())
+}
+
 /// `path` without `.` components, with each `..` taking away the component before it, and without a
 /// trailing slash.
 pub(crate) fn lexically_normal(path: &Path) -> PathBuf {

@@ -2,11 +2,11 @@
 //!
 //! Trusting by path alone means a `git pull` that adds a hook, or edits a hook script, runs the new
 //! code with no question. So `elph trust` (and `/trust`, and Yes at the startup question) also records
-//! a fingerprint of what it trusts: `.elph/hooks.json`, `.elph/mcp.json`, the project's Claude Code
-//! settings, each hook (by id), and every file inside the project that a hook command or argument
-//! points to. When any of it changes, the project is "changed since trusted" and its hooks and
-//! servers stay off until it is trusted again. The fingerprint lives in trust.json under `pins`, keyed
-//! by the project folder.
+//! a fingerprint of what it trusts: every file of `.elph/`, `.elph/hooks.json` and `.elph/mcp.json`
+//! and the project's Claude Code settings (present or not), each hook (by id), and every project file
+//! that a hook's or MCP server's command line names (see [`super::named`]). When any of it changes,
+//! the project is "changed since trusted" and its hooks and servers stay off until it is trusted
+//! again. The fingerprint lives in trust.json under `pins`, keyed by the project folder.
 
 use std::collections::BTreeMap;
 use std::io::Read as _;
@@ -17,6 +17,8 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
+use super::named;
+
 /// The config files a project brings, relative to the project folder. Each is pinned, present or not,
 /// so that adding one counts as a change.
 pub(crate) const PINNED_FILES: [&str; 4] = [
@@ -26,9 +28,12 @@ pub(crate) const PINNED_FILES: [&str; 4] = [
     ".claude/settings.local.json",
 ];
 
-/// Folders whose every file is pinned: the project's skills and prompt templates, which reach the
-/// model only when the project is trusted.
-pub(crate) const PINNED_FOLDERS: [&str; 2] = [".elph/skills", ".elph/prompts"];
+/// Folders whose every file is pinned: all of `.elph/` (hooks, their scripts and what they source,
+/// MCP servers' scripts, skills, prompt templates).
+pub(crate) const PINNED_FOLDERS: [&str; 1] = [".elph"];
+
+/// Where the project's Claude Code settings keep hook commands (each a `sh -c` script).
+const CLAUDE_SETTINGS: [&str; 2] = [".claude/settings.json", ".claude/settings.local.json"];
 
 /// At most this many files are taken from each pinned folder (a bound on the work, not a limit
 /// anyone should meet); past it, the folder's listing itself is one more "file" that changes.
@@ -42,54 +47,19 @@ const ABSENT: &str = "absent";
 pub struct Fingerprint {
     pub files: BTreeMap<String, String>,
     pub hooks: BTreeMap<String, String>,
+    /// The ids of the enabled fail-closed hooks (guards): kept so that a project whose hooks.json
+    /// was changed or broken still counts as guarded by what was trusted.
+    pub fail_closed: std::collections::BTreeSet<String>,
 }
 
 impl Fingerprint {
     /// Takes the fingerprint of `project` (canonical) now.
     pub fn of(project: &Path) -> Self {
-        let mut files = BTreeMap::new();
-        for name in PINNED_FILES {
-            files.insert(name.to_string(), digest_file(&project.join(name)));
-        }
-        for folder in PINNED_FOLDERS {
-            let mut found = Vec::new();
-            collect_files(&project.join(folder), &mut found);
-            found.sort();
-            if found.len() > MAX_FOLDER_FILES {
-                let listing: Vec<String> = found.iter().map(|path| path.display().to_string()).collect();
-                files.insert(
-                    format!("{folder}/ (listing)"),
-                    digest_bytes(listing.join("\n").as_bytes()),
-                );
-                found.truncate(MAX_FOLDER_FILES);
-            }
-            for path in found {
-                if let Ok(relative) = path.strip_prefix(project) {
-                    files.insert(relative.display().to_string(), digest_file(&path));
-                }
-            }
-        }
-        let mut hooks = BTreeMap::new();
-        let hooks_file = project.join(".elph/hooks.json");
-        if let Ok(Some(bytes)) = elph_config::read_config(&hooks_file)
-            && let Ok(value) = elph_config::parse_json(&bytes)
-        {
-            let folder = project.join(".elph");
-            for hook in value.get("hooks").and_then(Value::as_array).into_iter().flatten() {
-                let id = hook.get("id").and_then(Value::as_str).unwrap_or("(no id)");
-                hooks.insert(id.to_string(), digest_bytes(hook.to_string().as_bytes()));
-                for path in referenced_files(hook, project, &folder) {
-                    if let Ok(relative) = path.strip_prefix(project) {
-                        files.insert(relative.display().to_string(), digest_file(&path));
-                    }
-                }
-            }
-        }
-        Fingerprint { files, hooks }
+        survey(project).0
     }
 
     pub(crate) fn to_json(&self) -> Value {
-        json!({ "files": self.files, "hooks": self.hooks })
+        json!({ "files": self.files, "hooks": self.hooks, "failClosed": self.fail_closed })
     }
 
     /// Reads a pin as trust.json holds it; `None` when it is not one.
@@ -102,9 +72,18 @@ impl Fingerprint {
                 .map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
                 .collect()
         };
+        // Pins recorded before fail-closed hooks were remembered have no list.
+        let fail_closed = value
+            .get("failClosed")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|id| id.as_str().map(str::to_string))
+            .collect();
         Some(Fingerprint {
             files: map("files")?,
             hooks: map("hooks")?,
+            fail_closed,
         })
     }
 
@@ -141,8 +120,158 @@ impl Fingerprint {
                 change: how,
             });
         }
-        (!changes.is_empty()).then_some(changes)
+        if changes.is_empty() {
+            return None;
+        }
+        changes.guards = self.fail_closed.union(&now.fail_closed).cloned().collect();
+        Some(changes)
     }
+}
+
+/// The fingerprint of `project` (canonical) now, and what it cannot pin, in words.
+fn survey(project: &Path) -> (Fingerprint, Vec<String>) {
+    let mut files = BTreeMap::new();
+    for name in PINNED_FILES {
+        files.insert(name.to_string(), digest_file(&project.join(name)));
+    }
+    for folder in PINNED_FOLDERS {
+        let mut found = Vec::new();
+        collect_files(&project.join(folder), &mut found);
+        found.sort();
+        if found.len() > MAX_FOLDER_FILES {
+            let listing: Vec<String> = found.iter().map(|path| path.display().to_string()).collect();
+            files.insert(
+                format!("{folder}/ (listing)"),
+                digest_bytes(listing.join("\n").as_bytes()),
+            );
+            found.truncate(MAX_FOLDER_FILES);
+        }
+        for path in found {
+            if let Ok(relative) = path.strip_prefix(project) {
+                files.insert(relative.display().to_string(), digest_file(&path));
+            }
+        }
+    }
+    let folder = project.join(".elph");
+    let path_var = std::env::var("PATH").unwrap_or_default();
+    let mut unseen = Vec::new();
+    let mut pin_named = |named: named::Named, files: &mut BTreeMap<String, String>| {
+        for path in named.files {
+            if let Ok(relative) = path.strip_prefix(project) {
+                files.insert(relative.display().to_string(), digest_file(&path));
+            }
+        }
+        unseen.extend(named.unseen);
+    };
+    let mut hooks = BTreeMap::new();
+    let mut fail_closed = std::collections::BTreeSet::new();
+    if let Some(value) = read_json(&project.join(".elph/hooks.json")) {
+        for hook in value.get("hooks").and_then(Value::as_array).into_iter().flatten() {
+            let id = hook.get("id").and_then(Value::as_str).unwrap_or("(no id)");
+            hooks.insert(id.to_string(), digest_bytes(hook.to_string().as_bytes()));
+            let enabled = hook.get("enabled").and_then(Value::as_bool).unwrap_or(true);
+            if enabled && hook.get("failClosed").and_then(Value::as_bool) == Some(true) {
+                fail_closed.insert(id.to_string());
+            }
+            let (command, args) = command_line(hook);
+            if let Some(command) = command {
+                let label = format!("hook {id}");
+                pin_named(
+                    named::named_files(&label, command, &args, project, &folder, &path_var),
+                    &mut files,
+                );
+            }
+        }
+    }
+    if let Some(value) = read_json(&project.join(".elph/mcp.json")) {
+        for (name, server) in value
+            .get("mcpServers")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+        {
+            let (command, args) = command_line(server);
+            if let Some(command) = command {
+                let label = format!("MCP server {name}");
+                pin_named(
+                    named::named_files(&label, command, &args, project, &folder, &path_var),
+                    &mut files,
+                );
+            }
+        }
+    }
+    for settings in CLAUDE_SETTINGS {
+        let Some(value) = read_json(&project.join(settings)) else {
+            continue;
+        };
+        for command in claude_commands(&value) {
+            let label = format!("a hook of {settings}");
+            let args = vec!["-c".to_string(), command.to_string()];
+            pin_named(
+                named::named_files(&label, "/bin/sh", &args, project, project, &path_var),
+                &mut files,
+            );
+        }
+    }
+    unseen.dedup();
+    (
+        Fingerprint {
+            files,
+            hooks,
+            fail_closed,
+        },
+        unseen,
+    )
+}
+
+/// What Elph cannot pin in `project` (canonical), one line each: for the trust question and
+/// `elph trust --status`.
+pub fn not_pinned(project: &Path) -> Vec<String> {
+    survey(project).1
+}
+
+/// Every file trusting `project` (canonical) pins, whether it exists or not (an absent one is pinned
+/// as absent, so creating it is a change): the files a sandbox must not let the model write.
+pub fn pinned_files(project: &Path) -> Vec<PathBuf> {
+    Fingerprint::of(project)
+        .files
+        .keys()
+        .filter(|key| !key.ends_with(" (listing)"))
+        .map(|key| project.join(key))
+        .collect()
+}
+
+fn read_json(path: &Path) -> Option<Value> {
+    let bytes = elph_config::read_config(path).ok()??;
+    elph_config::parse_json(&bytes).ok()
+}
+
+/// A hook's or server's `command` and string `args`.
+fn command_line(entry: &Value) -> (Option<&str>, Vec<String>) {
+    let command = entry.get("command").and_then(Value::as_str);
+    let args = entry
+        .get("args")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|arg| arg.as_str().map(str::to_string))
+        .collect();
+    (command, args)
+}
+
+/// The `command` strings of a Claude Code settings document's hooks.
+fn claude_commands(settings: &Value) -> Vec<&str> {
+    settings
+        .get("hooks")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flat_map(|events| events.values())
+        .filter_map(Value::as_array)
+        .flatten()
+        .filter_map(|group| group.get("hooks").and_then(Value::as_array))
+        .flatten()
+        .filter_map(|hook| hook.get("command").and_then(Value::as_str))
+        .collect()
 }
 
 /// What changed in a project since it was trusted.
@@ -153,6 +282,9 @@ pub struct PinChanges {
     pub(crate) hooks_removed: Vec<String>,
     pub(crate) hooks_changed: Vec<String>,
     pub files: Vec<FileChange>,
+    /// The fail-closed hooks, as trusted or as now, that the change turns off.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub guards: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -193,40 +325,6 @@ impl PinChanges {
     pub fn summary(&self) -> String {
         self.lines().join("; ")
     }
-}
-
-/// The files inside `project` a hook runs or reads: its command (relative to the `.elph` folder when
-/// it has a `/`), and each argument naming an existing file (relative to the project, the folder the
-/// hook runs in, or to `.elph`), e.g. `"command": "/bin/sh", "args": [".elph/hooks/check.sh"]`.
-fn referenced_files(hook: &Value, project: &Path, folder: &Path) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    let mut consider = |text: &str, is_command: bool| {
-        let written = Path::new(text);
-        let candidates: Vec<PathBuf> = if written.is_absolute() {
-            vec![written.to_path_buf()]
-        } else if is_command && !text.contains('/') {
-            Vec::new()
-        } else if is_command {
-            vec![folder.join(written)]
-        } else {
-            vec![project.join(written), folder.join(written)]
-        };
-        for candidate in candidates {
-            let resolved = std::fs::canonicalize(&candidate).unwrap_or(candidate);
-            if resolved.starts_with(project) && resolved.is_file() && !found.contains(&resolved) {
-                found.push(resolved);
-            }
-        }
-    };
-    if let Some(command) = hook.get("command").and_then(Value::as_str) {
-        consider(command, true);
-    }
-    for arg in hook.get("args").and_then(Value::as_array).into_iter().flatten() {
-        if let Some(arg) = arg.as_str() {
-            consider(arg, false);
-        }
-    }
-    found
 }
 
 /// Every file under `dir`, without following symlinked folders (a link to `/` must not make trusting

@@ -210,22 +210,42 @@ fn a_project_reached_through_a_symlink_is_decided_by_its_canonical_path() {
     assert_eq!(through_link["projectDir"], json!(real));
     assert_eq!(through_link["trusted"], true);
 
-    // An entry written through the link names the same folder: it decides, as the canonical path,
-    // and is reported as not canonical.
+    // A trusted key that is a link (as a trusted folder replaced by a link would be) trusts
+    // nothing: where it points is decided by its own entries, with a warning.
     world.write_trust(&json!({"directories": {s(&link): true}}).to_string());
     let status = world.status(&link);
-    assert_eq!(status["trusted"], true);
-    assert_eq!(
-        status["source"],
-        json!({"kind": "entry", "path": real, "trusted": true})
-    );
+    assert_eq!(status["trusted"], false, "{status}");
+    assert_eq!(status["source"], json!({"kind": "default"}));
+    let warnings = status["warnings"].to_string();
     assert!(
-        status["warnings"][0]
-            .as_str()
-            .unwrap()
-            .contains("is not canonical"),
+        warnings.contains("is now a symbolic link to") && warnings.contains("it trusts nothing"),
         "{status}"
     );
+    // Trusting the folder then replaces the link key with the folder's own.
+    world.ok(&["trust", "--cwd", s(&link)]);
+    assert_eq!(world.read_trust()["directories"], json!({s(&real): true}));
+    assert_eq!(world.status(&link)["trusted"], true);
+}
+
+#[test]
+fn a_trusted_folder_replaced_by_a_link_does_not_trust_the_links_target() {
+    let world = World::new();
+    let trusted = world.project("trusted");
+    let evil = world.project("evil");
+    world.ok(&["trust", "--cwd", s(&trusted)]);
+    std::fs::remove_dir_all(&trusted).unwrap();
+    std::os::unix::fs::symlink(&evil, &trusted).unwrap();
+    let status = world.status(&trusted);
+    assert_eq!(status["projectDir"], json!(evil));
+    assert_eq!(status["trusted"], false, "{status}");
+    assert!(
+        status["warnings"]
+            .to_string()
+            .contains(&format!("is now a symbolic link to {}", evil.display())),
+        "{status}"
+    );
+    let human = world.ok(&["trust", "--status", "--cwd", s(&trusted)]);
+    assert!(human.contains("it trusts nothing"), "{human}");
 }
 
 #[test]

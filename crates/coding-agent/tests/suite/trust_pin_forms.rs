@@ -1,0 +1,219 @@
+//! What trusting pins, each form changed after `elph trust` (docs/trust.md, "What is pinned"): a
+//! hook's command, an interpreter's script, `python -m`, `--opt=path`, a `sh -c` script's words, a
+//! bare name found through a PATH entry inside the project, a file of `.elph/` a hook sources, an
+//! MCP server's script. And a change during a session, caught right before the next hook run; and
+//! a changed project with fail-closed hooks, which `elph run` and `elph acp` refuse to run unguarded.
+
+use std::path::Path;
+use std::process::Output;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use test_support::env::{TestEnv, json_lines};
+use test_support::fake_model::{FakeModelServer, FakeReply, Wire};
+
+use super::acp::{Setup, finish};
+use super::run_e2e::{elph, run_elph, run_elph_with};
+
+fn cli(env: &TestEnv, args: &[&str], path_var: &str) -> Output {
+    let mut command = env.command(&elph());
+    command.env("PATH", path_var).args(args);
+    assert_cmd::Command::from_std(command)
+        .timeout(Duration::from_secs(60))
+        .output()
+        .expect("elph runs")
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+fn executable(path: &Path, text: &str) {
+    test_support::hook_scripts::write_with_mode(path, text, 0o755);
+}
+
+#[test]
+fn each_pinned_form_changed_after_trust_is_named_by_status() {
+    let env = TestEnv::new();
+    let project = &env.project;
+    let path_var = format!(
+        "{}:{}",
+        project.join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    for (file, text) in [
+        ("tools/direct.sh", "#!/bin/sh\n"),
+        ("tools/interp.sh", "true\n"),
+        ("pkg/__init__.py", ""),
+        ("pkg/mod.py", "print(1)\n"),
+        ("conf/rules.toml", "strict = true\n"),
+        ("tools/lib.sh", "true\n"),
+        (".elph/hooks/sourced.sh", "true\n"),
+        ("servers/srv.py", "print(1)\n"),
+    ] {
+        write(&project.join(file), text);
+    }
+    executable(&project.join("bin/guard"), "#!/bin/sh\n");
+    executable(&project.join("tools/direct.sh"), "#!/bin/sh\n");
+    env.write_project_hooks(&json!({"hooks": [
+        {"id": "direct", "event": "stop", "command": "../tools/direct.sh"},
+        {"id": "interp", "event": "stop", "command": "/bin/sh", "args": ["tools/interp.sh"]},
+        {"id": "module", "event": "stop", "command": "/usr/bin/python3", "args": ["-m", "pkg.mod"]},
+        {"id": "opt", "event": "stop", "command": "/bin/true", "args": ["--config=conf/rules.toml"]},
+        {"id": "shc", "event": "stop", "command": "/bin/sh", "args": ["-c", ". tools/lib.sh && . .elph/hooks/sourced.sh"]},
+        {"id": "path", "event": "stop", "command": "guard"},
+    ]}));
+    write(
+        &project.join(".elph/mcp.json"),
+        &json!({"mcpServers": {"srv": {"command": "/usr/bin/python3", "args": ["servers/srv.py"]}}})
+            .to_string(),
+    );
+
+    for changed in [
+        "tools/direct.sh",
+        "tools/interp.sh",
+        "pkg/mod.py",
+        "pkg/__init__.py",
+        "conf/rules.toml",
+        "tools/lib.sh",
+        ".elph/hooks/sourced.sh",
+        "bin/guard",
+        "servers/srv.py",
+    ] {
+        let trusted = cli(&env, &["trust"], &path_var);
+        assert!(trusted.status.success(), "{trusted:?}");
+        let status: Value =
+            serde_json::from_slice(&cli(&env, &["trust", "--status", "--json"], &path_var).stdout).unwrap();
+        assert_eq!(status["pin"]["state"], "matches", "{changed}: {status}");
+
+        let path = project.join(changed);
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        text.push_str("# changed\n");
+        std::fs::write(&path, text).unwrap();
+
+        let status: Value =
+            serde_json::from_slice(&cli(&env, &["trust", "--status", "--json"], &path_var).stdout).unwrap();
+        assert_eq!(status["trusted"], false, "{changed}: {status}");
+        assert_eq!(
+            status["pin"]["changes"]["files"],
+            json!([{"path": changed, "change": "changed"}]),
+            "{changed}"
+        );
+        let human = cli(&env, &["trust", "--status"], &path_var);
+        let human = String::from_utf8_lossy(&human.stdout);
+        assert!(human.contains(&format!("file changed: {changed}")), "{human}");
+    }
+
+    // What the command lines cannot show is listed as not pinned.
+    cli(&env, &["trust"], &path_var);
+    let status: Value =
+        serde_json::from_slice(&cli(&env, &["trust", "--status", "--json"], &path_var).stdout).unwrap();
+    let unseen = status["notPinned"].to_string();
+    assert!(
+        unseen.contains("hook interp sources, imports or opens at run time"),
+        "{status}"
+    );
+    assert!(unseen.contains("MCP server srv"), "{status}");
+    let human = String::from_utf8_lossy(&cli(&env, &["trust", "--status"], &path_var).stdout).into_owned();
+    assert!(
+        human.contains("not pinned (Elph cannot see them from the command lines):"),
+        "{human}"
+    );
+}
+
+#[tokio::test]
+async fn a_script_changed_during_a_session_is_caught_before_the_next_hook_run() {
+    let env = TestEnv::new();
+    let ran = env.evidence("guard-ran.jsonl");
+    let script = env.project.join("tools/guard.sh");
+    write(&script, &format!("cat >> '{}'\n", ran.display()));
+    env.write_project_hooks(&json!({"hooks": [
+        {"id": "guard", "event": "preToolUse", "command": "/bin/sh", "args": ["tools/guard.sh"]},
+    ]}));
+    // Something outside the model changes the script between two tool calls (an editor, a pull):
+    // here the user's own postToolUse hook.
+    env.write_home_hooks(&json!({"hooks": [
+        {"id": "editor", "event": "postToolUse", "command": "/bin/sh",
+         "args": ["-c", format!("echo '# edited' >> '{}'", script.display())]},
+    ]}));
+    let trusted = cli(&env, &["trust"], &std::env::var("PATH").unwrap_or_default());
+    assert!(trusted.status.success(), "{trusted:?}");
+
+    let server = FakeModelServer::start(Wire::OpenAi).await;
+    server.enqueue(FakeReply::tool_call("list_dir", json!({})));
+    server.enqueue(FakeReply::tool_call("list_dir", json!({})));
+    server.enqueue(FakeReply::text("done"));
+    let output = run_elph(&env, &server, &["look twice"]).await;
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(json_lines(&ran).len(), 1, "the guard ran before the change only");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("not run: the project changed since you trusted it (file changed: tools/guard.sh)"),
+        "{stderr}"
+    );
+}
+
+/// A trusted project with a fail-closed guard, whose script then changes.
+fn changed_guarded_project(env: &TestEnv) {
+    let guard = env.project_script("guard.sh", "exit 0\n");
+    env.write_project_hooks(&json!({"hooks": [
+        {"id": "no-secrets", "event": "preToolUse", "command": guard.display().to_string(), "failClosed": true},
+    ]}));
+    coding_agent::trust::TrustStore::new(&env.config_dir)
+        .trust(&env.project)
+        .unwrap();
+    env.project_script("guard.sh", "exit 0\n# changed\n");
+}
+
+#[tokio::test]
+async fn elph_run_refuses_a_changed_project_with_fail_closed_hooks() {
+    let env = TestEnv::new();
+    changed_guarded_project(&env);
+    let server = FakeModelServer::start(Wire::OpenAi).await;
+    server.enqueue(FakeReply::tool_call("shell_exec", json!({"command": "true"})));
+    server.enqueue(FakeReply::text("done"));
+    let output = run_elph(&env, &server, &["go"]).await;
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let dir = env.project.display().to_string();
+    assert!(
+        stderr.contains(&format!(
+            "elph run: refusing to start the turn: {dir} changed since you trusted it (file changed: \
+             .elph/hooks/guard.sh)"
+        )) && stderr.contains("its fail-closed hooks (no-secrets) would not guard this turn")
+            && stderr.contains(&format!("run `elph trust {dir}`")),
+        "{stderr}"
+    );
+    assert!(server.requests().is_empty(), "nothing reached the model");
+
+    // Trusted again, the turn runs (with its guard).
+    let trusted = cli(&env, &["trust"], &std::env::var("PATH").unwrap_or_default());
+    assert!(trusted.status.success(), "{trusted:?}");
+    let output = run_elph_with::<&str>(&env, &server, &[], &["go"]).await;
+    assert!(output.status.success(), "{output:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn elph_acp_refuses_a_turn_in_a_changed_project_with_fail_closed_hooks() {
+    let setup = Setup::new().await;
+    changed_guarded_project(&setup.env);
+    setup.server.enqueue(FakeReply::text("after trusting"));
+    let (client, agent) = setup.connect(elph_agent::harness::ApprovalPolicy::Auto).await;
+    let session = client.new_session(&setup.env.project).await;
+    let refused = client.prompt(&session, "go").await.unwrap_err();
+    let message = refused.to_string();
+    assert!(
+        message.contains("refusing to start the turn")
+            && message.contains("changed since you trusted it")
+            && message.contains("no-secrets")
+            && message.contains("elph trust"),
+        "{message}"
+    );
+    assert!(setup.server.requests().is_empty(), "nothing reached the model");
+    // `/trust` pins the new content; then turns run.
+    client.prompt(&session, "/trust").await.unwrap();
+    client.prompt(&session, "go").await.unwrap();
+    assert_eq!(setup.server.requests().len(), 1);
+    finish(client, agent).await;
+}
