@@ -57,7 +57,7 @@ echo "-- build/ still exists (rm -rf was blocked):"
 ls "$work/project/build"
 echo "-- the notes landed in docs/ (write_file was rewritten):"
 cat "$work/project/docs/notes.txt"
-echo "-- .elph/audit.log has one line per tool call, the blocked one included:"
+echo "-- audit.log has one line per tool call, the blocked one included:"
 python3 -c 'import json, sys; print(", ".join(json.loads(line)["toolName"] for line in sys.stdin))' \
-  < "$work/project/.elph/audit.log"
-wc -l < "$work/project/.elph/audit.log" | tr -d ' '
+  < "$work/project/audit.log"
+wc -l < "$work/project/audit.log" | tr -d ' '

@@ -147,6 +147,25 @@ impl McpManager {
             config.servers.push(server);
         }
         let mut diagnostics = config.diagnostics;
+        if project_trusted {
+            // Checked again right before the spawn: a change since the session's decision is caught.
+            let decision = crate::trust::TrustStore::new(&paths.config_dir).decide(&paths.project_dir);
+            if let Some(changes) = decision.changes() {
+                config.servers.retain(|server| {
+                    if server.scope != McpScope::Project {
+                        return true;
+                    }
+                    diagnostics.push(Diagnostic::new(format!(
+                        "MCP server '{}' not started: the project changed since you trusted it ({}); \
+                         review the change, then run `elph trust {}`",
+                        server.name,
+                        changes.summary(),
+                        crate::diagnostics::shell_quote(&paths.project_dir)
+                    )));
+                    false
+                });
+            }
+        }
         let (enabled, disabled): (Vec<_>, Vec<_>) = config.servers.into_iter().partition(|s| s.enabled);
         let mut manager = McpManager {
             servers: Vec::new(),

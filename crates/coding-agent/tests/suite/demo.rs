@@ -158,7 +158,7 @@ async fn the_offline_demo_shows_each_hook_at_work() {
             "output.txt",
             "-- the notes landed in docs/ (write_file was rewritten):",
             "The build folder holds stale output; remove build/output.txt by hand.",
-            "-- .elph/audit.log has one line per tool call, the blocked one included:",
+            "-- audit.log has one line per tool call, the blocked one included:",
             "list_dir, read_file, shell_exec, write_file",
             "4",
         ],

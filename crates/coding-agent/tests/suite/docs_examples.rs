@@ -967,6 +967,25 @@ fn the_claude_code_page_examples_validate_and_import_as_described() {
             ),
         ]
     );
+    // The commands are written in the pin-friendly form the page shows.
+    let forms = blocks
+        .iter()
+        .filter_map(|b| b.value.clone())
+        .find(Value::is_array)
+        .expect("the imported commands' example");
+    let written: Vec<Value> = imported["hooks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| {
+            let mut form = json!({"command": h["command"]});
+            if !h["args"].is_null() {
+                form["args"] = h["args"].clone();
+            }
+            form
+        })
+        .collect();
+    assert_eq!(Value::Array(written), forms);
     let page = read_doc("claude-code.md");
     for line in run.stderr.lines().filter(|l| l.starts_with('!')) {
         let shown = line.replace(

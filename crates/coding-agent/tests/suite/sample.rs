@@ -56,7 +56,7 @@ async fn the_sample_hook_audits_session_start_and_prints_nothing() {
     let session_id = result["sessionId"].as_str().unwrap();
 
     // Exactly one line: the sessionStart payload, with the session id and the project.
-    let log = env.project.join(".elph/hook-audit.log");
+    let log = env.project.join(".elph-hook-audit.log");
     let text = std::fs::read_to_string(&log).unwrap();
     assert_eq!(text.lines().count(), 1, "{text}");
     assert!(text.ends_with('\n'));

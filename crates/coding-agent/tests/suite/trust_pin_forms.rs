@@ -217,3 +217,34 @@ async fn elph_acp_refuses_a_turn_in_a_changed_project_with_fail_closed_hooks() {
     assert_eq!(setup.server.requests().len(), 1);
     finish(client, agent).await;
 }
+
+#[test]
+fn a_project_server_changed_after_the_decision_is_not_started() {
+    let env = TestEnv::new();
+    let canary = env.evidence("server-started");
+    let server = env.project_script("server.sh", &format!("touch '{}'\nexit 1\n", canary.display()));
+    write(
+        &env.project.join(".elph/mcp.json"),
+        &json!({"mcpServers": {"repo": {"command": server.display().to_string()}}}).to_string(),
+    );
+    coding_agent::trust::TrustStore::new(&env.config_dir)
+        .trust(&env.project)
+        .unwrap();
+    // The session decided "trusted"; the script changes before the servers are spawned.
+    env.project_script("server.sh", &format!("touch '{}'\n# changed\n", canary.display()));
+    let paths = coding_agent::paths::Paths {
+        config_dir: env.config_dir.clone(),
+        data_dir: env.data_dir.clone(),
+        project_dir: env.project.clone(),
+    };
+    let (_manager, tools, diagnostics) = coding_agent::mcp::McpManager::start(&paths, true);
+    assert!(tools.is_empty());
+    assert!(!canary.exists(), "the changed server was started");
+    let said: Vec<String> = diagnostics.iter().map(ToString::to_string).collect();
+    assert!(
+        said.iter().any(|line| line.contains(
+            "MCP server 'repo' not started: the project changed since you trusted it (file changed: .elph/hooks/server.sh)"
+        )),
+        "{said:?}"
+    );
+}
