@@ -235,7 +235,7 @@ fn a_project_server_changed_after_the_decision_is_not_started() {
     let paths = coding_agent::paths::Paths {
         config_dir: env.config_dir.clone(),
         data_dir: env.data_dir.clone(),
-        project_dir: env.project.clone(),
+        project_dir: env.project,
     };
     let (_manager, tools, diagnostics) = coding_agent::mcp::McpManager::start(&paths, true);
     assert!(tools.is_empty());
