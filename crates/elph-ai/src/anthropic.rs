@@ -238,7 +238,8 @@ impl SseDecoder for MessagesDecoder {
                     ]
                     .iter()
                     .filter_map(|field| count(usage, field))
-                    .sum();
+                    // Saturating: counts are the server's word, and u64::MAX twice overflowed.
+                    .fold(0u64, u64::saturating_add);
                     let output = count(usage, "output_tokens").unwrap_or(0);
                     *self.usage_mut() = Usage {
                         input_tokens: input,
@@ -454,6 +455,17 @@ mod tests {
         let calls = turn.unwrap().tool_calls;
         assert_eq!(calls[0].input, json!({}));
         assert_eq!(calls[1].input, json!("{broken"));
+    }
+
+    #[test]
+    fn absurd_token_counts_saturate() {
+        let mut decoder = MessagesDecoder::default();
+        let start = json!({"type": "message_start", "message": {"usage": {
+            "input_tokens": u64::MAX, "cache_read_input_tokens": u64::MAX}}});
+        decoder
+            .on_event("message_start", &start.to_string(), &mut |_| {})
+            .unwrap();
+        assert_eq!(decoder.usage.unwrap().input_tokens, u64::MAX);
     }
 
     #[test]

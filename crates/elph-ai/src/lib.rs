@@ -20,6 +20,8 @@ mod http;
 mod limits;
 pub mod messages;
 mod openai;
+#[cfg(test)]
+mod proptests;
 mod provider;
 mod retry;
 mod scripted;

@@ -663,7 +663,7 @@ fn openai_frames(
     frames.push(chunk(json!({}), json!(stop.as_deref().unwrap_or(natural))));
     let usage = json!({
         "id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0, "model": model, "choices": [],
-        "usage": {"prompt_tokens": input, "completion_tokens": output, "total_tokens": input + output},
+        "usage": {"prompt_tokens": input, "completion_tokens": output, "total_tokens": input.saturating_add(output)},
     });
     frames.push(format!("data: {usage}\n\n"));
     frames.push("data: [DONE]\n\n".to_string());

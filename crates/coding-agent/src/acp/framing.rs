@@ -121,6 +121,38 @@ mod tests {
         assert_eq!(out.len(), 4);
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 256, failure_persistence: None, ..Default::default() })]
+
+        /// Any bytes, any buffer size: every item is a line within the cap (or a note standing
+        /// for one), one per line end (plus an unended last line), never a panic.
+        #[test]
+        fn any_bytes_become_bounded_lines_or_notes(
+            input in proptest::collection::vec(
+                proptest::prop_oneof![
+                    proptest::prelude::Just(b'\n'),
+                    proptest::prelude::Just(b'\r'),
+                    proptest::prelude::any::<u8>(),
+                ],
+                0..512,
+            ),
+            max in 1usize..40,
+            capacity in 1usize..16,
+        ) {
+            let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+            let out: Vec<String> = runtime.block_on(async {
+                let reader = tokio::io::BufReader::with_capacity(capacity, std::io::Cursor::new(input.clone()));
+                bounded_lines(reader, max).map(|line| line.unwrap()).collect().await
+            });
+            let ends = input.iter().filter(|&&b| b == b'\n').count();
+            let unended = usize::from(!input.is_empty() && input.last() != Some(&b'\n'));
+            proptest::prop_assert_eq!(out.len(), ends + unended);
+            for line in &out {
+                proptest::prop_assert!(line.len() <= max || line.starts_with("elph: line "), "{line:?}");
+            }
+        }
+    }
+
     #[tokio::test]
     async fn a_line_of_exactly_the_limit_is_kept() {
         assert_eq!(lines(b"0123456789\n", 10).await, ["0123456789"]);

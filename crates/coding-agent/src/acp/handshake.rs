@@ -135,6 +135,16 @@ mod tests {
         assert_eq!(answer_id(r#"{"jsonrpc":"2.0","id":3,"method":"fs/read"}"#), None);
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 256, failure_persistence: None, ..Default::default() })]
+
+        #[test]
+        fn any_line_or_frame_is_looked_at_without_a_panic(text in "(\"initialize\"|[{}:,\"]|.){0,48}") {
+            let _ = initialize_id(&text);
+            let _ = answer_id(&text);
+        }
+    }
+
     #[tokio::test]
     async fn the_line_after_initialize_waits_for_its_answer() {
         let handshake = Handshake::default();

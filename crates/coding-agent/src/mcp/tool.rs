@@ -259,6 +259,76 @@ mod tests {
         assert!(!output.is_error);
     }
 
+    /// An MCP tool result as a server may send it: content blocks of every kind (and unknown
+    /// ones), text of any characters and size, fields of the wrong type.
+    fn call_result() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let text = prop_oneof![
+            ".{0,40}",
+            (1usize..4, ".{1,3}").prop_map(|(k, unit)| unit.repeat(k * 30_000)),
+        ];
+        let block = prop_oneof![
+            text.clone().prop_map(|t| json!({"type": "text", "text": t})),
+            ".{0,8}".prop_map(|d| json!({"type": "image", "data": d, "mimeType": "image/png"})),
+            ".{0,8}".prop_map(|d| json!({"type": "audio", "data": d, "mimeType": "audio/wav"})),
+            text.clone()
+                .prop_map(|t| json!({"type": "resource", "resource": {"uri": "file:///x", "text": t}})),
+            ".{0,8}".prop_map(|b| json!({"type": "resource", "resource": {"uri": "file:///y", "blob": b}})),
+            ".{0,8}".prop_map(|n| json!({"type": "resource_link", "uri": "file:///z", "name": n})),
+            Just(json!({"type": "something_new", "x": 1})),
+            Just(json!({"type": "text", "text": 7})),
+        ];
+        (
+            proptest::collection::vec(block, 0..6),
+            proptest::option::of(prop_oneof![
+                Just(json!({"a": [1, 2]})),
+                Just(json!("s")),
+                Just(json!(null))
+            ]),
+            proptest::option::of(any::<bool>()),
+        )
+            .prop_map(|(content, structured, is_error)| {
+                let mut result = json!({"content": content});
+                if let Some(structured) = structured {
+                    result["structuredContent"] = structured;
+                }
+                if let Some(is_error) = is_error {
+                    result["isError"] = json!(is_error);
+                }
+                result
+            })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 128, failure_persistence: None, ..Default::default() })]
+
+        /// Whatever a server returns becomes tool output within the cap, or fails to parse; never
+        /// a panic.
+        #[test]
+        fn any_call_result_becomes_bounded_output(result in call_result()) {
+            let Ok(result) = serde_json::from_value::<CallToolResult>(result) else {
+                return Ok(());
+            };
+            let output = convert(result, json!({}));
+            let text: usize = output
+                .content
+                .iter()
+                .map(|block| match block {
+                    ContentBlock::Text { text } => text.len(),
+                    ContentBlock::Image { .. } => 0,
+                })
+                .sum();
+            // The cap, plus at most a note for each block saying what was cut.
+            proptest::prop_assert!(text <= OUTPUT_CAP + 120 * output.content.len(), "{text}");
+        }
+
+        #[test]
+        fn any_tool_name_becomes_a_provider_safe_name(server in "[a-z]{1,8}", tool in ".{0,80}") {
+            let name = catalog_name(&server, &tool);
+            proptest::prop_assert!(name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'));
+        }
+    }
+
     #[test]
     fn long_text_is_cut_on_a_character_boundary() {
         let mut content = vec![ContentBlock::text("é".repeat(OUTPUT_CAP))];

@@ -5,6 +5,7 @@ mod acp_mcp;
 mod acp_modes;
 mod acp_policy;
 mod acp_projects;
+mod acp_props;
 mod acp_workflows;
 mod claude_code_hooks;
 mod common;

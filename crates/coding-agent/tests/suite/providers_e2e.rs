@@ -265,3 +265,15 @@ async fn a_server_that_goes_quiet_ends_the_run_with_the_limit_named_and_the_sess
     let sent = good.requests()[0]["messages"].to_string();
     assert!(sent.contains("first question"), "the first turn was kept: {sent}");
 }
+
+#[tokio::test]
+async fn absurd_token_counts_from_the_server_do_not_crash_the_run() {
+    for wire in [Wire::OpenAi, Wire::Anthropic] {
+        let env = TestEnv::new();
+        let server = FakeModelServer::start(wire).await;
+        server.enqueue(FakeReply::text("counted").with_usage(u64::MAX, u64::MAX));
+        let output = super::run_e2e::run_elph(&env, &server, &["hi"]).await;
+        assert!(output.status.success(), "{wire:?}: {}", text(&output.stderr));
+        assert_eq!(text(&output.stdout).trim(), "counted");
+    }
+}

@@ -82,7 +82,8 @@ impl AgentHarness {
                 .sum::<usize>();
         let estimate = (chars / 4) as u64;
         match self.last_usage {
-            Some(usage) => estimate.max(usage.input_tokens + usage.output_tokens),
+            // Saturating: the counts are the server's word (u64::MAX from a broken server overflowed).
+            Some(usage) => estimate.max(usage.input_tokens.saturating_add(usage.output_tokens)),
             None => estimate,
         }
     }

@@ -213,7 +213,8 @@ impl App {
             AgentEvent::Hooks { dispatch } => self.hook_runs(&dispatch),
             AgentEvent::Notice { message } => self.push_notice(Level::Info, message),
             AgentEvent::Usage { usage } => {
-                self.status.context_tokens = usage.input_tokens + usage.output_tokens;
+                // Saturating: the counts are the server's word.
+                self.status.context_tokens = usage.input_tokens.saturating_add(usage.output_tokens);
             }
             AgentEvent::Compacted { entries_compacted } => self.push_notice(
                 Level::Info,
