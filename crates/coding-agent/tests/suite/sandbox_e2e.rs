@@ -20,7 +20,7 @@ use super::run_e2e::{elph, run_elph, run_elph_with};
 
 /// Whether the kernel has Landlock; without it, says why the test skips, or fails it when
 /// `ELPH_REQUIRE_LANDLOCK=1`.
-fn landlock(test: &str) -> bool {
+pub(super) fn landlock(test: &str) -> bool {
     if elph_process::sandbox::landlock_support().available() {
         return true;
     }
