@@ -17,9 +17,10 @@ use crate::openai::ChatDecoder;
 use crate::provider::StreamEvent;
 use crate::sse::{SseError, SseEvent, SseParser};
 
+/// Cases per property: enough to find the shapes above within a few seconds of a debug build.
 fn config() -> ProptestConfig {
     ProptestConfig {
-        cases: 256,
+        cases: 96,
         failure_persistence: None,
         ..ProptestConfig::default()
     }

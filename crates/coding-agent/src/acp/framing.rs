@@ -122,7 +122,7 @@ mod tests {
     }
 
     proptest::proptest! {
-        #![proptest_config(proptest::prelude::ProptestConfig { cases: 256, failure_persistence: None, ..Default::default() })]
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 96, failure_persistence: None, ..Default::default() })]
 
         /// Any bytes, any buffer size: every item is a line within the cap (or a note standing
         /// for one), one per line end (plus an unended last line), never a panic.
