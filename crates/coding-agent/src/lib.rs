@@ -15,6 +15,7 @@ pub(crate) mod logrotate;
 pub mod mcp;
 pub(crate) mod notices;
 pub mod paths;
+pub(crate) mod protected_paths;
 pub(crate) mod runtime;
 pub(crate) mod sandbox;
 pub mod session;

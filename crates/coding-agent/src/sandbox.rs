@@ -45,10 +45,20 @@ pub(crate) fn resolve_policy(
             )
         })?);
     }
+    let mut user_protect = Vec::new();
+    for entry in &settings.sandbox.protect {
+        user_protect.push(
+            writable_root(entry).with_context(|| {
+                format!("{}: sandbox.protect", Settings::path(&paths.config_dir).display())
+            })?,
+        );
+    }
     // Elph's own configuration and data stay read-only even if a writable root contains them
     // (a project at ~ or a root of ~/.config): trust.json and hooks.json decide what runs next.
-    policy.add_read_only_path(paths.config_dir.clone());
-    policy.add_read_only_path(paths.data_dir.clone());
+    // So do the places git, Elph's hooks and other agents run code from.
+    for protected in crate::protected_paths::protected_paths(paths, &policy.writable_roots, &user_protect) {
+        policy.add_protected(protected.path, protected.why, protected.make_folder);
+    }
     // Said before the session starts rather than at the first command: a sandboxed mode on a
     // kernel without Landlock is refused, never run unconfined.
     if policy.is_confined() && !elph_process::sandbox::landlock_support().available() {

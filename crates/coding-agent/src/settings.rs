@@ -51,6 +51,10 @@ pub struct SandboxSettings {
     /// More folders `workspace-write` may write: absolute, or `~/...` under HOME.
     #[serde(default)]
     pub writable_roots: Vec<String>,
+    /// More paths protected inside the writable roots (read-only for commands, approval-only
+    /// for the native tools): absolute, or `~/...` under HOME.
+    #[serde(default)]
+    pub protect: Vec<String>,
 }
 
 /// `"shellEnvironment": {"inherit": "core", "exclude": ["AWS_*"], "include": [], "set": {}}`.

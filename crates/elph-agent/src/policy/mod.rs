@@ -100,9 +100,14 @@ impl FilePolicy {
         };
         let mut policy = FilePolicy::new(project_dir).with_write_scope(scope);
         for path in &sandbox.read_only_paths {
-            if !policy.is_protected_place(path) {
-                let label = format!("the protected folder {}", path.display());
-                policy = policy.protect(path, label);
+            let reason = sandbox.reasons.iter().find(|(known, _)| known == path);
+            match reason {
+                Some((_, why)) => policy = policy.protect(path, why.clone()),
+                None if !policy.is_protected_place(path) => {
+                    let label = format!("the protected folder {}", path.display());
+                    policy = policy.protect(path, label);
+                }
+                None => {}
             }
         }
         for root in sandbox.writable_roots.iter().chain(sandbox.temp_dir.iter()) {
@@ -180,7 +185,15 @@ impl FilePolicy {
             Some(place) => WriteAccess::Protected {
                 label: place.label.clone(),
             },
-            None => WriteAccess::Allowed,
+            None => match git_internal(real) {
+                Some(what) => WriteAccess::Protected {
+                    label: format!(
+                        "a git repository's {what} (git runs what it names outside the sandbox, the \
+                         next time you use git)"
+                    ),
+                },
+                None => WriteAccess::Allowed,
+            },
         }
     }
 
@@ -235,6 +248,34 @@ impl FilePolicy {
                 .collect::<Vec<_>>()
                 .join(", "),
         }
+    }
+}
+
+/// Which part of a git repository `real` is, when it is one git runs commands from: a `.git`
+/// file (the pointer to a repository), or inside a `.git` folder its `config`, `hooks/` or
+/// `info/` (also of a submodule under `.git/modules/`). Judged by name, so a repository made
+/// during the session is covered before anything lists it.
+fn git_internal(real: &Path) -> Option<&'static str> {
+    let names: Vec<&std::ffi::OsStr> = real.iter().collect();
+    let git = names.iter().position(|name| *name == ".git")?;
+    let inside = &names[git + 1..];
+    if inside.is_empty() {
+        return Some("pointer file (.git)");
+    }
+    // The part that counts is the last repository folder's: `.git/modules/a/modules/b/hooks/x`.
+    let mut rest = inside;
+    while rest
+        .first()
+        .is_some_and(|name| *name == "modules" || *name == "worktrees")
+        && rest.len() > 2
+    {
+        rest = &rest[2..];
+    }
+    match rest {
+        [name, ..] if *name == "hooks" => Some("hooks"),
+        [name, ..] if *name == "info" => Some("info folder"),
+        [name] if *name == "config" || *name == "config.worktree" => Some("config"),
+        _ => None,
     }
 }
 
@@ -372,6 +413,34 @@ mod tests {
         assert_eq!(write(&read_only, "a.txt"), WriteAccess::Outside);
         let full = FilePolicy::from_sandbox(&layout.project, &sandbox.with_mode(SandboxMode::FullAccess));
         assert_eq!(write(&full, "/tmp/x"), WriteAccess::Allowed);
+    }
+
+    #[test]
+    fn any_repository_s_config_hooks_and_info_are_protected_by_name() {
+        let layout = layout();
+        let policy = policy(&layout);
+        for path in [
+            "fresh/.git/hooks/pre-commit",
+            "fresh/.git/config",
+            "a/b/.git/info/attributes",
+            ".git/modules/sub/hooks/post-checkout",
+            ".git/worktrees/w/config.worktree",
+            "sub/.git",
+        ] {
+            assert!(
+                matches!(write(&policy, path), WriteAccess::Protected { label } if label.contains("git repository")),
+                "{path}"
+            );
+        }
+        for path in [
+            "fresh/.git/objects/ab/cd",
+            ".git/index",
+            ".git/refs/heads/main",
+            "config",
+            "hooks/x",
+        ] {
+            assert_eq!(write(&policy, path), WriteAccess::Allowed, "{path}");
+        }
     }
 
     #[test]

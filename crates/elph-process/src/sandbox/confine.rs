@@ -14,30 +14,29 @@
 //! `elph sandbox -- CMD` uses this same code, so both paths are one.
 //!
 //! Three layers, in this order in the child:
-//! 1. read-only paths inside writable roots (the project's `.elph/`, `.git/hooks/`): Landlock can
-//!    only grant, never carve an exception out of a grant, so they are bind-mounted read-only over
-//!    themselves in a mount namespace of their own (inside a user namespace when Elph is not root).
-//!    That namespace is made once per set of paths, by a short-lived holder process whose
-//!    namespace file descriptors Elph keeps; each child joins it with `setns` and goes back to its
-//!    working directory. Making and tearing down a namespace per command would cost several
-//!    milliseconds on a busy machine (the teardown waits for an RCU grace period);
+//! 1. the mount view (`mount_view`): everything outside the writable roots read-only, metadata
+//!    included, and the protected paths inside them (the project's `.elph/`, `.git/hooks/`, …)
+//!    bound read-only with their parents pinned, in a mount namespace of its own (inside a user
+//!    namespace when Elph is not root). That namespace is made once per view, by a short-lived
+//!    holder process whose namespace file descriptors Elph keeps; each child joins it with `setns`
+//!    and goes back to its working directory. Making and tearing down a namespace per command
+//!    would cost several milliseconds on a busy machine (the teardown waits for an RCU grace
+//!    period). Where the system allows no mount namespace, `read-only` refuses the metadata
+//!    system calls with seccomp instead;
 //! 2. Landlock (`landlock_rules`): the file system and TCP; once restricted, no more mounts;
 //! 3. seccomp (`seccomp`): the other socket families, with the network off.
 
-use std::ffi::{CStr, CString};
+use std::ffi::CString;
 use std::io;
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use landlock::{RulesetCreated, RulesetStatus};
 use nix::errno::Errno;
-use nix::fcntl::OFlag;
-use nix::mount::MsFlags;
 use nix::sched::CloneFlags;
-use nix::sys::stat::Mode;
 use seccompiler::BpfProgram;
 
 use super::landlock_rules;
+use super::mount_view::{MountView, ViewKey, c_path};
 use super::seccomp;
 use super::{SandboxError, SandboxMode, SandboxPolicy};
 
@@ -48,6 +47,8 @@ pub struct Confinement {
     mounts: Option<JoinNamespace>,
     landlock: Option<RulesetCreated>,
     seccomp: Option<BpfProgram>,
+    /// Refuses changes to metadata where no mount view can (read-only without mount namespaces).
+    metadata: Option<BpfProgram>,
 }
 
 /// A mount namespace (and, when Elph is not root, the user namespace that owns it) in which the
@@ -64,28 +65,6 @@ struct JoinNamespace {
     cwd: CString,
 }
 
-/// Which paths a namespace holds read-only, by path and inode: a folder removed and made again
-/// gets a new namespace.
-type NamespaceKey = Vec<(PathBuf, u64, u64)>;
-
-struct MountPlan {
-    /// Set when Elph is not root: a user namespace is what lets it make a mount namespace.
-    id_maps: Option<IdMaps>,
-    read_only: Vec<ReadOnlyMount>,
-}
-
-struct IdMaps {
-    uid_map: Vec<u8>,
-    gid_map: Vec<u8>,
-}
-
-struct ReadOnlyMount {
-    path: CString,
-    /// The flags of the mount the path is on (nosuid, nodev, …): a remount inside a user
-    /// namespace must keep them, or the kernel refuses it.
-    kept_flags: MsFlags,
-}
-
 impl Confinement {
     /// Prepares the confinement of `policy`; `None` for `full-access`. Fails (never silently runs
     /// unconfined) when the kernel lacks Landlock.
@@ -100,21 +79,24 @@ impl Confinement {
         } else {
             Some(seccomp::network_off()?)
         };
-        let mounts = if policy.mode == SandboxMode::WorkspaceWrite && mount_namespaces_available() {
-            match mount_plan(policy)? {
-                Some((plan, key)) => Some(JoinNamespace {
-                    namespace: shared_namespace(plan, key)?,
-                    cwd: c_path(cwd)?,
-                }),
-                None => None,
-            }
+        let (mounts, metadata) = if mount_namespaces_available() {
+            let (view, key) = MountView::of(policy)?;
+            let join = JoinNamespace {
+                namespace: shared_namespace(view, key)?,
+                cwd: c_path(cwd)?,
+            };
+            (Some(join), None)
+        } else if policy.mode == SandboxMode::ReadOnly {
+            (None, Some(seccomp::metadata_off()?))
         } else {
-            None
+            // workspace-write without mount namespaces: docs/security.md says what then stays open.
+            (None, None)
         };
         Ok(Some(Confinement {
             mounts,
             landlock: Some(landlock),
             seccomp,
+            metadata,
         }))
     }
 
@@ -154,130 +136,40 @@ impl Confinement {
                 _ => return Err(io::Error::from(Errno::EPERM)),
             }
         }
-        if let Some(filter) = &self.seccomp {
+        for filter in [&self.seccomp, &self.metadata].into_iter().flatten() {
             seccompiler::apply_filter(filter).map_err(|_| io::Error::from(Errno::EPERM))?;
         }
         Ok(())
     }
 }
 
-impl MountPlan {
-    fn apply(&self) -> io::Result<()> {
-        let mut flags = CloneFlags::CLONE_NEWNS;
-        if self.id_maps.is_some() {
-            flags |= CloneFlags::CLONE_NEWUSER;
-        }
-        nix::sched::unshare(flags)?;
-        if let Some(maps) = &self.id_maps {
-            write_proc(c"/proc/self/setgroups", b"deny")?;
-            write_proc(c"/proc/self/uid_map", &maps.uid_map)?;
-            write_proc(c"/proc/self/gid_map", &maps.gid_map)?;
-        }
-        // Nothing done here may reach the parent's mount namespace; what is mounted there later
-        // still reaches this one (slave, not private), so a long-lived namespace does not go stale.
-        nix::mount::mount(
-            None::<&CStr>,
-            c"/",
-            None::<&CStr>,
-            MsFlags::MS_REC | MsFlags::MS_SLAVE,
-            None::<&CStr>,
-        )?;
-        for target in &self.read_only {
-            let path = target.path.as_c_str();
-            nix::mount::mount(
-                Some(path),
-                path,
-                None::<&CStr>,
-                MsFlags::MS_BIND | MsFlags::MS_REC,
-                None::<&CStr>,
-            )?;
-            nix::mount::mount(
-                None::<&CStr>,
-                path,
-                None::<&CStr>,
-                MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY | target.kept_flags,
-                None::<&CStr>,
-            )?;
-        }
-        Ok(())
-    }
-}
-
-fn write_proc(path: &CStr, bytes: &[u8]) -> io::Result<()> {
-    let fd = nix::fcntl::open(path, OFlag::O_WRONLY | OFlag::O_CLOEXEC, Mode::empty())?;
-    nix::unistd::write(&fd, bytes)?;
-    Ok(())
-}
-
-/// The read-only paths of `policy` that lie inside one of its writable roots. A missing one is
-/// created first (an empty `.elph/` changes nothing), since only an existing path can be
-/// mounted over, and a missing `.elph/` would otherwise be the model's to create.
-fn mount_plan(policy: &SandboxPolicy) -> Result<Option<(MountPlan, NamespaceKey)>, SandboxError> {
-    use std::os::unix::fs::MetadataExt;
-    let mut read_only = Vec::new();
-    let mut key = Vec::new();
-    for path in &policy.read_only_paths {
-        if !policy.writable_roots.iter().any(|root| path.starts_with(root)) {
-            continue; // Landlock already keeps it read-only.
-        }
-        if !path.exists() {
-            // `.git/hooks` only in a repository; never create the parents of a protected path.
-            let parent_exists = path.parent().is_some_and(Path::is_dir);
-            if !parent_exists || std::fs::create_dir(path).is_err() {
-                continue;
-            }
-        }
-        let canonical = std::fs::canonicalize(path).map_err(|source| SandboxError::Path {
-            path: path.clone(),
-            source,
-        })?;
-        let metadata = std::fs::metadata(&canonical).map_err(|source| SandboxError::Path {
-            path: canonical.clone(),
-            source,
-        })?;
-        read_only.push(ReadOnlyMount {
-            kept_flags: mount_flags_of(&canonical),
-            path: c_path(&canonical)?,
-        });
-        key.push((canonical, metadata.dev(), metadata.ino()));
-    }
-    if read_only.is_empty() {
-        return Ok(None);
-    }
-    let uid = nix::unistd::geteuid();
-    let id_maps = (!uid.is_root()).then(|| {
-        let gid = nix::unistd::getegid();
-        IdMaps {
-            uid_map: format!("{uid} {uid} 1").into_bytes(),
-            gid_map: format!("{gid} {gid} 1").into_bytes(),
-        }
-    });
-    Ok(Some((MountPlan { id_maps, read_only }, key)))
-}
-
-/// The namespace for `key`, made on first use: a holder process applies `plan` in a child and
+/// The namespace for `key`, made on first use: a holder process applies `view` in a child and
 /// waits; Elph opens its namespace files, then ends it (the descriptors keep the namespaces).
 fn shared_namespace(
-    plan: MountPlan,
-    key: NamespaceKey,
+    mut view: MountView,
+    key: ViewKey,
 ) -> Result<std::sync::Arc<SharedNamespace>, SandboxError> {
     use std::collections::HashMap;
     use std::sync::{Arc, Mutex};
-    static NAMESPACES: Mutex<Option<HashMap<NamespaceKey, Arc<SharedNamespace>>>> = Mutex::new(None);
+    static NAMESPACES: Mutex<Option<HashMap<ViewKey, Arc<SharedNamespace>>>> = Mutex::new(None);
     let mut namespaces = NAMESPACES.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let namespaces = namespaces.get_or_insert_with(HashMap::new);
     if let Some(namespace) = namespaces.get(&key) {
         return Ok(namespace.clone());
     }
     let failed = |source: io::Error| SandboxError::Path {
-        path: key.first().map(|(path, _, _)| path.clone()).unwrap_or_default(),
+        path: key
+            .1
+            .first()
+            .map(|(path, ..)| path.clone())
+            .unwrap_or_else(|| PathBuf::from("/")),
         source: io::Error::new(
             source.kind(),
             format!("cannot make the mount namespace that keeps it read-only: {source}"),
         ),
     };
-    let own_user = plan.id_maps.is_some();
-    let mut holder = crate::process::spawn_holder(move || plan.apply()).map_err(failed)?;
+    let own_user = view.has_user_namespace();
+    let mut holder = crate::process::spawn_holder(move || view.apply()).map_err(failed)?;
     let open = |name: &str| std::fs::File::open(format!("/proc/{}/ns/{name}", holder.id()));
     let opened = (|| -> io::Result<SharedNamespace> {
         Ok(SharedNamespace {
@@ -292,60 +184,16 @@ fn shared_namespace(
     Ok(namespace)
 }
 
-fn c_path(path: &Path) -> Result<CString, SandboxError> {
-    CString::new(path.as_os_str().as_bytes()).map_err(|_| SandboxError::Path {
-        path: path.to_path_buf(),
-        source: io::Error::new(io::ErrorKind::InvalidInput, "the path contains a NUL byte"),
-    })
-}
-
-fn mount_flags_of(path: &Path) -> MsFlags {
-    use nix::sys::statvfs::FsFlags;
-    let Ok(stat) = nix::sys::statvfs::statvfs(path) else {
-        return MsFlags::empty();
-    };
-    let flags = stat.flags();
-    let mut kept = MsFlags::empty();
-    for (fs, ms) in [
-        (FsFlags::ST_NOSUID, MsFlags::MS_NOSUID),
-        (FsFlags::ST_NODEV, MsFlags::MS_NODEV),
-        (FsFlags::ST_NOEXEC, MsFlags::MS_NOEXEC),
-        (FsFlags::ST_NOATIME, MsFlags::MS_NOATIME),
-        (FsFlags::ST_NODIRATIME, MsFlags::MS_NODIRATIME),
-        (FsFlags::ST_RELATIME, MsFlags::MS_RELATIME),
-    ] {
-        if flags.contains(fs) {
-            kept |= ms;
-        }
-    }
-    kept
-}
-
 /// Whether this system lets Elph make a private mount namespace for a child (probed once, with a
-/// real child: `unshare` cannot be tried in a multi-threaded parent). Some systems forbid it to
-/// unprivileged users; there the read-only paths inside writable roots cannot be held read-only,
-/// which `elph doctor` says.
+/// real child: `unshare` cannot be tried in a multi-threaded parent): the probe makes a
+/// read-only view of `/`, as every sandboxed command's view does. Some systems forbid it to
+/// unprivileged users; there the read-only paths inside writable roots cannot be held read-only
+/// and metadata outside them is only guarded in `read-only`, which `elph doctor` says.
 pub fn mount_namespaces_available() -> bool {
     static AVAILABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *AVAILABLE.get_or_init(|| {
-        // Any existing directory will do: the child bind-mounts it read-only over itself in its
-        // own namespace, which nothing else sees, and writes nothing.
-        let probe = std::env::temp_dir();
-        let plan = c_path(&probe).ok().map(|path| {
-            let uid = nix::unistd::geteuid();
-            let gid = nix::unistd::getegid();
-            MountPlan {
-                id_maps: (!uid.is_root()).then(|| IdMaps {
-                    uid_map: format!("{uid} {uid} 1").into_bytes(),
-                    gid_map: format!("{gid} {gid} 1").into_bytes(),
-                }),
-                read_only: vec![ReadOnlyMount {
-                    kept_flags: mount_flags_of(&probe),
-                    path,
-                }],
-            }
-        });
-        plan.is_some_and(|plan| crate::process::probe_in_child(move || plan.apply()))
+        let mut view = MountView::probe();
+        crate::process::probe_in_child(move || view.apply())
     })
 }
 

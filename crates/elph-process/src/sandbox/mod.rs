@@ -6,10 +6,12 @@
 //! `--sandbox-network` and settings.json; the process runner confines a child with it
 //! ([`Confinement`]). Enforcement is by the kernel, not by inspecting commands: Landlock for the
 //! file system and TCP, seccomp for the socket families Landlock cannot see, and a private mount
-//! namespace for the read-only paths inside a writable root (see `confine`).
+//! namespace with a read-only view of the file system for what Landlock cannot express: metadata
+//! and the protected paths inside a writable root (see `confine` and `mount_view`).
 
 mod confine;
 mod landlock_rules;
+mod mount_view;
 mod seccomp;
 
 use std::fmt;
@@ -107,8 +109,14 @@ pub struct SandboxPolicy {
     /// `sandbox.writableRoots`), absolute.
     pub writable_roots: Vec<PathBuf>,
     /// Paths that stay read-only even inside a writable root (the project's `.elph/`,
-    /// `.git/hooks/`, CONFIG_DIR, DATA_DIR), absolute.
+    /// `.git/hooks/`, CONFIG_DIR, DATA_DIR), absolute. Where the kernel allows a mount namespace,
+    /// the folders between a writable root and each of them cannot be renamed or removed either.
     pub read_only_paths: Vec<PathBuf>,
+    /// Read-only paths that are made as empty folders when missing, so that they can be held (an
+    /// empty `.elph/` or `.git/hooks/` changes nothing; a missing one would be the model's to make).
+    pub folders_to_make: Vec<PathBuf>,
+    /// Why a read-only path is protected, in words for the model when a command hits one.
+    pub reasons: Vec<(PathBuf, String)>,
     /// The session's own temp dir, exported to sandboxed processes as `TMPDIR` (writable).
     pub temp_dir: Option<PathBuf>,
 }
@@ -121,7 +129,9 @@ impl SandboxPolicy {
             mode: SandboxMode::WorkspaceWrite,
             network: false,
             writable_roots: vec![project_dir.to_path_buf()],
+            folders_to_make: project_read_only_paths(project_dir),
             read_only_paths: project_read_only_paths(project_dir),
+            reasons: Vec::new(),
             temp_dir: None,
         }
     }
@@ -146,6 +156,86 @@ impl SandboxPolicy {
         if !self.read_only_paths.contains(&path) {
             self.read_only_paths.push(path);
         }
+    }
+
+    /// Adds a read-only folder that is made (empty) when it is missing, so that it can be held.
+    pub fn add_read_only_folder(&mut self, path: impl Into<PathBuf>) {
+        let path = path.into();
+        self.add_read_only_path(path.clone());
+        if !self.folders_to_make.contains(&path) {
+            self.folders_to_make.push(path);
+        }
+    }
+
+    /// Adds a protected path (read-only, made as an empty folder when `make_folder` and missing)
+    /// with the reason a refusal gives.
+    pub fn add_protected(&mut self, path: impl Into<PathBuf>, why: impl Into<String>, make_folder: bool) {
+        let path = path.into();
+        if make_folder {
+            self.add_read_only_folder(path.clone());
+        } else {
+            self.add_read_only_path(path.clone());
+        }
+        if !self.reasons.iter().any(|(known, _)| *known == path) {
+            self.reasons.push((path, why.into()));
+        }
+    }
+
+    /// The protected paths a command's output names (for example in "Read-only file system" or
+    /// "Device or resource busy"), each with why it is protected: what the model reads below the
+    /// output of a refused command. `cwd` is where the command ran (its messages name paths
+    /// relative to it).
+    pub fn explain_refusals(&self, output: &str, cwd: &Path) -> Vec<String> {
+        const KERNEL_REFUSALS: [&str; 3] = [
+            "Read-only file system",
+            "Device or resource busy",
+            "Operation not permitted",
+        ];
+        if self.mode == SandboxMode::FullAccess || !KERNEL_REFUSALS.iter().any(|words| output.contains(words))
+        {
+            return Vec::new();
+        }
+        let shown = |path: &Path| -> Vec<String> {
+            let mut forms = vec![path.display().to_string()];
+            if let Ok(relative) = path.strip_prefix(cwd)
+                && !relative.as_os_str().is_empty()
+            {
+                forms.push(relative.display().to_string());
+            }
+            forms
+        };
+        let mut lines = Vec::new();
+        let mut held_parents: Vec<&Path> = Vec::new();
+        for (path, why) in &self.reasons {
+            if shown(path).iter().any(|form| output.contains(form.as_str())) {
+                lines.push(format!(
+                    "{} is protected by the sandbox: {why}. A sandboxed command cannot change, move or \
+                     replace it; ask the user to.",
+                    path.display()
+                ));
+                continue;
+            }
+            // A folder that holds a protected path stays put: `mv .git x` names only the folder.
+            for parent in path.ancestors().skip(1) {
+                if !parent.starts_with(cwd) || parent == cwd || held_parents.contains(&parent) {
+                    continue;
+                }
+                let quoted = shown(parent).iter().any(|form| {
+                    output.contains(&format!("'{form}'")) || output.contains(&format!("{form}:"))
+                });
+                if quoted {
+                    held_parents.push(parent);
+                    lines.push(format!(
+                        "{} holds {}, so a sandboxed command cannot move, replace or remove it ({} is \
+                         protected by the sandbox: {why}).",
+                        parent.display(),
+                        path.display(),
+                        path.display()
+                    ));
+                }
+            }
+        }
+        lines
     }
 
     /// Sets the session's temp dir (writable, exported as `TMPDIR`).
@@ -262,5 +352,35 @@ mod tests {
         );
         assert!(!policy.network_allowed());
         assert!(policy.with_mode(SandboxMode::FullAccess).network_allowed());
+    }
+
+    #[test]
+    fn a_refusal_names_the_protection_and_the_folders_that_hold_one() {
+        let mut policy = SandboxPolicy::workspace(Path::new("/p"));
+        policy.add_protected("/p/.git/config", "git's config", false);
+        let cwd = Path::new("/p");
+        let direct = policy.explain_refusals(
+            "error: could not write config file .git/config: Device or resource busy",
+            cwd,
+        );
+        assert_eq!(direct.len(), 1, "{direct:?}");
+        assert!(direct[0].contains("/p/.git/config is protected by the sandbox: git's config"));
+        let parent = policy.explain_refusals("mv: cannot move '.git' to 'x': Device or resource busy", cwd);
+        assert_eq!(parent.len(), 1, "{parent:?}");
+        assert!(
+            parent[0].starts_with("/p/.git holds /p/.git/config"),
+            "{parent:?}"
+        );
+        assert!(
+            policy
+                .explain_refusals("cat: .git/config: No such file", cwd)
+                .is_empty()
+        );
+        assert!(
+            policy
+                .with_mode(SandboxMode::FullAccess)
+                .explain_refusals("'.git/config': Read-only file system", cwd)
+                .is_empty()
+        );
     }
 }

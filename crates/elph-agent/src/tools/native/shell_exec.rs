@@ -12,6 +12,7 @@ use super::parse_args;
 use super::process;
 use crate::tools::{Tool, ToolContext, ToolKind, ToolOutput, one_line};
 use elph_process::process::RunOutput;
+use elph_process::sandbox::SandboxPolicy;
 
 pub struct ShellExec;
 
@@ -93,11 +94,11 @@ impl Tool for ShellExec {
             policy,
         )
         .await;
-        render(&result, &ctx.project_dir, timeout_ms)
+        render(&result, &ctx.project_dir, timeout_ms, &ctx.sandbox)
     }
 }
 
-fn render(result: &RunOutput, cwd: &Path, timeout_ms: u64) -> ToolOutput {
+fn render(result: &RunOutput, cwd: &Path, timeout_ms: u64, sandbox: &SandboxPolicy) -> ToolOutput {
     if let Some(error) = &result.spawn_error {
         return ToolOutput::error(process::describe_spawn_error(cwd, error)).with_details(json!({
             "exitCode": null,
@@ -132,6 +133,12 @@ fn render(result: &RunOutput, cwd: &Path, timeout_ms: u64) -> ToolOutput {
             .map(|error| error.describe("the command"))
             .unwrap_or_else(|| "the command's exit status is unknown".into())
     };
+    // The kernel's refusal only says "Read-only file system"; the model also hears which
+    // protection that was and why.
+    for line in sandbox.explain_refusals(&text, cwd) {
+        text.push_str(&line);
+        text.push('\n');
+    }
     text.push_str(&status);
     if result.pipes_held_open {
         text.push_str(

@@ -1,0 +1,312 @@
+//! The protected paths of a session: the places inside the writable roots from which something
+//! outside the sandbox later runs code, and which the model therefore must not change. One list,
+//! for the sandbox (which holds them read-only with mounts) and for the native write tools (which
+//! refuse them unless the user approves the exact call) alike. docs/security.md lists them.
+//!
+//! What is found here:
+//! - every git repository under a writable root (the project's, nested ones, a worktree's or
+//!   submodule's `gitdir:` target, submodules' `.git/modules/*`), and the one a root lies in:
+//!   its `config`, `hooks/`, `info/`, the folder `core.hooksPath` names, and a `.git` file (the
+//!   pointer to the repository);
+//! - the project's `.elph/` (the link and where it points, when it is a symlink);
+//! - other agents' and editors' configuration that runs commands ([`AGENT_PATHS`]);
+//! - the files the project's hooks and MCP servers run (the trust pin's files);
+//! - CONFIG_DIR and DATA_DIR;
+//! - `sandbox.protect` from settings.json.
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+
+use crate::paths::Paths;
+
+/// Files and folders at the top of each writable root that other agents and editors run commands
+/// from: Claude Code's settings and hooks, MCP server lists, VS Code tasks, JetBrains run
+/// configurations, direnv, husky and lefthook git hooks.
+pub(crate) const AGENT_PATHS: [&str; 12] = [
+    ".claude",
+    ".mcp.json",
+    ".vscode",
+    ".idea",
+    ".envrc",
+    ".husky",
+    ".lefthook",
+    ".lefthook.yml",
+    ".lefthook.yaml",
+    ".lefthook.toml",
+    ".lefthook.json",
+    "lefthook.yml",
+];
+
+/// At most this many folders are looked at in each writable root when searching for nested git
+/// repositories (a bound on the work at the start of a session, in a home folder for example);
+/// docs/security.md says so.
+const MAX_FOLDERS_SEARCHED: usize = 20_000;
+
+/// One protected path and why it is protected, in words for the refusal the model reads.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ProtectedPath {
+    pub(crate) path: PathBuf,
+    pub(crate) why: String,
+    /// Made as an empty folder when missing, so the sandbox can hold it (`.elph/`, `hooks/`).
+    pub(crate) make_folder: bool,
+}
+
+/// Every protected path of a session with these writable roots.
+pub(crate) fn protected_paths(
+    paths: &Paths,
+    writable_roots: &[PathBuf],
+    user_protect: &[PathBuf],
+) -> Vec<ProtectedPath> {
+    let mut found = Found::default();
+    let project = &paths.project_dir;
+    let elph = project.join(".elph");
+    found.add(&elph, ELPH_WHY, true);
+    if let Ok(real) = std::fs::canonicalize(&elph)
+        && real != elph
+    {
+        found.add(&real, ELPH_WHY, false);
+    }
+    let mut roots: Vec<&Path> = vec![project.as_path()];
+    roots.extend(writable_roots.iter().map(PathBuf::as_path));
+    for root in &roots {
+        for name in AGENT_PATHS {
+            found.add(
+                &root.join(name),
+                &format!("{name}: another agent's or editor's configuration, which runs commands outside the sandbox"),
+                false,
+            );
+        }
+    }
+    for root in &roots {
+        if let Some(gitdir) = enclosing_repository(root) {
+            protect_repository(&mut found, &gitdir);
+        }
+        let (gitdirs, pointers) = repositories_under(root);
+        for gitdir in gitdirs {
+            protect_repository(&mut found, &gitdir);
+        }
+        for pointer in pointers {
+            found.add(&pointer, &git_why("pointer file (.git: gitdir)"), false);
+        }
+    }
+    for file in crate::trust::pins::Fingerprint::of(project).files.keys() {
+        let path = project.join(file);
+        if path.exists() {
+            found.add(
+                &path,
+                "a file the project's hooks or MCP servers run or read, outside the sandbox (pinned by elph trust)",
+                false,
+            );
+        }
+    }
+    found.add(
+        &paths.config_dir,
+        "CONFIG_DIR (Elph's trust, hooks and settings)",
+        false,
+    );
+    found.add(&paths.data_dir, "DATA_DIR (Elph's sessions and logs)", false);
+    for path in user_protect {
+        found.add(path, "protected by sandbox.protect in settings.json", false);
+    }
+    found.0
+}
+
+const ELPH_WHY: &str = "the project's .elph folder (hooks, MCP servers and settings run from it)";
+
+#[derive(Default)]
+struct Found(Vec<ProtectedPath>);
+
+impl Found {
+    fn add(&mut self, path: &Path, why: &str, make_folder: bool) {
+        if self.0.iter().any(|known| known.path == path) {
+            return;
+        }
+        self.0.push(ProtectedPath {
+            path: path.to_path_buf(),
+            why: why.to_string(),
+            make_folder,
+        });
+    }
+}
+
+fn git_why(what: &str) -> String {
+    format!(
+        "a git repository's {what} (git runs what it names outside the sandbox, the next time you use git)"
+    )
+}
+
+/// Protects one repository's `config`, `hooks/`, `info/`, its hooks folder, and its submodules'.
+fn protect_repository(found: &mut Found, gitdir: &Path) {
+    // A linked worktree's own folder holds `config.worktree`; the shared one holds the rest.
+    let common = common_dir(gitdir);
+    for dir in [gitdir, common.as_path()] {
+        found.add(&dir.join("config"), &git_why("config"), false);
+        // Only when present: a worktree's own config exists only once `extensions.worktreeConfig`
+        // is set, which takes writing `config`, which is held.
+        if dir.join("config.worktree").exists() {
+            found.add(&dir.join("config.worktree"), &git_why("config"), false);
+        }
+        found.add(&dir.join("hooks"), &git_why("hooks"), true);
+        found.add(&dir.join("info"), &git_why("info folder"), true);
+    }
+    let work_tree = common.parent().map(Path::to_path_buf).unwrap_or_default();
+    if let Some(hooks_path) = hooks_path(&common.join("config")) {
+        let folder = if hooks_path.is_absolute() {
+            hooks_path
+        } else {
+            work_tree.join(hooks_path)
+        };
+        found.add(&folder, &git_why("core.hooksPath folder"), false);
+    }
+    if let Ok(modules) = std::fs::read_dir(common.join("modules")) {
+        for module in modules.flatten() {
+            let path = module.path();
+            if path.join("config").is_file() {
+                protect_repository(found, &path);
+            }
+        }
+    }
+}
+
+/// The shared repository folder of a linked worktree's git folder (its `commondir`), or itself.
+fn common_dir(gitdir: &Path) -> PathBuf {
+    std::fs::read_to_string(gitdir.join("commondir"))
+        .ok()
+        .map(|text| gitdir.join(text.trim()))
+        .and_then(|path| std::fs::canonicalize(path).ok())
+        .unwrap_or_else(|| gitdir.to_path_buf())
+}
+
+/// The repository folder a `.git` entry stands for: the folder itself, or the target of a
+/// `gitdir: PATH` file (worktrees and submodules).
+fn gitdir_of(dot_git: &Path) -> Option<PathBuf> {
+    let metadata = std::fs::symlink_metadata(dot_git).ok()?;
+    if metadata.is_dir() {
+        return std::fs::canonicalize(dot_git).ok();
+    }
+    let text = std::fs::read_to_string(dot_git).ok()?;
+    let target = text.lines().next()?.strip_prefix("gitdir:")?.trim();
+    let parent = dot_git.parent()?;
+    std::fs::canonicalize(parent.join(target)).ok()
+}
+
+/// The repository `root` lies inside, if any (its `.git` is above the root).
+fn enclosing_repository(root: &Path) -> Option<PathBuf> {
+    root.ancestors()
+        .skip(1)
+        .find_map(|dir| gitdir_of(&dir.join(".git")))
+}
+
+/// Every repository under `root`, and every `.git` file pointing at one (a worktree's or a
+/// submodule's, which the model must not redirect), breadth first, up to
+/// [`MAX_FOLDERS_SEARCHED`] folders; links are not followed, nor is a repository's own folder
+/// searched.
+fn repositories_under(root: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let mut found = Vec::new();
+    let mut pointers = Vec::new();
+    let mut queue = VecDeque::from([root.to_path_buf()]);
+    let mut searched = 0;
+    while let Some(dir) = queue.pop_front() {
+        searched += 1;
+        if searched > MAX_FOLDERS_SEARCHED {
+            break;
+        }
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if name == ".git" {
+                if kind.is_file() {
+                    pointers.push(entry.path());
+                }
+                if let Some(gitdir) = gitdir_of(&entry.path())
+                    && !found.contains(&gitdir)
+                {
+                    found.push(gitdir);
+                }
+            } else if kind.is_dir() {
+                queue.push_back(entry.path());
+            }
+        }
+    }
+    (found, pointers)
+}
+
+/// `core.hooksPath` of one git config file (the last one wins, as in git); `~/` is HOME.
+fn hooks_path(config: &Path) -> Option<PathBuf> {
+    let text = std::fs::read_to_string(config).ok()?;
+    let mut in_core = false;
+    let mut value = None;
+    for line in text.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            in_core = line
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .trim()
+                .eq_ignore_ascii_case("core");
+            continue;
+        }
+        if !in_core {
+            continue;
+        }
+        if let Some((key, raw)) = line.split_once('=')
+            && key.trim().eq_ignore_ascii_case("hookspath")
+        {
+            let raw = raw.trim().trim_matches('"');
+            value = Some(match raw.strip_prefix("~/") {
+                Some(rest) => std::env::var_os("HOME").map(PathBuf::from)?.join(rest),
+                None => PathBuf::from(raw),
+            });
+        }
+    }
+    value
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_nested_repositories_worktree_pointers_hooks_paths_and_submodules() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let git = root.join(".git");
+        std::fs::create_dir_all(git.join("modules/lib/hooks")).unwrap();
+        std::fs::write(git.join("modules/lib/config"), "").unwrap();
+        std::fs::write(
+            git.join("config"),
+            "[core]\n\tbare = false\n[Core]\n\thooksPath = \"tools/hooks\"\n",
+        )
+        .unwrap();
+        std::fs::create_dir_all(root.join("deep/er/nested/.git")).unwrap();
+        std::fs::create_dir_all(root.join("elsewhere/.git/worktrees/wt")).unwrap();
+        std::fs::write(root.join("elsewhere/.git/worktrees/wt/commondir"), "../..").unwrap();
+        std::fs::create_dir_all(root.join("wt")).unwrap();
+        std::fs::write(root.join("wt/.git"), "gitdir: ../elsewhere/.git/worktrees/wt\n").unwrap();
+        let paths = Paths {
+            config_dir: root.join("cfg"),
+            data_dir: root.join("data"),
+            project_dir: root.clone(),
+        };
+        let found = protected_paths(&paths, &[], &[root.join("mine")]);
+        let has = |path: PathBuf| found.iter().any(|p| p.path == path);
+        assert!(has(git.join("config")) && has(git.join("hooks")) && has(git.join("info")));
+        assert!(has(root.join("tools/hooks")), "core.hooksPath");
+        assert!(has(git.join("modules/lib/config")) && has(git.join("modules/lib/hooks")));
+        assert!(has(root.join("deep/er/nested/.git/hooks")));
+        assert!(has(root.join("wt/.git")), "a worktree's pointer");
+        assert!(has(root.join("elsewhere/.git/worktrees/wt/hooks")));
+        assert!(
+            has(root.join("elsewhere/.git/config")),
+            "the worktree's shared repository"
+        );
+        assert!(has(root.join(".claude")) && has(root.join(".mcp.json")) && has(root.join(".envrc")));
+        assert!(has(root.join("mine")) && has(root.join("cfg")) && has(root.join("data")));
+        assert!(!has(root.join("deep")), "a plain folder is not protected");
+    }
+}
