@@ -78,6 +78,17 @@ pub(crate) fn protected_paths(
         }
     }
     for root in &roots {
+        // A repository a command makes here (`git init && … > .git/hooks/pre-commit`) would be
+        // the model's to configure; a missing `.git` is refused after the command that makes it.
+        let dot_git = root.join(".git");
+        if std::fs::symlink_metadata(&dot_git).is_err() {
+            found.add(
+                &dot_git,
+                "a git repository made in the session (git runs its hooks and the commands its config \
+                 names outside the sandbox, the next time you use git)",
+                false,
+            );
+        }
         if let Some(gitdir) = enclosing_repository(root) {
             protect_repository(&mut found, &gitdir);
         }

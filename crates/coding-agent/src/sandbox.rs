@@ -56,8 +56,19 @@ pub(crate) fn resolve_policy(
     // Elph's own configuration and data stay read-only even if a writable root contains them
     // (a project at ~ or a root of ~/.config): trust.json and hooks.json decide what runs next.
     // So do the places git, Elph's hooks and other agents run code from.
-    for protected in crate::protected_paths::protected_paths(paths, &policy.writable_roots, &user_protect) {
-        policy.add_protected(protected.path, protected.why, protected.make_folder);
+    // The session's temp dir is removed when the session ends: nothing runs from it later.
+    let roots: Vec<PathBuf> = policy
+        .writable_roots
+        .iter()
+        .filter(|root| Some(*root) != policy.temp_dir.as_ref())
+        .cloned()
+        .collect();
+    for protected in crate::protected_paths::protected_paths(paths, &roots, &user_protect) {
+        if protected.make_folder || std::fs::symlink_metadata(&protected.path).is_ok() {
+            policy.add_protected(protected.path, protected.why, protected.make_folder);
+        } else {
+            policy.add_absent(protected.path, protected.why);
+        }
     }
     // Said before the session starts rather than at the first command: a sandboxed mode on a
     // kernel without Landlock is refused, never run unconfined.

@@ -469,3 +469,59 @@ async fn a_project_at_home_cannot_move_config_dir_aside() {
         );
     }
 }
+
+/// In a folder that is not a repository yet, `git init && … > .git/hooks/pre-commit` in one
+/// command, and a `.mcp.json` the project did not have, are refused: moved aside after the
+/// command, which says so. The user's git afterwards finds no repository and runs no hook.
+#[tokio::test]
+async fn a_repository_or_agent_file_made_during_the_session_is_refused() {
+    if !landlock("a_repository_or_agent_file_made_during_the_session_is_refused") {
+        return;
+    }
+    for user in users() {
+        let world = World::new(user);
+        let env = &world.env;
+        let evidence = env.root.path().join("evidence");
+        std::fs::create_dir_all(&evidence).unwrap();
+        std::fs::set_permissions(&evidence, std::fs::Permissions::from_mode(0o777)).unwrap();
+        world.hand_over();
+        let ev = evidence.display();
+        let script = format!(
+            "git init -q . && printf '#!/bin/sh\\ntouch {ev}/hook\\n' > .git/hooks/pre-commit && \
+             chmod +x .git/hooks/pre-commit; echo \"init=$?\"\n\
+             echo '{{\"mcpServers\":{{}}}}' > .mcp.json; echo \"mcp=$?\"\n\
+             echo ok > notes.txt; echo \"inside=$?\""
+        );
+        let result = world.shell(&script, &[]).await;
+        let context = format!("{}: {result}", world.who());
+        for words in [
+            ".git was created by a sandboxed command, and it is protected: a git repository made in the session",
+            ".mcp.json was created by a sandboxed command, and it is protected: .mcp.json: another agent's",
+            ".mcp.json.elph-refused",
+        ] {
+            assert!(result.contains(words), "the result says {words:?}, {context}");
+        }
+        assert!(
+            !env.project.join(".git").exists() && !env.project.join(".mcp.json").exists(),
+            "{context}"
+        );
+        assert!(
+            env.project.join(".git.elph-refused/hooks/pre-commit").is_file(),
+            "{context}"
+        );
+        assert!(env.project.join("notes.txt").is_file(), "{context}");
+        let after = world.user_sh(
+            "git status 2>&1; git -c user.name=u -c user.email=u@x commit -q --allow-empty -m u 2>&1",
+        );
+        let planted: Vec<_> = std::fs::read_dir(&evidence)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert!(
+            planted.is_empty(),
+            "the user's git ran what the model planted: {planted:?}, {}",
+            String::from_utf8_lossy(&after.stdout)
+        );
+    }
+}

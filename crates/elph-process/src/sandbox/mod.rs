@@ -9,6 +9,7 @@
 //! namespace with a read-only view of the file system for what Landlock cannot express: metadata
 //! and the protected paths inside a writable root (see `confine` and `mount_view`).
 
+mod appeared;
 mod confine;
 mod landlock_rules;
 mod mount_view;
@@ -117,6 +118,9 @@ pub struct SandboxPolicy {
     pub folders_to_make: Vec<PathBuf>,
     /// Why a read-only path is protected, in words for the model when a command hits one.
     pub reasons: Vec<(PathBuf, String)>,
+    /// Protected paths that did not exist when the session started: no mount can hold them, so
+    /// one a command creates is moved aside after that command (see `appeared`).
+    pub absent: Vec<PathBuf>,
     /// The session's own temp dir, exported to sandboxed processes as `TMPDIR` (writable).
     pub temp_dir: Option<PathBuf>,
 }
@@ -132,6 +136,7 @@ impl SandboxPolicy {
             folders_to_make: project_read_only_paths(project_dir),
             read_only_paths: project_read_only_paths(project_dir),
             reasons: Vec::new(),
+            absent: Vec::new(),
             temp_dir: None,
         }
     }

@@ -87,6 +87,9 @@ impl Tool for ShellExec {
             sandbox: &ctx.sandbox,
             env: &ctx.shell_env,
         };
+        // Protected paths no mount can hold yet (they do not exist): one the command makes is
+        // refused after it.
+        let missing_before = ctx.sandbox.missing_now();
         let result = process::run(
             &args.command,
             &ctx.project_dir,
@@ -94,11 +97,23 @@ impl Tool for ShellExec {
             policy,
         )
         .await;
-        render(&result, &ctx.project_dir, timeout_ms, &ctx.sandbox)
+        render(
+            &result,
+            &ctx.project_dir,
+            timeout_ms,
+            &ctx.sandbox,
+            &missing_before,
+        )
     }
 }
 
-fn render(result: &RunOutput, cwd: &Path, timeout_ms: u64, sandbox: &SandboxPolicy) -> ToolOutput {
+fn render(
+    result: &RunOutput,
+    cwd: &Path,
+    timeout_ms: u64,
+    sandbox: &SandboxPolicy,
+    missing_before: &[std::path::PathBuf],
+) -> ToolOutput {
     if let Some(error) = &result.spawn_error {
         return ToolOutput::error(process::describe_spawn_error(cwd, error)).with_details(json!({
             "exitCode": null,
@@ -139,6 +154,11 @@ fn render(result: &RunOutput, cwd: &Path, timeout_ms: u64, sandbox: &SandboxPoli
         text.push_str(&line);
         text.push('\n');
     }
+    let appeared = sandbox.refuse_appeared(missing_before);
+    for line in &appeared {
+        text.push_str(line);
+        text.push('\n');
+    }
     text.push_str(&status);
     if result.pipes_held_open {
         text.push_str(
@@ -147,7 +167,7 @@ fn render(result: &RunOutput, cwd: &Path, timeout_ms: u64, sandbox: &SandboxPoli
         );
     }
     let truncated = result.stdout.omitted() > 0 || result.stderr.omitted() > 0;
-    let failed = result.timed_out || result.exit_code != Some(0);
+    let failed = result.timed_out || result.exit_code != Some(0) || !appeared.is_empty();
     let output = if failed {
         ToolOutput::error(text)
     } else {
