@@ -110,6 +110,13 @@ pub(crate) fn protected_paths(
             );
         }
     }
+    for file in files_hooks_and_servers_run(paths) {
+        found.add(
+            &file,
+            "a file Elph's hooks or MCP servers run, outside the sandbox (named in hooks.json or mcp.json)",
+            false,
+        );
+    }
     found.add(
         &paths.config_dir,
         "CONFIG_DIR (Elph's trust, hooks and settings)",
@@ -278,6 +285,82 @@ fn hooks_path(config: &Path) -> Option<PathBuf> {
     value
 }
 
+/// The files Elph's hooks and MCP servers run, as their configuration names them: each `command`
+/// and each argument (or an argument's `--opt=VALUE`) naming an existing file, relative to the
+/// folder the configuration lives in or to the project, `~/` under HOME. Home hooks and servers
+/// run in every project, so a script of theirs inside a writable root is protected too.
+fn files_hooks_and_servers_run(paths: &Paths) -> Vec<PathBuf> {
+    let project = &paths.project_dir;
+    let elph = project.join(".elph");
+    let sources: [(PathBuf, Vec<&Path>); 4] = [
+        (
+            paths.config_dir.join("hooks.json"),
+            vec![paths.config_dir.as_path()],
+        ),
+        (
+            paths.config_dir.join("mcp.json"),
+            vec![paths.config_dir.as_path()],
+        ),
+        (elph.join("hooks.json"), vec![project.as_path(), elph.as_path()]),
+        (elph.join("mcp.json"), vec![project.as_path(), elph.as_path()]),
+    ];
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let mut found = Vec::new();
+    for (file, bases) in &sources {
+        let Ok(Some(bytes)) = elph_config::read_config(file) else {
+            continue;
+        };
+        let Ok(value) = elph_config::parse_json(&bytes) else {
+            continue;
+        };
+        let mut entries: Vec<&serde_json::Value> = value
+            .get("hooks")
+            .and_then(serde_json::Value::as_array)
+            .into_iter()
+            .flatten()
+            .collect();
+        for key in ["mcpServers", "servers"] {
+            entries.extend(
+                value
+                    .get(key)
+                    .and_then(serde_json::Value::as_object)
+                    .into_iter()
+                    .flat_map(|m| m.values()),
+            );
+        }
+        for entry in entries {
+            let words = entry
+                .get("command")
+                .into_iter()
+                .chain(
+                    entry
+                        .get("args")
+                        .and_then(serde_json::Value::as_array)
+                        .into_iter()
+                        .flatten(),
+                )
+                .filter_map(serde_json::Value::as_str);
+            for word in words {
+                let value = word.split_once('=').map(|(_, value)| value);
+                let mut candidates = Vec::new();
+                for word in std::iter::once(word).chain(value) {
+                    match (word.strip_prefix("~/"), &home) {
+                        (Some(rest), Some(home)) => candidates.push(home.join(rest)),
+                        _ if Path::new(word).is_absolute() => candidates.push(PathBuf::from(word)),
+                        _ => candidates.extend(bases.iter().map(|base| base.join(word))),
+                    }
+                }
+                for candidate in candidates {
+                    if candidate.is_file() && !found.contains(&candidate) {
+                        found.push(candidate);
+                    }
+                }
+            }
+        }
+    }
+    found
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -319,5 +402,50 @@ mod tests {
         assert!(has(root.join(".claude")) && has(root.join(".mcp.json")) && has(root.join(".envrc")));
         assert!(has(root.join("mine")) && has(root.join("cfg")) && has(root.join("data")));
         assert!(!has(root.join("deep")), "a plain folder is not protected");
+    }
+
+    #[test]
+    fn finds_the_files_hooks_and_servers_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let project = root.join("project");
+        let config = root.join("cfg");
+        std::fs::create_dir_all(project.join(".elph")).unwrap();
+        std::fs::create_dir_all(project.join("tools")).unwrap();
+        std::fs::create_dir_all(&config).unwrap();
+        for file in ["tools/hook.py", "tools/server.js", "tools/rules.txt"] {
+            std::fs::write(project.join(file), "").unwrap();
+        }
+        std::fs::write(root.join("home-hook.sh"), "").unwrap();
+        std::fs::write(
+            project.join(".elph/hooks.json"),
+            r#"{"hooks": [{"command": "/usr/bin/python3", "args": ["tools/hook.py", "--rules=tools/rules.txt"]}]}"#,
+        )
+        .unwrap();
+        std::fs::write(
+            project.join(".elph/mcp.json"),
+            r#"{"mcpServers": {"s": {"command": "node", "args": ["tools/server.js"]}}}"#,
+        )
+        .unwrap();
+        let home_hook = root.join("home-hook.sh");
+        std::fs::write(
+            config.join("hooks.json"),
+            format!(r#"{{"hooks": [{{"command": "{}"}}]}}"#, home_hook.display()),
+        )
+        .unwrap();
+        let paths = Paths {
+            config_dir: config,
+            data_dir: root.join("data"),
+            project_dir: project.clone(),
+        };
+        let found = files_hooks_and_servers_run(&paths);
+        for file in [
+            project.join("tools/hook.py"),
+            project.join("tools/server.js"),
+            project.join("tools/rules.txt"),
+            home_hook,
+        ] {
+            assert!(found.contains(&file), "{file:?} in {found:?}");
+        }
     }
 }

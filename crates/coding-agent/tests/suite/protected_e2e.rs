@@ -525,3 +525,66 @@ async fn a_repository_or_agent_file_made_during_the_session_is_refused() {
         );
     }
 }
+
+/// The native write tools refuse the same protected paths, by name, whether they exist or not
+/// (a repository made during the session included), and say which protection refused them.
+#[tokio::test]
+async fn the_native_write_tools_refuse_the_same_protected_paths() {
+    let world = World::new(None);
+    let env = &world.env;
+    let setup = world.user_sh("git init -q -b main . && mkdir .claude");
+    assert!(
+        setup.status.success(),
+        "{}",
+        String::from_utf8_lossy(&setup.stderr)
+    );
+    let server = FakeModelServer::start(Wire::OpenAi).await;
+    let attempts = [
+        (".git/config", "a git repository's config"),
+        (".git/hooks/pre-commit", "a git repository's hooks"),
+        ("fresh/.git/hooks/pre-commit", "a git repository's hooks"),
+        (
+            ".claude/settings.json",
+            ".claude: another agent's or editor's configuration",
+        ),
+        (
+            ".mcp.json",
+            ".mcp.json: another agent's or editor's configuration",
+        ),
+    ];
+    for (path, _) in attempts {
+        server.enqueue(FakeReply::tool_call(
+            "write_file",
+            json!({ "path": path, "content": "#!/bin/sh\ntouch /tmp/planted\n" }),
+        ));
+    }
+    server.enqueue(FakeReply::tool_call(
+        "write_file",
+        json!({ "path": "notes.txt", "content": "ok" }),
+    ));
+    server.enqueue(FakeReply::text("done"));
+    let output = world.run(&server, &["go"]).await;
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let result = tool_results(&server);
+    for (path, why) in attempts {
+        let words = format!("Tool call refused: write_file would write {path} ({why}");
+        assert!(result.contains(&words), "{words:?} in {result}");
+        assert!(
+            !env.project.join(path).is_file() || *path == *".git/config",
+            "{path} was written"
+        );
+    }
+    assert!(
+        !std::fs::read_to_string(env.project.join(".git/config"))
+            .unwrap()
+            .contains("planted")
+    );
+    assert_eq!(
+        std::fs::read_to_string(env.project.join("notes.txt")).unwrap(),
+        "ok"
+    );
+}

@@ -99,7 +99,8 @@ impl FilePolicy {
             SandboxMode::FullAccess => WriteScope::Anywhere,
         };
         let mut policy = FilePolicy::new(project_dir).with_write_scope(scope);
-        for path in &sandbox.read_only_paths {
+        // Absent ones too: a native tool must not create what the sandbox refuses after a command.
+        for path in sandbox.read_only_paths.iter().chain(&sandbox.absent) {
             let reason = sandbox.reasons.iter().find(|(known, _)| known == path);
             match reason {
                 Some((_, why)) => policy = policy.protect(path, why.clone()),
