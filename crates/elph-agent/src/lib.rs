@@ -15,6 +15,7 @@
 //! - [`tools`]: the `Tool` trait, the catalog and `native::all()` (the native tools' types are private);
 //! - [`policy`]: the file policy the native tools enforce (the sandbox policy it follows is
 //!   `elph_process::sandbox`);
+//! - [`json_schema`]: JSON Schema validation, for tool arguments and `coding-agent`'s hooks.json;
 //! - [`messages`]: the conversation types, from `elph-ai`.
 //!
 //! `missing_docs` is on: every public item says what it is and why a caller cares.
@@ -24,6 +25,7 @@
 
 pub mod harness;
 pub mod hooks;
+pub mod json_schema;
 pub mod policy;
 pub mod tools;
 

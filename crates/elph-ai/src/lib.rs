@@ -9,7 +9,8 @@
 //!   configured by [`HttpProviderConfig`] and retried by [`RetryPolicy`];
 //! - [`ScriptedProvider`]: an offline provider that plays a JSON script;
 //! - custom providers and choosing the model: [`Catalog`], [`resolve`], [`ModelSelection`];
-//! - every failure: [`ProviderError`].
+//! - every failure: [`ProviderError`];
+//! - the TLS set-up, for the binary's other HTTP clients: [`http_client_builder`].
 #![forbid(unsafe_code)]
 #![warn(unreachable_pub, missing_docs)]
 
@@ -40,3 +41,4 @@ pub use provider::{Provider, Request, StopReason, StreamEvent, ToolSpec, Turn, U
 pub use retry::RetryPolicy;
 pub use scripted::ScriptedProvider;
 pub use select::{ModelOrigin, ModelSelection, build as build_provider, resolve};
+pub use tls::http_client_builder;

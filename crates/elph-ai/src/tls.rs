@@ -17,10 +17,11 @@ use rustls::{DigitallySignedStruct, SignatureScheme};
 /// A rustls client configuration for reqwest: TLS 1.2 and 1.3, HTTP/1.1 over ALPN (the only HTTP
 /// version this build of reqwest speaks), and the system's roots loaded on first use.
 pub(crate) fn client_config() -> Result<rustls::ClientConfig, rustls::Error> {
-    // The process-wide provider when one is installed, as reqwest does; else aws-lc-rs, reqwest's.
+    // The process-wide provider when one is installed, as reqwest does; else ring: unlike
+    // aws-lc-rs (reqwest's default), it builds without cmake and in a fraction of the time.
     let provider = CryptoProvider::get_default()
         .cloned()
-        .unwrap_or_else(|| Arc::new(rustls::crypto::aws_lc_rs::default_provider()));
+        .unwrap_or_else(|| Arc::new(rustls::crypto::ring::default_provider()));
     let mut config = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()?
         .dangerous()
@@ -28,6 +29,13 @@ pub(crate) fn client_config() -> Result<rustls::ClientConfig, rustls::Error> {
         .with_no_client_auth();
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(config)
+}
+
+/// A reqwest client builder with this TLS set-up, for the binary's other HTTP clients (MCP servers
+/// over HTTP): reqwest is built without a crypto provider of its own, so a plain
+/// `reqwest::Client::new()` would have none.
+pub fn http_client_builder() -> Result<reqwest::ClientBuilder, rustls::Error> {
+    Ok(reqwest::Client::builder().tls_backend_preconfigured(client_config()?))
 }
 
 /// The platform verifier, created at the first certificate check. A failure to load the roots is
@@ -117,7 +125,7 @@ mod tests {
 
     #[test]
     fn roots_are_not_loaded_until_a_certificate_is_checked() {
-        let verifier = LazyPlatformVerifier::new(Arc::new(rustls::crypto::aws_lc_rs::default_provider()));
+        let verifier = LazyPlatformVerifier::new(Arc::new(rustls::crypto::ring::default_provider()));
         assert!(!verifier.supported_verify_schemes().is_empty());
         assert!(!verifier.loaded());
         // A certificate that is not one: the roots load, then the check fails on the bytes.

@@ -11,7 +11,7 @@ use elph_agent::hooks::HookEvent;
 use elph_agent::hooks::limits::{
     DEFAULT_TIMEOUT_MS, MAX_CONFIGURABLE_BYTES, MAX_TIMEOUT_MS, MIN_CONFIGURABLE_BYTES, MIN_TIMEOUT_MS,
 };
-use jsonschema::error::ValidationErrorKind;
+use elph_agent::json_schema::{Rule, Validator, Violation};
 use schemars::{JsonSchema, Schema};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -218,10 +218,9 @@ pub fn generated_schema_text() -> String {
     clippy::expect_used,
     reason = "the schema generated from our own types compiles (tested)"
 )]
-fn validator() -> &'static jsonschema::Validator {
-    static VALIDATOR: OnceLock<jsonschema::Validator> = OnceLock::new();
-    VALIDATOR
-        .get_or_init(|| jsonschema::validator_for(&generated_schema()).expect("the hooks schema compiles"))
+fn validator() -> &'static Validator {
+    static VALIDATOR: OnceLock<Validator> = OnceLock::new();
+    VALIDATOR.get_or_init(|| Validator::new(&generated_schema()).expect("the hooks schema compiles"))
 }
 
 /// Why a file could not be loaded: enough for one diagnostic.
@@ -317,8 +316,8 @@ pub fn check(bytes: &[u8]) -> Result<HooksFile, Vec<LoadError>> {
             }
         }
     }
-    for error in validator().iter_errors(&value) {
-        for (pointer, message) in describe_schema_error(&error) {
+    for violation in validator().violations(&value) {
+        for (pointer, message) in describe_schema_error(violation) {
             // One problem per place: a timeoutMs of 1.5 fails both checks.
             if problems.iter().any(|p| p.pointer.as_deref() == Some(&pointer)) {
                 continue;
@@ -425,11 +424,16 @@ fn claude_code_has(event: HookEvent) -> bool {
 
 /// One schema error in words, with its pointer; an object with several unknown fields gives one
 /// problem per field.
-fn describe_schema_error(error: &jsonschema::ValidationError<'_>) -> Vec<(String, String)> {
-    let pointer = error.instance_path().as_str().to_string();
+fn describe_schema_error(violation: Violation) -> Vec<(String, String)> {
+    let Violation {
+        pointer,
+        instance,
+        rule,
+        message,
+    } = violation;
     let event_names = HookEvent::ALL.map(HookEvent::as_str).join(", ");
-    let message = match error.kind() {
-        ValidationErrorKind::AdditionalProperties { unexpected } => {
+    let message = match rule {
+        Rule::AdditionalProperties { unexpected } => {
             let allowed = fields_at(&pointer);
             return unexpected
                 .iter()
@@ -444,71 +448,54 @@ fn describe_schema_error(error: &jsonschema::ValidationError<'_>) -> Vec<(String
                 })
                 .collect();
         }
-        ValidationErrorKind::Required { property } => format!("missing required field {property}"),
-        ValidationErrorKind::FalseSchema if pointer.ends_with("/matcher") => {
+        Rule::Required { property } => format!("missing required field {}", Value::from(property)),
+        Rule::FalseSchema if pointer.ends_with("/matcher") => {
             "a matcher is only allowed on preToolUse, postToolUse and postToolUseFailure".to_string()
         }
-        ValidationErrorKind::Constant { .. } if pointer.ends_with("/failClosed") => format!(
+        Rule::Const if pointer.ends_with("/failClosed") => format!(
             "failClosed is only for events whose hooks guard something ({}); this event is \
              observation-only: its hooks run after the fact, so a failure has nothing to stop",
             fail_closed_events()
         ),
-        ValidationErrorKind::Minimum { .. } | ValidationErrorKind::Maximum { .. }
+        Rule::Minimum | Rule::Maximum
             if pointer.ends_with("/maxInputBytes") || pointer.ends_with("/maxOutputBytes") =>
         {
             format!(
                 "{} is {}; it must be between {MIN_CONFIGURABLE_BYTES} and {MAX_CONFIGURABLE_BYTES} bytes",
                 pointer.rsplit('/').next().unwrap_or_default(),
-                error.instance()
+                instance
             )
         }
-        ValidationErrorKind::Enum { .. } if pointer.ends_with("/event") => {
-            match error
-                .instance()
+        Rule::Enum if pointer.ends_with("/event") => {
+            match instance
                 .as_str()
                 .and_then(|name| crate::suggest::nearest(name, HookEvent::ALL.map(HookEvent::as_str)))
             {
                 Some(event) => format!(
-                    "unknown event {}; did you mean '{event}'? (event names are camelCase: {event_names})",
-                    error.instance()
+                    "unknown event {instance}; did you mean '{event}'? (event names are camelCase: {event_names})"
                 ),
-                None => format!(
-                    "unknown event {}; expected one of: {event_names}",
-                    error.instance()
-                ),
+                None => format!("unknown event {instance}; expected one of: {event_names}"),
             }
         }
-        ValidationErrorKind::Pattern { .. } if is_id(&pointer) => format!(
-            "invalid id {}: an id starts with a letter or digit and holds only letters, digits, '.', '_' and '-'",
-            error.instance()
+        Rule::Pattern if is_id(&pointer) => format!(
+            "invalid id {instance}: an id starts with a letter or digit and holds only letters, digits, '.', '_' and '-'"
         ),
-        ValidationErrorKind::Pattern { .. } => format!(
-            "invalid tool name pattern {}: use an exact name, 'prefix*', '*suffix', or '*'",
-            error.instance()
-        ),
-        ValidationErrorKind::MinLength { .. } if pointer.ends_with("/id") => {
-            "id must not be empty".to_string()
+        Rule::Pattern => {
+            format!("invalid tool name pattern {instance}: use an exact name, 'prefix*', '*suffix', or '*'")
         }
-        ValidationErrorKind::MinLength { .. } if pointer.ends_with("/command") => {
-            "command must not be empty".to_string()
-        }
-        ValidationErrorKind::MinLength { .. } => "must not be empty".to_string(),
-        ValidationErrorKind::MinItems { .. } => {
+        Rule::MinLength if pointer.ends_with("/id") => "id must not be empty".to_string(),
+        Rule::MinLength if pointer.ends_with("/command") => "command must not be empty".to_string(),
+        Rule::MinLength => "must not be empty".to_string(),
+        Rule::MinItems => {
             "toolNames must list at least one pattern (omit the matcher to match every tool)".to_string()
         }
-        ValidationErrorKind::Minimum { .. } | ValidationErrorKind::Maximum { .. }
-            if pointer.ends_with("/timeoutMs") =>
-        {
-            format!(
-                "timeoutMs is {}; it must be between {MIN_TIMEOUT_MS} and {MAX_TIMEOUT_MS}",
-                error.instance()
-            )
+        Rule::Minimum | Rule::Maximum if pointer.ends_with("/timeoutMs") => {
+            format!("timeoutMs is {instance}; it must be between {MIN_TIMEOUT_MS} and {MAX_TIMEOUT_MS}")
         }
-        ValidationErrorKind::Type { .. } if pointer.ends_with("/timeoutMs") => format!(
-            "timeoutMs is {}; it must be a whole number of milliseconds between {MIN_TIMEOUT_MS} and {MAX_TIMEOUT_MS}",
-            error.instance()
+        Rule::Type if pointer.ends_with("/timeoutMs") => format!(
+            "timeoutMs is {instance}; it must be a whole number of milliseconds between {MIN_TIMEOUT_MS} and {MAX_TIMEOUT_MS}"
         ),
-        _ => error.to_string(),
+        _ => message,
     };
     vec![(pointer, message)]
 }

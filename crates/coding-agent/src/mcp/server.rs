@@ -371,8 +371,12 @@ fn http_transport(
         custom.insert(header, value);
     }
     let config = StreamableHttpClientTransportConfig::with_uri(url.to_string()).custom_headers(custom);
-    Ok(rmcp::transport::StreamableHttpClientTransport::from_config(
-        config,
+    let client = elph_ai::http_client_builder()
+        .map_err(|err| format!("TLS set-up failed: {err}"))?
+        .build()
+        .map_err(|err| format!("HTTP client set-up failed: {err}"))?;
+    Ok(rmcp::transport::StreamableHttpClientTransport::with_client(
+        client, config,
     ))
 }
 

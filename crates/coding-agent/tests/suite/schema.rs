@@ -36,13 +36,17 @@ fn the_mcp_example_of_the_docs_validates_against_the_published_schema() {
         std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/mcp.md"))
             .unwrap();
     let schema = coding_agent::mcp::file::generated_schema();
-    let validator = jsonschema::validator_for(&schema).unwrap();
+    let validator = elph_agent::json_schema::Validator::new(&schema).unwrap();
     let mut checked = 0;
     for block in docs.split("```json\n").skip(1) {
         let text = &block[..block.find("```").unwrap()];
         let value: serde_json::Value = serde_json::from_str(text).unwrap();
         if value.get("mcpServers").is_some() || value.get("servers").is_some() {
-            let errors: Vec<String> = validator.iter_errors(&value).map(|e| e.to_string()).collect();
+            let errors: Vec<String> = validator
+                .violations(&value)
+                .into_iter()
+                .map(|v| v.message)
+                .collect();
             assert!(errors.is_empty(), "{text}: {errors:?}");
             checked += 1;
         }

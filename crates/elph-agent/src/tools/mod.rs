@@ -8,6 +8,7 @@ use std::time::Duration;
 use elph_ai::ToolSpec;
 use serde_json::Value;
 
+use crate::json_schema::Validator;
 use crate::messages::ContentBlock;
 use crate::policy::FilePolicy;
 pub use native::HeldRoots;
@@ -205,7 +206,7 @@ struct Entry {
     schema: OnceLock<Value>,
     /// Compiled at the tool's first call: a run compiles only the schemas of the tools it uses,
     /// and none before its first model request.
-    validator: OnceLock<jsonschema::Validator>,
+    validator: OnceLock<Validator>,
 }
 
 impl Entry {
@@ -225,15 +226,15 @@ impl Entry {
         clippy::expect_used,
         reason = "a registered tool's schema was compiled at registration; native ones by a unit test"
     )]
-    fn validator(&self) -> &jsonschema::Validator {
+    fn validator(&self) -> &Validator {
         self.validator.get_or_init(|| {
             // Checked when the tool was registered (or, for native tools, by a unit test).
             self.compile().expect("a registered tool's schema compiles")
         })
     }
 
-    fn compile(&self) -> Result<jsonschema::Validator, CatalogError> {
-        jsonschema::validator_for(self.schema()).map_err(|err| CatalogError::BadSchema {
+    fn compile(&self) -> Result<Validator, CatalogError> {
+        Validator::new(self.schema()).map_err(|err| CatalogError::BadSchema {
             name: self.tool.name().to_string(),
             reason: err.to_string(),
         })
@@ -321,19 +322,31 @@ impl ToolCatalog {
             .collect()
     }
 
-    /// Checks arguments against the tool's schema; the error names the first problem and where.
+    /// Checks arguments against the tool's schema; the error names each problem and where (the
+    /// model fixes a call better when it hears all of them: a misspelt field is both unknown and
+    /// missing).
     pub fn validate(&self, name: &str, input: &Value) -> Result<(), String> {
         let entry = self
             .tools
             .get(name)
             .ok_or_else(|| format!("unknown tool '{name}'"))?;
-        match entry.validator().iter_errors(input).next() {
-            None => Ok(()),
-            Some(error) => {
-                let at = error.instance_path().as_str();
-                let at = if at.is_empty() { "arguments" } else { at };
-                Err(format!("invalid arguments for {name}: {at}: {error}"))
-            }
+        let problems: Vec<String> = entry
+            .validator()
+            .violations(input)
+            .into_iter()
+            .map(|violation| {
+                let at = if violation.pointer.is_empty() {
+                    "arguments"
+                } else {
+                    &violation.pointer
+                };
+                format!("{at}: {}", violation.message)
+            })
+            .collect();
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("invalid arguments for {name}: {}", problems.join("; ")))
         }
     }
 }

@@ -157,7 +157,7 @@ mod tests {
     #[test]
     fn every_native_schema_compiles() {
         for tool in all() {
-            if let Err(error) = jsonschema::validator_for(&tool.input_schema()) {
+            if let Err(error) = crate::json_schema::Validator::new(&tool.input_schema()) {
                 panic!("{}: {error}", tool.name());
             }
         }
