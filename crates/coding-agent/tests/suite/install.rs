@@ -144,3 +144,38 @@ fn the_readme_opens_with_install_and_demo_then_the_tests_that_ci_runs() {
         "CI runs the README's test command"
     );
 }
+
+#[test]
+fn ci_checks_formatting_and_clippy_warnings_before_the_tests() {
+    let ci = std::fs::read_to_string(workspace_root().join(".ci/run")).unwrap();
+    let commands: Vec<&str> = ci
+        .lines()
+        .map(str::trim)
+        .filter(|line| line.starts_with("cargo "))
+        .collect();
+    let position = |command: &str| {
+        commands
+            .iter()
+            .position(|line| *line == command)
+            .unwrap_or_else(|| panic!(".ci/run lacks {command:?}: {commands:?}"))
+    };
+    let fmt = position("cargo fmt --all --check");
+    let clippy = position("cargo clippy --workspace --all-targets -- -D warnings");
+    let tests = position("cargo test --workspace");
+    assert!(fmt < tests && clippy < tests, "{commands:?}");
+    assert!(ci.contains("set -euo pipefail"), "a failing check stops .ci/run");
+}
+
+/// `-z pack-relative-relocs` made every Linux build need glibc 2.36's loader (`GLIBC_ABI_DT_RELR`),
+/// so `elph` did not start on Ubuntu 22.04, RHEL 9 or Debian 11 (docs/building.md). The version
+/// need is a string in the binary's dynamic string table exactly when the binary has it.
+#[test]
+fn elph_does_not_need_the_dt_relr_loader_of_glibc_2_36() {
+    let binary = std::fs::read(env!("CARGO_BIN_EXE_elph")).unwrap();
+    let needle = b"GLIBC_ABI_DT_RELR";
+    assert!(
+        !binary.windows(needle.len()).any(|window| window == needle),
+        "elph needs GLIBC_ABI_DT_RELR (glibc 2.36): is `-z pack-relative-relocs` back in a build \
+         script or .cargo/config.toml?"
+    );
+}
