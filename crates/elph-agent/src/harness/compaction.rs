@@ -6,10 +6,11 @@ use tokio_util::sync::CancellationToken;
 
 use super::transcript::Entry;
 use super::{AgentEvent, AgentHarness, TurnScope, unless_cancelled};
-use crate::hooks::HookPayload;
 use crate::hooks::Listed;
 use crate::hooks::events::post_compact::PostCompactPayload;
 use crate::hooks::events::pre_compact::{CompactTrigger, PreCompact, PreCompactPayload};
+use crate::hooks::runner::Dispatch;
+use crate::hooks::{HookEvent, HookPayload};
 use crate::messages::Message;
 
 /// When and how a session compacts its context.
@@ -150,22 +151,27 @@ impl AgentHarness {
             .collect();
         let entries_compacted = older.len() as u64;
 
-        let payload = HookPayload::PreCompact(PreCompactPayload {
-            base: self.base(),
-            trigger,
-            entry_count: entries_compacted,
-            custom_instructions: instructions.clone(),
+        let dispatch = self.fire(HookEvent::PreCompact, None, || {
+            HookPayload::PreCompact(PreCompactPayload {
+                base: self.base(),
+                trigger,
+                entry_count: entries_compacted,
+                custom_instructions: instructions.clone(),
+            })
         });
-        let Some(dispatch) = unless_cancelled(cancel, self.dispatch(payload)).await else {
+        let Some(dispatch) = unless_cancelled(cancel, dispatch).await else {
             return CompactOutcome::Interrupted;
         };
-        if let Some(failed) = dispatch.failed_closed() {
+        if let Some(failed) = dispatch.as_ref().and_then(Dispatch::failed_closed) {
             return CompactOutcome::CancelledByHook {
                 hook_id: failed.hook_id,
             };
         }
         let mut instructions = instructions;
-        if let Some(reduced) = PreCompact::reduced_of(&dispatch.reduced) {
+        if let Some(reduced) = dispatch
+            .as_ref()
+            .and_then(|dispatch| PreCompact::reduced_of(&dispatch.reduced))
+        {
             if let Some(verdict) = &reduced.cancelled {
                 return CompactOutcome::CancelledByHook {
                     hook_id: verdict.hook_id.clone(),
@@ -206,12 +212,14 @@ impl AgentHarness {
         }
         // The provider's last count described the uncompacted context.
         self.last_usage = None;
-        let payload = HookPayload::PostCompact(PostCompactPayload {
-            base: self.base(),
-            trigger,
-            entries_compacted,
-        });
-        self.dispatch(payload).await;
+        self.fire(HookEvent::PostCompact, None, || {
+            HookPayload::PostCompact(PostCompactPayload {
+                base: self.base(),
+                trigger,
+                entries_compacted,
+            })
+        })
+        .await;
         self.emit(AgentEvent::Compacted { entries_compacted });
         CompactOutcome::Compacted { entries_compacted }
     }

@@ -29,7 +29,7 @@ use crate::hooks::events::stop::{StopPayload, StopStatus};
 use crate::hooks::events::user_prompt_submit::UserPromptSubmitPayload;
 use crate::hooks::payload::PayloadBase;
 use crate::hooks::runner::{Dispatch, FailedClosed};
-use crate::hooks::{HookPayload, HookRegistry, Listed};
+use crate::hooks::{HookEvent, HookPayload, HookRegistry, Listed};
 use crate::messages::Message;
 use crate::policy::{FilePolicy, WriteScope};
 use crate::tools::{DEFAULT_READ_DEADLINE, ToolCatalog, ToolContext};
@@ -270,20 +270,27 @@ impl AgentHarness {
         });
     }
 
-    /// Runs one event's hooks and reports them to the front end.
-    async fn dispatch(&self, payload: HookPayload) -> Dispatch {
-        let event = payload.event();
-        let tool_name = payload.tool_name().map(str::to_string);
-        if self.hooks.has_hooks(event, tool_name.as_deref()) {
-            self.emit(AgentEvent::HooksStarted { event, tool_name });
-        }
-        let dispatch = self.hooks.dispatch(payload).await;
+    /// Runs one event's hooks and reports them to the front end, if any hook would run: the
+    /// registry is asked once, and `payload` is built only then (for `context` it copies the whole
+    /// conversation). `None`: no hook runs for this event.
+    async fn fire(
+        &self,
+        event: HookEvent,
+        tool_name: Option<&str>,
+        payload: impl FnOnce() -> HookPayload,
+    ) -> Option<Dispatch> {
+        let interest = self.hooks.interest(event, tool_name)?;
+        self.emit(AgentEvent::HooksStarted {
+            event,
+            tool_name: tool_name.map(str::to_string),
+        });
+        let dispatch = self.hooks.dispatch_to(interest, payload()).await;
         if !dispatch.runs.is_empty() || !dispatch.diagnostics.is_empty() {
             self.emit(AgentEvent::Hooks {
                 dispatch: dispatch.clone(),
             });
         }
-        dispatch
+        Some(dispatch)
     }
 
     /// Fires sessionStart once for this session (created or resumed).
@@ -295,20 +302,24 @@ impl AgentHarness {
         self.emit(AgentEvent::SessionStarted {
             session_id: self.config.session_id.clone(),
         });
-        let payload = HookPayload::SessionStart(SessionStartPayload {
-            base: self.base(),
-            source,
-        });
-        self.dispatch(payload).await;
+        self.fire(HookEvent::SessionStart, None, || {
+            HookPayload::SessionStart(SessionStartPayload {
+                base: self.base(),
+                source,
+            })
+        })
+        .await;
     }
 
     /// Fires sessionEnd on orderly shutdown.
     pub async fn end_session(&mut self, reason: &str) {
-        let payload = HookPayload::SessionEnd(SessionEndPayload {
-            base: self.base(),
-            reason: reason.to_string(),
-        });
-        self.dispatch(payload).await;
+        self.fire(HookEvent::SessionEnd, None, || {
+            HookPayload::SessionEnd(SessionEndPayload {
+                base: self.base(),
+                reason: reason.to_string(),
+            })
+        })
+        .await;
         self.emit(AgentEvent::SessionEnded {
             reason: reason.to_string(),
         });
@@ -331,11 +342,13 @@ impl AgentHarness {
             prompt: prompt.to_string(),
         });
         let result = self.turn(prompt, template, cancel).await;
-        let payload = HookPayload::Stop(StopPayload {
-            base: self.base(),
-            status: result.status,
-        });
-        self.dispatch(payload).await;
+        self.fire(HookEvent::Stop, None, || {
+            HookPayload::Stop(StopPayload {
+                base: self.base(),
+                status: result.status,
+            })
+        })
+        .await;
         self.emit(AgentEvent::TurnEnded {
             status: result.status,
             error: result.error.clone(),
@@ -452,35 +465,42 @@ impl AgentHarness {
         template: Option<&str>,
         cancel: &CancellationToken,
     ) -> Result<TurnScope, Box<TurnResult>> {
-        let payload = HookPayload::UserPromptSubmit(UserPromptSubmitPayload {
-            base: self.base(),
-            prompt: prompt.into(),
-            template: template.map(str::to_string),
+        let submitted = self.fire(HookEvent::UserPromptSubmit, None, || {
+            HookPayload::UserPromptSubmit(UserPromptSubmitPayload {
+                base: self.base(),
+                prompt: prompt.into(),
+                template: template.map(str::to_string),
+            })
         });
-        let Some(submitted) = unless_cancelled(cancel, self.dispatch(payload)).await else {
+        let Some(submitted) = unless_cancelled(cancel, submitted).await else {
             return Err(Box::new(self.cancelled(String::new())));
         };
-        if let Some(failed) = submitted.failed_closed() {
+        if let Some(failed) = submitted.and_then(|submitted| submitted.failed_closed()) {
             return Err(Box::new(Self::failed_closed(&failed, String::new())));
         }
 
         let mode_prompt = self.config.mode_system_prompt();
-        let payload = HookPayload::BeforeAgent(BeforeAgentPayload {
-            base: self.base(),
-            prompt: prompt.into(),
-            system_prompt: mode_prompt.clone(),
+        let before = self.fire(HookEvent::BeforeAgent, None, || {
+            HookPayload::BeforeAgent(BeforeAgentPayload {
+                base: self.base(),
+                prompt: prompt.into(),
+                system_prompt: mode_prompt.clone(),
+            })
         });
-        let Some(before) = unless_cancelled(cancel, self.dispatch(payload)).await else {
+        let Some(before) = unless_cancelled(cancel, before).await else {
             return Err(Box::new(self.cancelled(String::new())));
         };
-        if let Some(failed) = before.failed_closed() {
+        if let Some(failed) = before.as_ref().and_then(Dispatch::failed_closed) {
             return Err(Box::new(Self::failed_closed(&failed, String::new())));
         }
         let mut scope = TurnScope {
             system_prompt: mode_prompt.clone(),
             ..Default::default()
         };
-        if let Some(before) = BeforeAgent::reduced_of(&before.reduced) {
+        if let Some(before) = before
+            .as_ref()
+            .and_then(|before| BeforeAgent::reduced_of(&before.reduced))
+        {
             let mut before = before.clone();
             let cap = self.config.max_added_context_bytes;
             let (dropped, bytes) = before.cap_added_context(cap);
@@ -505,24 +525,23 @@ impl AgentHarness {
         last_text: &str,
     ) -> Result<Turn, Box<TurnResult>> {
         let messages = self.request_messages(scope);
-        let payload = HookPayload::Context(ContextPayload {
-            base: self.base(),
-            messages: messages.clone(),
+        let context = self.fire(HookEvent::Context, None, || {
+            HookPayload::Context(ContextPayload {
+                base: self.base(),
+                messages: messages.clone(),
+            })
         });
-        let messages = if self.hooks.has_hooks(crate::hooks::HookEvent::Context, None) {
-            let Some(context) = unless_cancelled(cancel, self.dispatch(payload)).await else {
-                return Err(Box::new(self.cancelled(last_text.to_string())));
-            };
-            if let Some(failed) = context.failed_closed() {
-                return Err(Box::new(Self::failed_closed(&failed, last_text.to_string())));
-            }
-            match Context::reduced_of(&context.reduced).and_then(|r| r.messages.clone()) {
-                Some(replacement) => replacement,
-                None => messages,
-            }
-        } else {
-            messages
+        let Some(context) = unless_cancelled(cancel, context).await else {
+            return Err(Box::new(self.cancelled(last_text.to_string())));
         };
+        if let Some(failed) = context.as_ref().and_then(Dispatch::failed_closed) {
+            return Err(Box::new(Self::failed_closed(&failed, last_text.to_string())));
+        }
+        let messages = context
+            .as_ref()
+            .and_then(|context| Context::reduced_of(&context.reduced))
+            .and_then(|reduced| reduced.messages.clone())
+            .unwrap_or(messages);
         let request = Request {
             system_prompt: scope.system_prompt.clone(),
             messages,

@@ -5,12 +5,12 @@ use serde_json::Value;
 use super::access::AccessVerdict;
 use super::approval::{ApprovalDecision, ApprovalPolicy, ApprovalRequest};
 use super::{AgentEvent, AgentHarness, AgentMode};
-use crate::hooks::HookPayload;
 use crate::hooks::Listed;
 use crate::hooks::events::post_tool_use::{PostToolUse, ToolResultPayload};
 use crate::hooks::events::post_tool_use_failure::PostToolUseFailure;
 use crate::hooks::events::pre_tool_use::{PreToolUse, PreToolUsePayload};
 use crate::hooks::reduce::Verdict;
+use crate::hooks::{HookEvent, HookPayload};
 use crate::messages::{ContentBlock, ToolCall};
 use crate::tools::{ToolContext, ToolOutput};
 
@@ -65,19 +65,17 @@ impl AgentHarness {
             return self.finish_call(call, output, false, false);
         }
 
-        let payload = HookPayload::PreToolUse(PreToolUsePayload {
-            base: self.base(),
-            tool_name: call.name.clone(),
-            tool_call_id: call.id.clone(),
-            tool_input: call.input.clone(),
-        });
         let mut input = call.input.clone();
         let mut hook_ask: Option<Verdict> = None;
-        if self
-            .hooks
-            .has_hooks(crate::hooks::HookEvent::PreToolUse, Some(&call.name))
-        {
-            let dispatch = self.dispatch(payload).await;
+        let pre_tool = self.fire(HookEvent::PreToolUse, Some(&call.name), || {
+            HookPayload::PreToolUse(PreToolUsePayload {
+                base: self.base(),
+                tool_name: call.name.clone(),
+                tool_call_id: call.id.clone(),
+                tool_input: call.input.clone(),
+            })
+        });
+        if let Some(dispatch) = pre_tool.await {
             if let Some(failed) = dispatch.failed_closed() {
                 let text = format!("Tool call blocked: {}.", failed.reason());
                 return self.finish_call(call, ToolOutput::error(text), false, false);
@@ -230,28 +228,29 @@ impl AgentHarness {
 
     async fn post_tool(&mut self, call: &ToolCall, input: Value, output: ToolOutput) -> ToolCallDone {
         let event = if output.is_error {
-            crate::hooks::HookEvent::PostToolUseFailure
+            HookEvent::PostToolUseFailure
         } else {
-            crate::hooks::HookEvent::PostToolUse
+            HookEvent::PostToolUse
         };
-        if !self.hooks.has_hooks(event, Some(&call.name)) {
+        let post_tool = self.fire(event, Some(&call.name), || {
+            let result = ToolResultPayload {
+                base: self.base(),
+                tool_name: call.name.clone(),
+                tool_call_id: call.id.clone(),
+                tool_input: input,
+                content: output.content.clone(),
+                details: output.details.clone(),
+                is_error: output.is_error,
+            };
+            if output.is_error {
+                PostToolUseFailure::payload(result)
+            } else {
+                PostToolUse::payload(result)
+            }
+        });
+        let Some(dispatch) = post_tool.await else {
             return self.finish_call(call, output, true, false);
-        }
-        let result = ToolResultPayload {
-            base: self.base(),
-            tool_name: call.name.clone(),
-            tool_call_id: call.id.clone(),
-            tool_input: input,
-            content: output.content.clone(),
-            details: output.details.clone(),
-            is_error: output.is_error,
         };
-        let payload = if output.is_error {
-            PostToolUseFailure::payload(result)
-        } else {
-            PostToolUse::payload(result)
-        };
-        let dispatch = self.dispatch(payload).await;
         if let Some(failed) = dispatch.failed_closed() {
             // The result may hold what the hook was there to keep from the model.
             let text = format!(

@@ -29,7 +29,7 @@ pub use outcome::{
 };
 pub use payload::{HookPayload, PayloadBase};
 pub use reduce::{ChainFlow, Reduced, Reducer, Verdict, reduce};
-pub use registry::{HookRegistry, NativeHook};
+pub use registry::{HookRegistry, Interest, NativeHook};
 pub use runner::{
     Dispatch, HookDiagnostic, HookRun, HookRunner, NoHooks, ProcessExit, Ran, RunStatus, Severity,
     went_on_unchecked,

@@ -55,38 +55,59 @@ impl HookRegistry {
 
     /// Whether anything at all would run for `event`.
     pub fn has_hooks(&self, event: HookEvent, tool_name: Option<&str>) -> bool {
-        self.native
+        self.interest(event, tool_name).is_some()
+    }
+
+    /// Who would run for `event` (and `tool_name`); `None` when nothing would. This is the one
+    /// question a caller asks per event, before it builds the payload: [`dispatch_to`] then runs
+    /// on the answer instead of asking again.
+    ///
+    /// [`dispatch_to`]: Self::dispatch_to
+    pub fn interest(&self, event: HookEvent, tool_name: Option<&str>) -> Option<Interest> {
+        let native = self
+            .native
             .iter()
-            .any(|hook| native_applies(hook.as_ref(), event, tool_name))
-            || self.runner.has_hooks(event, tool_name)
+            .any(|hook| native_applies(hook.as_ref(), event, tool_name));
+        let commands = self.runner.has_hooks(event, tool_name);
+        (native || commands).then_some(Interest { native, commands })
     }
 
     /// Runs the chain for one payload: native handlers, then command hooks, all folded by one
     /// `Reducer`. Never fails.
     pub async fn dispatch(&self, payload: HookPayload) -> Dispatch {
+        match self.interest(payload.event(), payload.tool_name()) {
+            Some(interest) => self.dispatch_to(interest, payload).await,
+            None => Dispatch::empty(payload),
+        }
+    }
+
+    /// [`dispatch`](Self::dispatch) for the hooks that [`interest`](Self::interest) found.
+    pub async fn dispatch_to(&self, interest: Interest, payload: HookPayload) -> Dispatch {
         let event = payload.event();
-        let tool_name = payload.tool_name().map(str::to_string);
         let mut chain = Reducer::new(payload);
         let mut runs = Vec::new();
         let mut diagnostics = Vec::new();
         let mut stopped = false;
-        for hook in self
-            .native
-            .iter()
-            .filter(|h| native_applies(h.as_ref(), event, tool_name.as_deref()))
-        {
-            let started = Instant::now();
-            let outcome = hook.handle(chain.payload());
-            let elapsed = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-            let mut run = HookRun::native(hook.id(), event, elapsed, outcome);
-            let flow = chain.record(&mut run);
-            runs.push(run);
-            if flow == ChainFlow::Stop {
-                stopped = true;
-                break;
+        if interest.native {
+            let tool_name = chain.payload().tool_name().map(str::to_string);
+            for hook in self
+                .native
+                .iter()
+                .filter(|h| native_applies(h.as_ref(), event, tool_name.as_deref()))
+            {
+                let started = Instant::now();
+                let outcome = hook.handle(chain.payload());
+                let elapsed = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+                let mut run = HookRun::native(hook.id(), event, elapsed, outcome);
+                let flow = chain.record(&mut run);
+                runs.push(run);
+                if flow == ChainFlow::Stop {
+                    stopped = true;
+                    break;
+                }
             }
         }
-        if !stopped && self.runner.has_hooks(event, tool_name.as_deref()) {
+        if !stopped && interest.commands {
             let ran = self.runner.run(&mut chain).await;
             runs.extend(ran.runs);
             diagnostics = ran.diagnostics;
@@ -98,6 +119,13 @@ impl HookRegistry {
             reduced: chain.finish(),
         }
     }
+}
+
+/// Who would run for one event, as [`HookRegistry::interest`] found it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Interest {
+    native: bool,
+    commands: bool,
 }
 
 fn native_applies(hook: &dyn NativeHook, event: HookEvent, tool_name: Option<&str>) -> bool {

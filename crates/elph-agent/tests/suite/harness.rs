@@ -354,3 +354,63 @@ async fn the_harness_names_every_phase_in_order() {
         ]
     );
 }
+
+/// A command-hook runner that wants only preToolUse on `list_dir`, and records every question the
+/// harness asks it and every chain it is handed.
+#[derive(Default)]
+struct Asked {
+    questions: Mutex<Vec<(HookEvent, Option<String>)>>,
+    runs: Mutex<Vec<HookPayload>>,
+}
+
+#[async_trait::async_trait]
+impl elph_agent::hooks::HookRunner for Asked {
+    async fn run(&self, chain: &mut elph_agent::hooks::Reducer) -> elph_agent::hooks::Ran {
+        self.runs.lock().unwrap().push(chain.payload().clone());
+        elph_agent::hooks::Ran::default()
+    }
+
+    fn has_hooks(&self, event: HookEvent, tool_name: Option<&str>) -> bool {
+        self.questions
+            .lock()
+            .unwrap()
+            .push((event, tool_name.map(str::to_string)));
+        event == HookEvent::PreToolUse && tool_name == Some("list_dir")
+    }
+}
+
+#[tokio::test]
+async fn each_event_asks_once_whether_a_hook_runs_and_only_then_gets_a_payload() {
+    let fx = Fixture::new();
+    let runner = Arc::new(Asked::default());
+    let mut harness = fx.harness(
+        json!([
+            {"text": "", "toolCalls": [{"name": "list_dir", "input": {"path": "."}}]},
+            {"text": "", "toolCalls": [{"name": "read_file", "input": {"path": "missing.txt"}}]},
+            {"text": "done"}
+        ]),
+        HookRegistry::new(runner.clone()),
+    );
+    let result = harness.run_turn("go", &CancellationToken::new()).await;
+    assert_eq!(result.text, "done");
+    let tool = |name: &str| Some(name.to_string());
+    assert_eq!(
+        *runner.questions.lock().unwrap(),
+        [
+            (HookEvent::UserPromptSubmit, None),
+            (HookEvent::BeforeAgent, None),
+            (HookEvent::Context, None),
+            (HookEvent::PreToolUse, tool("list_dir")),
+            (HookEvent::PostToolUse, tool("list_dir")),
+            (HookEvent::Context, None),
+            (HookEvent::PreToolUse, tool("read_file")),
+            (HookEvent::PostToolUseFailure, tool("read_file")),
+            (HookEvent::Context, None),
+            (HookEvent::Stop, None),
+        ],
+        "one question per event, none twice"
+    );
+    let runs = runner.runs.lock().unwrap();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0].tool_name(), Some("list_dir"));
+}
