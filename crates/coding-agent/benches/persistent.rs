@@ -173,7 +173,11 @@ impl Bare {
         self.stdin.flush().unwrap();
         self.answer.clear();
         self.stdout.read_until(b'\n', &mut self.answer).unwrap();
-        assert!(self.answer.ends_with(b"}\n"), "{:?}", String::from_utf8_lossy(&self.answer));
+        assert!(
+            self.answer.ends_with(b"}\n"),
+            "{:?}",
+            String::from_utf8_lossy(&self.answer)
+        );
     }
 }
 
@@ -240,7 +244,11 @@ fn through(runtime: &tokio::runtime::Runtime, host: &HookHost, payload: &HookPay
 #[divan::bench(args = ["line-hook", "python"], sample_count = 500)]
 fn bare_pipe_round_trip(bencher: divan::Bencher, program: &str) {
     let fixture = Fixture::new();
-    let (_, path) = fixture.programs.iter().find(|(name, _)| *name == program).unwrap();
+    let (_, path) = fixture
+        .programs
+        .iter()
+        .find(|(name, _)| *name == program)
+        .unwrap();
     let mut bare = Bare::start(path);
     bare.round_trip(&fixture);
     bencher.bench_local(|| bare.round_trip(&fixture));
@@ -249,7 +257,11 @@ fn bare_pipe_round_trip(bencher: divan::Bencher, program: &str) {
 #[divan::bench(args = ["line-hook", "python"], sample_count = 500)]
 fn one_persistent_hook_event(bencher: divan::Bencher, program: &str) {
     let fixture = Fixture::new();
-    let (_, path) = fixture.programs.iter().find(|(name, _)| *name == program).unwrap();
+    let (_, path) = fixture
+        .programs
+        .iter()
+        .find(|(name, _)| *name == program)
+        .unwrap();
     let runtime = current_thread();
     let host = fixture.host(path);
     through(&runtime, &host, &fixture.payload);
@@ -286,7 +298,11 @@ impl AgentRun {
                 file
             })
             .collect();
-        AgentRun { script, without, with }
+        AgentRun {
+            script,
+            without,
+            with,
+        }
     }
 
     /// A host for the hooks of `hooks_file`; it keeps its persistent processes across runs, as a

@@ -102,19 +102,9 @@ fn rotate_if_full(path: &Path, file: &File, max: u64) -> io::Result<bool> {
     Ok(true)
 }
 
-/// Appends one whole line (with its newline) to the log at `path`, rotating it first when it is
-/// full.
-pub(crate) fn append_line(path: &Path, line: &[u8], max: u64) -> io::Result<()> {
-    let mut file = open_append(path)?;
-    if rotate_if_full(path, &file, max)? {
-        file = open_append(path)?;
-    }
-    // One write per line: appends of whole lines do not interleave between processes.
-    file.write_all(line)
-}
-
-/// A log file kept open for a stream of writes (the `tracing` subscriber's), rotated when full.
-/// Each `write` should be whole lines, as `tracing`'s formatter writes them.
+/// A log file kept open for a stream of writes (the `tracing` subscriber's, the run log's), rotated
+/// when full. Each `write` should be whole lines: one write per line, so that appends of several
+/// processes do not interleave.
 #[derive(Debug)]
 pub(crate) struct RotatingFile {
     path: PathBuf,
@@ -153,8 +143,10 @@ mod tests {
     fn rotates_at_the_size_and_keeps_three() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("logs").join("x.log");
+        // A file opened per line, as by one short process after another.
         for i in 0..50 {
-            append_line(&path, format!("line {i:03}\n").as_bytes(), 30).unwrap();
+            let mut file = RotatingFile::open(&path, 30).unwrap();
+            file.write_all(format!("line {i:03}\n").as_bytes()).unwrap();
         }
         let files = files_oldest_first(&path);
         assert_eq!(files.len(), KEEP + 1, "{files:?}");

@@ -303,6 +303,27 @@ pub(super) fn check_runs(hook: &HookDefinition, stats: &RunStats) -> Vec<Finding
             .fix(test.clone()),
         );
     }
+    if stats.protocol_errors > 0 {
+        let last = stats
+            .last_protocol_error
+            .as_deref()
+            .map(|cause| format!("; last: {}", first_sentence(cause)))
+            .unwrap_or_default();
+        findings.push(
+            Finding::new(
+                Level::Warning,
+                format!(
+                    "broke the persistent line protocol {} time(s) in its last {} runs: each time its \
+                     process was stopped and the event failed{last}",
+                    stats.protocol_errors, stats.count
+                ),
+            )
+            .fix(format!(
+                "print exactly one line per payload on stdout, a JSON object that echoes the payload's \
+                 \"requestId\" (docs/hooks.md, \"The line protocol\"); {test}"
+            )),
+        );
+    }
     if stats.failed_open > 0
         && let Some(went_on) = went_on_unchecked(hook.event)
     {

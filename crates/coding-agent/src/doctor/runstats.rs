@@ -40,6 +40,8 @@ struct Run {
     cause: Option<String>,
     /// A failure of this run let what the hook guards go on without its check.
     failed_open_guard: bool,
+    /// A persistent hook's answer was out of step, and its process was stopped.
+    protocol_error: bool,
 }
 
 /// One line of the log. Only `hookId`, `durationMs` and `status` are required.
@@ -60,6 +62,8 @@ struct Line {
     event: Option<String>,
     #[serde(default)]
     fail_closed: bool,
+    #[serde(default)]
+    protocol_error: bool,
 }
 
 impl Line {
@@ -86,6 +90,7 @@ impl Line {
                 timed_out: self.timed_out,
                 cause: self.cause,
                 failed_open_guard: failed && guards && !self.fail_closed,
+                protocol_error: self.protocol_error,
             },
         ))
     }
@@ -270,6 +275,10 @@ pub(crate) struct RunStats {
     /// Runs that failed or were not run while what the hook guards went on without its check (a
     /// guard without `failClosed`).
     pub(crate) failed_open: usize,
+    /// Runs in which a persistent hook broke the line protocol, and the cause of the last one.
+    pub(crate) protocol_errors: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) last_protocol_error: Option<String>,
 }
 
 impl RunStats {
@@ -313,6 +322,12 @@ impl RunStats {
             });
         // Counted before `last_run` below takes the last run off `runs`.
         let failed_open = runs.clone().filter(|run| run.failed_open_guard).count();
+        let protocol_errors = runs.clone().filter(|run| run.protocol_error).count();
+        let last_protocol_error = runs
+            .clone()
+            .rev()
+            .find(|run| run.protocol_error)
+            .and_then(|run| run.cause.clone());
         RunStats {
             count,
             ok,
@@ -326,6 +341,8 @@ impl RunStats {
             last_run: runs.next_back().and_then(|run| run.time.clone()),
             last_failure,
             failed_open,
+            protocol_errors,
+            last_protocol_error,
         }
     }
 
@@ -482,6 +499,7 @@ mod tests {
             timed_out: *timed_out,
             cause: Some(format!("cause {i}")),
             failed_open_guard: *status == "failed",
+            protocol_error: false,
         })
         .collect();
         let stats = RunStats::of(runs.iter());

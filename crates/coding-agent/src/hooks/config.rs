@@ -77,7 +77,8 @@ pub struct HookConfig {
     pub sandbox: Option<HookSandbox>,
     /// Keep one process for the session instead of one per event: started at the hook's first
     /// matching event, it reads one JSON payload per line on stdin and answers each with one JSON
-    /// outcome per line on stdout (an empty line: no change). See docs/hooks.md.
+    /// outcome per line on stdout that echoes the payload's requestId ({"requestId": N}: no
+    /// change). See docs/hooks.md, "The line protocol".
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub persistent: bool,
     /// A guard: when this hook fails for any reason (it cannot start, exits non-zero, times out,

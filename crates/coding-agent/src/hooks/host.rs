@@ -21,7 +21,7 @@ use elph_agent::hooks::limits::MAX_TIMEOUT;
 use elph_agent::hooks::runner::FailedClosed;
 use elph_agent::hooks::{
     BeforeAgentOutcome, ChainFlow, Dispatch, HookDiagnostic, HookEvent, HookOutcome, HookPayload, HookRun,
-    HookRunner, ProcessExit, Ran, Reducer, RunStatus, Severity, parse_stdout,
+    HookRunner, ProcessExit, Ran, Reducer, RunStatus, Severity, parse_outcome, parse_stdout,
 };
 
 use elph_process::sandbox::SandboxPolicy;
@@ -29,7 +29,7 @@ use elph_process::sandbox::SandboxPolicy;
 use super::claude_code;
 use super::config::Protocol;
 use super::discovery::{HookDefinition, HookSet};
-use super::persistent::{Exchange, PersistentHooks};
+use super::persistent::{Exchange, Launch, PersistentHooks};
 use super::process::{self, Ending, ProcessOutput, ProcessSpec, Stream};
 use super::runlog::RunLog;
 
@@ -235,6 +235,26 @@ impl HookHost {
                         run.notes.extend(notes);
                         run
                     }
+                    Exchange::Answered {
+                        output,
+                        answer,
+                        notes,
+                    } => {
+                        let mut run = record_answer(hook, event, &output, answer);
+                        run.notes.extend(notes);
+                        run
+                    }
+                    Exchange::OutOfStep { output, error, notes } => {
+                        let mut run = base_record(hook, event, &output);
+                        run.cause = Some(format!(
+                            "broke the line protocol: {error} (docs/hooks.md, \"The line protocol\")"
+                        ));
+                        if let Some(process) = &mut run.process {
+                            process.protocol_error = true;
+                        }
+                        run.notes.extend(notes);
+                        run
+                    }
                     Exchange::Skipped(cause) => HookRun::skipped(&hook.id, event, cause),
                 }
             };
@@ -271,24 +291,28 @@ impl HookHost {
         session_id: &str,
         stdin: &[u8],
     ) -> (Exchange, Option<tempfile::NamedTempFile>) {
-        let mut env = process::hook_environment(
-            &|name| self.parent_env.get(name),
-            &hook.id,
-            session_id,
-            &self.project_dir,
-        );
-        if hook.protocol == Protocol::ClaudeCode {
-            env.push((
-                claude_code::PROJECT_DIR_VAR.into(),
-                self.project_dir.as_os_str().to_owned(),
-            ));
+        // Discovery already checked the range; the host holds the bound on its own too.
+        // After a signal, every hook shares the shutdown's short overall deadline.
+        let timeout =
+            crate::shutdown::bound_hook_timeout(hook.timeout.clamp(Duration::from_millis(1), MAX_TIMEOUT));
+        if hook.persistent {
+            // The environment and sandbox only matter when a process starts: most events go to
+            // one that is running.
+            let exchange = self
+                .persistent
+                .exchange(hook, stdin, timeout, || {
+                    let sandbox = self.sandbox_of(hook);
+                    Launch {
+                        cwd: &self.project_dir,
+                        env: self.environment(hook, session_id, sandbox.as_ref()),
+                        sandbox,
+                    }
+                })
+                .await;
+            return (exchange, None);
         }
-        let sandbox = hook.sandbox.map(|mode| self.sandbox_base.with_mode(mode));
-        if let Some(dir) = sandbox.as_ref().and_then(|policy| policy.temp_dir.as_ref()) {
-            // The one temp dir a sandboxed hook may write.
-            env.retain(|(name, _)| name != "TMPDIR");
-            env.push(("TMPDIR".into(), dir.clone().into_os_string()));
-        }
+        let sandbox = self.sandbox_of(hook);
+        let mut env = self.environment(hook, session_id, sandbox.as_ref());
         let env_file = (hook.protocol == Protocol::ClaudeCode && event == HookEvent::SessionStart)
             .then(|| {
                 // Where the hook may write, sandboxed or not.
@@ -305,10 +329,6 @@ impl HookHost {
                 file.path().as_os_str().to_owned(),
             ));
         }
-        // Discovery already checked the range; the host holds the bound on its own too.
-        // After a signal, every hook shares the shutdown's short overall deadline.
-        let timeout =
-            crate::shutdown::bound_hook_timeout(hook.timeout.clamp(Duration::from_millis(1), MAX_TIMEOUT));
         let spec = ProcessSpec {
             program: &hook.command.path,
             args: &hook.args,
@@ -319,17 +339,47 @@ impl HookHost {
             stdout_cap: hook.max_output_bytes,
             sandbox: sandbox.as_ref(),
         };
-        if !hook.persistent {
-            let output = process::run(&spec).await;
-            return (
-                Exchange::Ran {
-                    output,
-                    notes: Vec::new(),
-                },
-                env_file,
-            );
+        let output = process::run(&spec).await;
+        (
+            Exchange::Ran {
+                output,
+                notes: Vec::new(),
+            },
+            env_file,
+        )
+    }
+
+    /// The hook's confinement: the session's roots and read-only paths in the hook's own mode.
+    fn sandbox_of(&self, hook: &HookDefinition) -> Option<SandboxPolicy> {
+        hook.sandbox.map(|mode| self.sandbox_base.with_mode(mode))
+    }
+
+    /// The hook's whole environment: the allowlist, Elph's variables, and for a sandboxed hook the
+    /// one temp dir it may write as `TMPDIR`.
+    fn environment(
+        &self,
+        hook: &HookDefinition,
+        session_id: &str,
+        sandbox: Option<&SandboxPolicy>,
+    ) -> Vec<(OsString, OsString)> {
+        let mut env = process::hook_environment(
+            &|name| self.parent_env.get(name),
+            &hook.id,
+            session_id,
+            &self.project_dir,
+        );
+        if hook.protocol == Protocol::ClaudeCode {
+            env.push((
+                claude_code::PROJECT_DIR_VAR.into(),
+                self.project_dir.as_os_str().to_owned(),
+            ));
         }
-        (self.persistent.exchange(hook, &spec).await, env_file)
+        if let Some(dir) = sandbox.and_then(|policy| policy.temp_dir.as_ref()) {
+            // The one temp dir a sandboxed hook may write.
+            env.retain(|(name, _)| name != "TMPDIR");
+            env.push(("TMPDIR".into(), dir.clone().into_os_string()));
+        }
+        env
     }
 }
 
@@ -368,6 +418,30 @@ pub fn record(hook: &HookDefinition, event: HookEvent, output: &ProcessOutput) -
     run
 }
 
+/// The record of a persistent hook's answer in step: its outcome object, validated for `event`
+/// (empty: no change).
+fn record_answer(
+    hook: &HookDefinition,
+    event: HookEvent,
+    output: &ProcessOutput,
+    answer: serde_json::Map<String, serde_json::Value>,
+) -> HookRun {
+    let mut run = base_record(hook, event, output);
+    if answer.is_empty() {
+        run.status = RunStatus::Ok;
+        return run;
+    }
+    match parse_outcome(event, &serde_json::Value::Object(answer)) {
+        Ok(parsed) => {
+            run.status = RunStatus::Ok;
+            run.notes.extend(parsed.ignored);
+            run.outcome = Some(parsed.outcome);
+        }
+        Err(error) => run.cause = Some(format!("outcome rejected: {error}")),
+    }
+    run
+}
+
 /// A failed run's record with how the process ended, before its output is read.
 pub(crate) fn base_record(hook: &HookDefinition, event: HookEvent, output: &ProcessOutput) -> HookRun {
     let mut run = HookRun {
@@ -382,6 +456,7 @@ pub(crate) fn base_record(hook: &HookDefinition, event: HookEvent, output: &Proc
             stdout_bytes: output.stdout_bytes,
             stderr_bytes: output.stderr_bytes,
             stderr_tail: output.stderr_tail(),
+            protocol_error: false,
         }),
         duration_ms: u64::try_from(output.duration.as_millis()).unwrap_or(u64::MAX),
         outcome: None,

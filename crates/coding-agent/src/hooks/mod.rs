@@ -4,6 +4,7 @@ pub(crate) mod claude_code;
 pub mod config;
 pub mod discovery;
 pub mod host;
+pub(crate) mod line_protocol;
 pub(crate) mod persistent;
 pub mod process;
 pub mod reload;

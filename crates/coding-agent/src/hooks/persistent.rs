@@ -1,20 +1,25 @@
 //! Persistent hooks (`"persistent": true`): one process per hook for the session, fed one JSON
-//! payload per line on stdin, answering one JSON outcome per line on stdout (an empty line: no
-//! change). A round trip is a pipe write and a pipe read, not a spawn.
+//! payload per line on stdin, answering one JSON outcome per line on stdout, each answer echoing its
+//! payload's request id (`line_protocol`). A round trip is a pipe write and a pipe read, not a
+//! spawn.
 //!
 //! Every rule of a one-shot hook holds per event, and a failure reads the same in the run record:
 //!
 //! - the process starts at the hook's first matching event, the way a one-shot hook starts (the
 //!   same environment, cwd, session and process group, orphan watcher and sandbox, through
-//!   `elph_process::process::spawn`);
+//!   `elph_process::process::spawn`); its environment and sandbox are worked out only then;
 //! - the timeout bounds each round trip (the first one includes the start); a process that does not
 //!   answer in time is killed (its whole group) and started again at the next event;
 //! - an answer line longer than the stdout cap, or more than the stderr cap written during one
 //!   event, kills the process the same way;
-//! - a line that is not a valid outcome is rejected like a one-shot hook's stdout, fail-open, and
-//!   the process is kept (the protocol is still in step: one line per payload);
+//! - an answer that breaks the line protocol (another request's id, no id, not a JSON object, a
+//!   line left over from an earlier answer) kills the process the same way: it is out of step, and
+//!   none of its answers can be trusted to be for the event at hand. The event fails (a
+//!   `failClosed` hook blocks), and the next event starts a new process;
+//! - an answer in step whose outcome is invalid (a field of the wrong type) is rejected like a
+//!   one-shot hook's stdout, and the process is kept;
 //! - a process that exits or closes stdout without answering is a crash: the event fails open with
-//!   a diagnostic, and the next event starts a new process. After [`BACKOFF_AFTER`] crashes in a
+//!   a diagnostic, and the next event starts a new process. After [`BACKOFF_AFTER`] failures in a
 //!   row, the next start waits ([`backoff`]); events in between are skipped with a diagnostic;
 //! - a round trip that is abandoned (a cancelled turn) kills the process: its answer would
 //!   otherwise be read as the next event's.
@@ -23,18 +28,24 @@
 //! or whose definition changed ([`PersistentHooks::retain`]).
 
 use std::collections::HashMap;
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use elph_agent::hooks::limits::{MAX_DIAGNOSTIC_STDERR_BYTES, MAX_STDERR_BYTES, MAX_STDOUT_BYTES};
 use elph_process::process::{self as bounded, CaptureMode, Env, GroupGuard, Leftovers, RunSpec, Stdin};
+use elph_process::sandbox::SandboxPolicy;
+use futures::FutureExt;
 use nix::unistd::Pid;
+use serde_json::{Map, Value};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout};
 use tokio::time::Instant;
 
 use super::discovery::HookDefinition;
+use super::line_protocol::{self, ProtocolError};
 use super::process::{self, ProcessOutput, ProcessSpec, Stream};
 
 /// Crashes in a row after which a restart waits.
@@ -57,20 +68,44 @@ pub(crate) fn backoff(crashes: u32) -> Duration {
 /// What one event's round trip came to.
 #[derive(Debug)]
 pub enum Exchange {
-    /// The round trip ran (or failed trying): read it like a one-shot run. `notes` add what is
-    /// particular to a persistent process (it was restarted, it will be).
+    /// The round trip failed (or, for a one-shot hook, ran): read it like a one-shot run. `notes`
+    /// add what is particular to a persistent process (it was restarted, it will be).
     Ran {
         output: ProcessOutput,
+        notes: Vec<String>,
+    },
+    /// The process answered this event's request: `answer` is the outcome object without its
+    /// request id (empty: no change).
+    Answered {
+        output: ProcessOutput,
+        answer: Map<String, Value>,
+        notes: Vec<String>,
+    },
+    /// The process broke the line protocol; it was killed, and the event failed.
+    OutOfStep {
+        output: ProcessOutput,
+        error: ProtocolError,
         notes: Vec<String>,
     },
     /// Not run: the process is waiting out its backoff.
     Skipped(String),
 }
 
+/// What starting a hook's process takes besides its definition, worked out only when a process
+/// starts: an event answered by a running process needs none of it.
+pub struct Launch<'a> {
+    pub cwd: &'a Path,
+    pub env: Vec<(OsString, OsString)>,
+    pub sandbox: Option<SandboxPolicy>,
+}
+
 /// The persistent processes of one host, by hook id.
 #[derive(Default)]
 pub struct PersistentHooks {
     slots: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Slot>>>>,
+    /// The last request id sent, to any process of this host: ids are never reused, so an answer
+    /// left over from an earlier process or event can never match.
+    last_request: AtomicU64,
 }
 
 impl std::fmt::Debug for PersistentHooks {
@@ -84,8 +119,8 @@ impl std::fmt::Debug for PersistentHooks {
 /// One hook's process and its crash history.
 #[derive(Default)]
 struct Slot {
-    /// The definition the process was started from, as JSON: a changed one is a new process.
-    definition: String,
+    /// The definition the process was started from: a changed one is a new process.
+    definition: Option<HookDefinition>,
     process: Option<Running>,
     /// Crashes (and timeouts, and bounds hit) in a row; an answered event resets it.
     crashes: u32,
@@ -135,6 +170,8 @@ enum Failure {
     Overflow(Stream),
     /// The process ended (stdout closed, or stdin refused the payload) without answering.
     Ended,
+    /// The process answered out of step.
+    OutOfStep(ProtocolError),
 }
 
 impl PersistentHooks {
@@ -164,16 +201,16 @@ impl PersistentHooks {
     /// Keeps the processes of the hooks in `definitions` whose definition is unchanged, and kills
     /// the others (`/reload`).
     pub fn retain(&self, definitions: &[HookDefinition]) {
-        let wanted: HashMap<&str, String> = definitions
+        let wanted: HashMap<&str, &HookDefinition> = definitions
             .iter()
             .filter(|hook| hook.persistent && hook.enabled)
-            .map(|hook| (hook.id.as_str(), fingerprint(hook)))
+            .map(|hook| (hook.id.as_str(), hook))
             .collect();
         let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
         // A slot in use by a running dispatch is dropped from the map; its process dies with the
         // dispatch's hold on it (the definition check at its next use would catch it too).
         slots.retain(|id, slot| match (wanted.get(id.as_str()), slot.try_lock()) {
-            (Some(definition), Ok(slot)) => slot.definition == *definition,
+            (Some(definition), Ok(slot)) => slot.definition.as_ref() == Some(*definition),
             _ => false,
         });
     }
@@ -183,21 +220,26 @@ impl PersistentHooks {
         self.slots.lock().unwrap_or_else(|p| p.into_inner()).clear();
     }
 
-    /// One event for `hook`: starts its process when needed, writes `payload` (one line), reads one
-    /// line back, all within the hook's timeout.
-    /// `spec` is what a one-shot run of the hook would be (program, args, cwd, environment,
-    /// sandbox, timeout); its `stdin` is the payload line.
-    pub async fn exchange(&self, hook: &HookDefinition, spec: &ProcessSpec<'_>) -> Exchange {
-        let (payload, timeout) = (spec.stdin, spec.timeout);
+    /// One event for `hook`: starts its process when needed (from `launch`), writes `payload` (one
+    /// JSON line) with a new request id, and reads the answer line back, all within `timeout`.
+    pub async fn exchange<'a>(
+        &self,
+        hook: &HookDefinition,
+        payload: &[u8],
+        timeout: Duration,
+        launch: impl FnOnce() -> Launch<'a>,
+    ) -> Exchange {
         let slot = {
             let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
-            slots.entry(hook.id.clone()).or_default().clone()
+            match slots.get(&hook.id) {
+                Some(slot) => slot.clone(),
+                None => slots.entry(hook.id.clone()).or_default().clone(),
+            }
         };
         let mut slot = slot.lock().await;
-        let definition = fingerprint(hook);
-        if slot.definition != definition {
+        if slot.definition.as_ref() != Some(hook) {
             *slot = Slot {
-                definition,
+                definition: Some(hook.clone()),
                 ..Slot::default()
             };
         }
@@ -213,7 +255,7 @@ impl PersistentHooks {
                     && Instant::now() < not_before
                 {
                     return Exchange::Skipped(format!(
-                        "not run: its persistent process crashed {} times in a row; the next start \
+                        "not run: its persistent process failed {} times in a row; the next start \
                          is in {} ms",
                         slot.crashes,
                         (not_before - Instant::now()).as_millis()
@@ -222,7 +264,18 @@ impl PersistentHooks {
                 if slot.restart_pending {
                     notes.push("its persistent process was started again after it failed".into());
                 }
-                match start(spec).await {
+                let launch = launch();
+                let spec = ProcessSpec {
+                    program: &hook.command.path,
+                    args: &hook.args,
+                    cwd: launch.cwd,
+                    env: &launch.env,
+                    stdin: &[],
+                    timeout,
+                    stdout_cap: hook.max_output_bytes,
+                    sandbox: launch.sandbox.as_ref(),
+                };
+                match start(&spec).await {
                     Ok(running) => running,
                     Err(error) => {
                         slot.crashes += 1;
@@ -237,85 +290,102 @@ impl PersistentHooks {
         };
         slot.restart_pending = false;
 
+        let request = self.last_request.fetch_add(1, Ordering::Relaxed) + 1;
+        let line = line_protocol::request_line(payload, request);
         let stderr_before = running.stderr.lock().unwrap_or_else(|p| p.into_inner()).total;
-        let result = tokio::time::timeout_at(deadline, round_trip(&mut running, payload)).await;
+        let result = tokio::time::timeout_at(deadline, round_trip(&mut running, &line, request)).await;
         let mut output = ProcessOutput::nothing(started.elapsed());
         output.pgid = running.pgid;
-        let (stderr_bytes, stderr_tail) = {
+        {
             let stderr = running.stderr.lock().unwrap_or_else(|p| p.into_inner());
-            (
-                stderr.total - stderr_before,
-                stderr.tail.iter().copied().collect::<Vec<u8>>(),
-            )
-        };
-        output.stderr_bytes = stderr_bytes;
-        output.stderr = stderr_tail;
+            output.stderr_bytes = stderr.total - stderr_before;
+            // The tail as it is now, even with nothing new: stderr is read as it comes, so what an
+            // earlier event wrote may only have been read since.
+            output.stderr = stderr.tail.iter().copied().collect();
+        }
         let failure = match result {
-            Err(_) => Some(Failure::TimedOut),
-            Ok(Err(failure)) => Some(failure),
-            Ok(Ok(_)) if stderr_bytes > MAX_STDERR_BYTES as u64 => Some(Failure::Overflow(Stream::Stderr)),
-            Ok(Ok(line)) => {
-                output.stdout_bytes = line.len() as u64 + 1;
-                output.stdout = line;
+            Err(_) => Failure::TimedOut,
+            Ok(Err(failure)) => failure,
+            Ok(Ok(_)) if output.stderr_bytes > MAX_STDERR_BYTES as u64 => Failure::Overflow(Stream::Stderr),
+            Ok(Ok((answer, bytes))) => {
+                output.stdout_bytes = bytes;
                 output.exit_code = Some(0);
-                None
-            }
-        };
-        output.duration = started.elapsed();
-        match failure {
-            None => {
+                output.duration = started.elapsed();
                 slot.crashes = 0;
                 slot.not_before = None;
                 slot.process = Some(running);
+                return Exchange::Answered {
+                    output,
+                    answer,
+                    notes,
+                };
             }
-            Some(failure) => {
-                slot.crashes += 1;
-                slot.not_before = Some(Instant::now() + backoff(slot.crashes));
-                slot.restart_pending = true;
-                match failure {
-                    Failure::TimedOut => output.timed_out = true,
-                    Failure::Overflow(stream) => output.overflow = Some(stream),
-                    Failure::Ended => {}
-                }
-                running.guard.kill();
-                if matches!(failure, Failure::Ended) {
-                    // Said in the cause rather than as an exit code: an exit 0 without an answer
-                    // is a failure too, not a hook that had nothing to change.
-                    let status = tokio::time::timeout(REAP_LIMIT, running.child.wait()).await;
-                    let how = match status {
-                        Ok(Ok(status)) => match (
-                            status.code(),
-                            std::os::unix::process::ExitStatusExt::signal(&status),
-                        ) {
-                            (Some(code), _) => format!("exited with code {code}"),
-                            (None, Some(signal)) => format!("was killed by {}", process::signal_name(signal)),
-                            _ => "ended".to_string(),
-                        },
-                        _ => "closed its stdout".to_string(),
-                    };
-                    output.wait_error = Some(format!(
-                        "its persistent process {how} without answering; the event failed open"
-                    ));
-                }
-                notes.push(crash_note(slot.crashes));
-                drop(running);
+        };
+        output.duration = started.elapsed();
+        slot.crashes += 1;
+        slot.not_before = Some(Instant::now() + backoff(slot.crashes));
+        slot.restart_pending = true;
+        running.guard.kill();
+        notes.push(crash_note(slot.crashes));
+        match failure {
+            Failure::TimedOut => output.timed_out = true,
+            Failure::Overflow(stream) => output.overflow = Some(stream),
+            Failure::OutOfStep(error) => return Exchange::OutOfStep { output, error, notes },
+            Failure::Ended => {
+                // Said in the cause rather than as an exit code: an exit 0 without an answer
+                // is a failure too, not a hook that had nothing to change.
+                let status = tokio::time::timeout(REAP_LIMIT, running.child.wait()).await;
+                let how = match status {
+                    Ok(Ok(status)) => match (
+                        status.code(),
+                        std::os::unix::process::ExitStatusExt::signal(&status),
+                    ) {
+                        (Some(code), _) => format!("exited with code {code}"),
+                        (None, Some(signal)) => format!("was killed by {}", process::signal_name(signal)),
+                        _ => "ended".to_string(),
+                    },
+                    _ => "closed its stdout".to_string(),
+                };
+                output.wait_error = Some(format!(
+                    "its persistent process {how} without answering; the event failed open"
+                ));
             }
         }
         Exchange::Ran { output, notes }
     }
 }
 
-/// Writes the payload line and reads the answer line (without its newline).
-async fn round_trip(running: &mut Running, payload: &[u8]) -> Result<Vec<u8>, Failure> {
-    running
-        .stdin
-        .write_all(payload)
-        .await
-        .map_err(|_| Failure::Ended)?;
+/// Writes the request line and reads the answer line; returns the answer's outcome object and how
+/// many bytes the answer took.
+async fn round_trip(
+    running: &mut Running,
+    line: &[u8],
+    request: u64,
+) -> Result<(Map<String, Value>, u64), Failure> {
+    // Whatever is on stdout before the request is sent is a line no request asked for. Most such
+    // lines are found here; one that arrives later is read as the answer, and its id gives it away.
+    let leftover = match running.stdout.fill_buf().now_or_never() {
+        Some(Ok([])) | Some(Err(_)) => return Err(Failure::Ended),
+        Some(Ok(left)) => Some(line_protocol::preview(left)),
+        None => None,
+    };
+    if let Some(preview) = leftover {
+        return Err(Failure::OutOfStep(ProtocolError::ExtraLine { request, preview }));
+    }
+    running.stdin.write_all(line).await.map_err(|_| Failure::Ended)?;
     running.stdin.flush().await.map_err(|_| Failure::Ended)?;
+    let answer = read_line(&mut running.stdout).await?;
+    let bytes = answer.len() as u64 + 1;
+    line_protocol::read_answer(&answer, request)
+        .map(|outcome| (outcome, bytes))
+        .map_err(Failure::OutOfStep)
+}
+
+/// Reads one line (without its newline), within the stdout cap.
+async fn read_line(stdout: &mut BufReader<ChildStdout>) -> Result<Vec<u8>, Failure> {
     let mut line = Vec::new();
     loop {
-        let available = running.stdout.fill_buf().await.map_err(|_| Failure::Ended)?;
+        let available = stdout.fill_buf().await.map_err(|_| Failure::Ended)?;
         if available.is_empty() {
             return Err(Failure::Ended);
         }
@@ -328,7 +398,7 @@ async fn round_trip(running: &mut Running, payload: &[u8]) -> Result<Vec<u8>, Fa
         }
         line.extend_from_slice(chunk);
         let consumed = done.unwrap_or(available.len());
-        running.stdout.consume(consumed);
+        stdout.consume(consumed);
         if done.is_some() {
             return Ok(line);
         }
@@ -380,10 +450,6 @@ async fn start(spec: &ProcessSpec<'_>) -> std::io::Result<Running> {
         pgid,
         guard,
     })
-}
-
-fn fingerprint(hook: &HookDefinition) -> String {
-    serde_json::to_string(hook).unwrap_or_default()
 }
 
 fn crash_note(crashes: u32) -> String {

@@ -6,12 +6,16 @@
 //! which may hold user data. Writing the log never fails a hook run: errors are swallowed. The log
 //! rotates by size (see `logrotate`).
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use elph_agent::hooks::{HookEvent, HookRun, RunStatus};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
+
+use crate::logrotate::RotatingFile;
 
 /// The file name under `DATA_DIR/logs/`.
 pub(crate) const FILE_NAME: &str = "hooks.jsonl";
@@ -35,6 +39,10 @@ pub struct RunLogEntry {
     /// (Absent in lines written before the field existed: those hooks failed open.)
     #[serde(default)]
     pub fail_closed: bool,
+    /// A persistent hook broke the line protocol, and its process was stopped (absent when not,
+    /// and in lines written before the field existed).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub protocol_error: bool,
 }
 
 impl RunLogEntry {
@@ -56,20 +64,26 @@ impl RunLogEntry {
             .into(),
             cause: run.cause.clone(),
             fail_closed: run.fail_closed,
+            protocol_error: process.protocol_error,
         }
     }
 }
 
 /// Appends run records to `DATA_DIR/logs/hooks.jsonl`, creating the folder when first needed.
+/// Clones share one open file.
 #[derive(Clone, Debug)]
 pub struct RunLog {
     path: PathBuf,
+    /// Opened at the first append and kept open, so a run costs one write, not an open, a write
+    /// and a close; a failed write drops it, and the next append opens the file again.
+    file: Arc<Mutex<Option<RotatingFile>>>,
 }
 
 impl RunLog {
     pub fn new(data_dir: &Path) -> Self {
         RunLog {
             path: data_dir.join("logs").join(FILE_NAME),
+            file: Arc::default(),
         }
     }
 
@@ -85,7 +99,18 @@ impl RunLog {
     fn try_append(&self, entry: &RunLogEntry) -> std::io::Result<()> {
         let mut line = serde_json::to_vec(entry)?;
         line.push(b'\n');
-        crate::logrotate::append_line(&self.path, &line, crate::logrotate::max_bytes())
+        let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        let open = match file.take() {
+            Some(open) => open,
+            None => RotatingFile::open(&self.path, crate::logrotate::max_bytes())?,
+        };
+        // One write per line: appends of whole lines do not interleave between processes.
+        let open = file.insert(open);
+        let written = open.write_all(&line);
+        if written.is_err() {
+            *file = None;
+        }
+        written
     }
 
     /// Reads every well-formed line of the log and its rotated files, oldest first (for tests);

@@ -40,7 +40,7 @@ fn examples_dir() -> PathBuf {
     docs_dir().join("examples")
 }
 
-fn read_doc(name: &str) -> String {
+pub(super) fn read_doc(name: &str) -> String {
     let path = docs_dir().join(name);
     std::fs::read_to_string(&path).unwrap_or_else(|err| panic!("cannot read {}: {err}", path.display()))
 }
@@ -588,19 +588,19 @@ fn audit_log_writes_one_line_per_call_outside_the_project() {
 // ---------------------------------------------------------------------------------------------
 
 /// A fenced code block of a markdown file.
-struct Block {
+pub(super) struct Block {
     /// The info string: `json`, `sh`, `console`...
-    info: String,
-    text: String,
+    pub(super) info: String,
+    pub(super) text: String,
     /// The line before the fence, trimmed.
-    before: String,
+    pub(super) before: String,
     /// 1-based line of the fence, for messages.
     line: usize,
     /// The block parsed as JSON, for ```json blocks.
     value: Option<Value>,
 }
 
-fn code_blocks(markdown: &str) -> Vec<Block> {
+pub(super) fn code_blocks(markdown: &str) -> Vec<Block> {
     let mut blocks = Vec::new();
     let mut lines = markdown.lines().enumerate();
     let mut previous = String::new();

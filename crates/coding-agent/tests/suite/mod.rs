@@ -33,6 +33,7 @@ mod lifecycle_support;
 mod mcp;
 mod native_tool_race;
 mod persistent;
+mod persistent_protocol;
 mod protected_e2e;
 mod providers_e2e;
 mod reload;

@@ -101,24 +101,27 @@ fn set(hooks: Vec<HookDefinition>) -> HookSet {
 
 /// A counter: answers every payload line with a block whose reason is `N pid PID`, after writing
 /// the pid of each start to `pids`. On the line whose command is `crash` it exits 3 unanswered; on
-/// `hang` it sleeps; on `garbage` it answers a line that is not JSON; on `long` one of 70 KB; on
-/// `empty` an empty line; on `quiet` it exits 0 unanswered.
+/// `hang` it sleeps; on `garbage` it answers a line that is not JSON; on `invalid` an answer in step
+/// whose `block` has the wrong type; on `long` one of 70 KB; on `empty` "no change"; on `quiet` it
+/// exits 0 unanswered. Every answer echoes the payload's request id (its first field).
 fn counter_script(pids: &Path) -> String {
     format!(
         r#"echo $$ >> '{pids}'
 n=0
 while IFS= read -r line; do
   n=$((n+1))
+  id=${{line#'{{"requestId":'}}; id=${{id%%,*}}
   case "$line" in
     *'"crash"'*) exit 3 ;;
     *'"quiet"'*) exit 0 ;;
     *'"hang"'*) sleep 30 ;;
     *'"garbage"'*) echo 'this is not JSON'; continue ;;
+    *'"invalid"'*) printf '{{"requestId":%s,"block":"yes"}}\n' "$id"; continue ;;
     *'"long"'*) head -c 70000 /dev/zero | tr '\0' x; echo; continue ;;
-    *'"empty"'*) echo; continue ;;
+    *'"empty"'*) printf '{{"requestId":%s}}\n' "$id"; continue ;;
     *'"stderr"'*) echo "complaint $n" >&2 ;;
   esac
-  printf '{{"block": true, "reason": "%s pid %s key %s dir %s"}}\n' "$n" "$$" "${{OPENAI_API_KEY:-none}}" "$(pwd)"
+  printf '{{"requestId":%s,"block": true, "reason": "%s pid %s key %s dir %s"}}\n' "$id" "$n" "$$" "${{OPENAI_API_KEY:-none}}" "$(pwd)"
 done
 "#,
         pids = pids.display()
@@ -265,7 +268,32 @@ async fn a_timeout_kills_the_group_and_the_next_event_restarts_it() {
 }
 
 #[tokio::test]
-async fn a_garbage_line_is_rejected_like_a_one_shot_outcome_and_the_process_stays() {
+async fn an_invalid_outcome_in_step_is_rejected_like_a_one_shot_outcome_and_the_process_stays() {
+    let fx = Fixture::new();
+    let pid_file = fx.file("pids");
+    let host = fx.host(vec![fx.hook(
+        "counter",
+        &counter_script(&pid_file),
+        Duration::from_secs(10),
+    )]);
+    let invalid = within(host.run_chain(fx.payload("invalid"))).await;
+    assert_eq!(invalid.runs[0].status, RunStatus::Failed);
+    assert!(
+        cause(&invalid).starts_with("outcome rejected"),
+        "{}",
+        cause(&invalid)
+    );
+    assert_eq!(reason(&invalid), None);
+    let after = within(host.run_chain(fx.payload("ls"))).await;
+    assert!(
+        reason(&after).unwrap().starts_with("2 pid "),
+        "the same process answers"
+    );
+    assert_eq!(pids(&pid_file).len(), 1);
+}
+
+#[tokio::test]
+async fn a_garbage_line_is_a_protocol_error_that_restarts_the_process() {
     let fx = Fixture::new();
     let pid_file = fx.file("pids");
     let host = fx.host(vec![fx.hook(
@@ -274,19 +302,26 @@ async fn a_garbage_line_is_rejected_like_a_one_shot_outcome_and_the_process_stay
         Duration::from_secs(10),
     )]);
     let garbage = within(host.run_chain(fx.payload("garbage"))).await;
-    assert_eq!(garbage.runs[0].status, RunStatus::Failed);
+    let run = &garbage.runs[0];
+    assert_eq!(run.status, RunStatus::Failed);
+    assert!(run.process.as_ref().unwrap().protocol_error);
     assert!(
-        cause(&garbage).starts_with("outcome rejected"),
+        cause(&garbage).contains("broke the line protocol")
+            && cause(&garbage).contains("is not JSON: \"this is not JSON\""),
         "{}",
         cause(&garbage)
     );
     assert_eq!(reason(&garbage), None);
+    assert!(
+        live_group_members(pids(&pid_file)[0], SETTLE).is_empty(),
+        "the process out of step was killed"
+    );
     let after = within(host.run_chain(fx.payload("ls"))).await;
     assert!(
-        reason(&after).unwrap().starts_with("2 pid "),
-        "the same process answers"
+        reason(&after).unwrap().starts_with("1 pid "),
+        "a new process answers"
     );
-    assert_eq!(pids(&pid_file).len(), 1);
+    assert_eq!(pids(&pid_file).len(), 2);
 }
 
 #[tokio::test]
@@ -351,7 +386,7 @@ async fn repeated_crashes_back_off_with_a_diagnostic() {
     let skipped = within(host.run_chain(fx.payload("ls"))).await;
     assert_eq!(skipped.runs[0].status, RunStatus::Skipped);
     assert!(
-        cause(&skipped).contains("crashed 3 times in a row"),
+        cause(&skipped).contains("failed 3 times in a row"),
         "{}",
         cause(&skipped)
     );
@@ -429,8 +464,9 @@ async fn a_sandboxed_persistent_hook_stays_confined_for_its_whole_life() {
     let fx = Fixture::new();
     let marker = fx.project.join("marker");
     let body = format!(
-        "while IFS= read -r line; do\n  if echo x > '{}' 2>/dev/null; then r=wrote; else r=refused; fi\n  \
-         printf '{{\"block\": true, \"reason\": \"%s\"}}\\n' \"$r\"\ndone\n",
+        "while IFS= read -r line; do\n  id=${{line#'{{\"requestId\":'}}; id=${{id%%,*}}\n  \
+         if echo x > '{}' 2>/dev/null; then r=wrote; else r=refused; fi\n  \
+         printf '{{\"requestId\":%s,\"block\": true, \"reason\": \"%s\"}}\\n' \"$id\" \"$r\"\ndone\n",
         marker.display()
     );
     let mut hook = fx.hook("confined", &body, Duration::from_secs(10));
@@ -462,7 +498,8 @@ mod binary {
     /// Logs `N PID` for each event to `log` and answers "no change"; leaves a `sleep` in its group.
     fn counter(env: &TestEnv, log: &std::path::Path) {
         let body = format!(
-            "sleep 60 &\nn=0\nwhile IFS= read -r line; do\n  n=$((n+1))\n  echo \"$n $$\" >> '{}'\n  echo\ndone\n",
+            "sleep 60 &\nn=0\nwhile IFS= read -r line; do\n  n=$((n+1))\n  echo \"$n $$\" >> '{}'\n  \
+             id=${{line#'{{\"requestId\":'}}; printf '{{\"requestId\":%s}}\\n' \"${{id%%,*}}\"\ndone\n",
             log.display()
         );
         test_support::hook_scripts::write_script(&env.config_dir.join("hooks"), "counter.sh", &body);

@@ -71,6 +71,10 @@ pub struct ProcessExit {
     pub stderr_bytes: u64,
     /// Up to 1 KiB of the end of stderr.
     pub stderr_tail: String,
+    /// A persistent hook's answer was out of step with the events (another request's id, no id,
+    /// not a JSON object, an extra line), so its process was stopped.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub protocol_error: bool,
 }
 
 impl HookRun {
