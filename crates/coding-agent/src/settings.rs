@@ -126,7 +126,12 @@ impl Settings {
                 });
             }
         };
-        let value = elph_config::parse_json(&bytes).map_err(|err| SettingsError {
+        Settings::parse(path, &bytes)
+    }
+
+    /// Parses the bytes of settings.json (`path` is for messages).
+    pub(crate) fn parse(path: PathBuf, bytes: &[u8]) -> Result<Settings, SettingsError> {
+        let value = elph_config::parse_json(bytes).map_err(|err| SettingsError {
             path: path.clone(),
             reason: err.message,
         })?;

@@ -7,6 +7,8 @@ pub mod host;
 pub(crate) mod line_protocol;
 pub(crate) mod persistent;
 pub mod process;
+#[cfg(test)]
+mod properties;
 pub mod reload;
 pub mod runlog;
 pub mod tool_names;

@@ -6,6 +6,8 @@ pub mod events;
 pub mod limits;
 pub mod matcher;
 pub mod outcome;
+#[cfg(test)]
+mod outcome_properties;
 pub mod payload;
 pub mod reduce;
 pub mod registry;
