@@ -136,6 +136,10 @@ impl Write for RotatingFile {
 }
 
 #[cfg(test)]
+#[expect(
+    clippy::string_slice,
+    reason = "test code: a cut inside a character fails the test loudly"
+)]
 mod tests {
     use super::*;
 

@@ -235,15 +235,20 @@ pub(crate) fn text_chunks(text: &str) -> Vec<&str> {
         if c.is_whitespace() {
             in_space = true;
         } else if in_space {
-            if i > start && !text[start..i].trim().is_empty() {
-                chunks.push(&text[start..i]);
+            // `start` and `i` come from char_indices: both are character boundaries.
+            if let Some(chunk) = text.get(start..i)
+                && !chunk.trim().is_empty()
+            {
+                chunks.push(chunk);
                 start = i;
             }
             in_space = false;
         }
     }
-    if start < text.len() {
-        chunks.push(&text[start..]);
+    if let Some(tail) = text.get(start..)
+        && !tail.is_empty()
+    {
+        chunks.push(tail);
     }
     chunks
 }

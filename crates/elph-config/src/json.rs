@@ -57,8 +57,8 @@ pub fn parse_json(bytes: &[u8]) -> Result<Value, JsonError> {
 /// `serde_json` appends " at line L column C" to its message; callers say that themselves.
 fn without_position(err: &serde_json::Error) -> String {
     let text = err.to_string();
-    match text.rfind(" at line ") {
-        Some(index) => text[..index].to_string(),
+    match text.rsplit_once(" at line ") {
+        Some((message, _)) => message.to_string(),
         None => text,
     }
 }

@@ -3,6 +3,7 @@
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
+    clippy::string_slice,
     reason = "test code: a failure should stop loudly"
 )]
 

@@ -347,7 +347,7 @@ pub(super) fn check_runs(hook: &HookDefinition, stats: &RunStats) -> Vec<Finding
 fn first_sentence(cause: &str) -> String {
     let sentence = cause.split(". ").next().unwrap_or(cause);
     match sentence.char_indices().nth(200) {
-        Some((end, _)) => format!("{}…", &sentence[..end]),
+        Some((end, _)) => format!("{}…", sentence.get(..end).unwrap_or(sentence)),
         None => sentence.to_string(),
     }
 }

@@ -226,7 +226,7 @@ pub fn tail(bytes: &[u8], max: usize) -> String {
     while !text.is_char_boundary(start) {
         start += 1;
     }
-    text[start..].trim_start().to_string()
+    text.get(start..).unwrap_or_default().trim_start().to_string()
 }
 
 /// Runs one hook to completion within its bounds. Never fails: see `ProcessOutput::ending`.

@@ -28,15 +28,13 @@ impl std::fmt::Display for ExpandError {
 pub(crate) fn expand(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String, ExpandError> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
-    while let Some(start) = rest.find("${") {
-        out.push_str(&rest[..start]);
-        let after = &rest[start + 2..];
-        let Some(end) = after.find('}') else {
+    while let Some((before, after)) = rest.split_once("${") {
+        out.push_str(before);
+        let Some((inner, tail)) = after.split_once('}') else {
             return Err(ExpandError::Malformed(format!(
                 "'${{' without a closing '}}' in {text:?}"
             )));
         };
-        let inner = &after[..end];
         let (name, default) = match inner.split_once(":-") {
             Some((name, default)) => (name, Some(default)),
             None => (inner, None),
@@ -59,7 +57,7 @@ pub(crate) fn expand(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Res
             (None, Some(default)) => out.push_str(default),
             (None, None) => return Err(ExpandError::Unset(name.to_string())),
         }
-        rest = &after[end + 1..];
+        rest = tail;
     }
     out.push_str(rest);
     Ok(out)

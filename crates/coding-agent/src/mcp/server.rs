@@ -381,6 +381,10 @@ fn http_transport(
 }
 
 #[cfg(test)]
+#[expect(
+    clippy::string_slice,
+    reason = "test code: a cut inside a character fails the test loudly"
+)]
 mod tests {
     use super::*;
     use crate::hooks::discovery::resolve_command;

@@ -146,7 +146,7 @@ impl Composer {
             return;
         }
         let column = self.column();
-        let previous_start = self.text[..start - 1].rfind('\n').map_or(0, |i| i + 1);
+        let previous_start = self.upto(start - 1).rfind('\n').map_or(0, |i| i + 1);
         self.cursor = self.at_column(previous_start, start - 1, column);
     }
 
@@ -159,7 +159,8 @@ impl Composer {
         }
         let column = self.column();
         let next_start = end + 1;
-        let next_end = self.text[next_start..]
+        let next_end = self
+            .from(next_start)
             .find('\n')
             .map_or(self.text.len(), |i| next_start + i);
         self.cursor = self.at_column(next_start, next_end, column);
@@ -193,38 +194,52 @@ impl Composer {
         }
     }
 
+    // The cursor and every offset below are kept on character boundaries; these read the text
+    // with `get`, so an offset that was not would show less text rather than panic.
+    fn upto(&self, at: usize) -> &str {
+        self.text.get(..at).unwrap_or_default()
+    }
+
+    fn from(&self, at: usize) -> &str {
+        self.text.get(at..).unwrap_or_default()
+    }
+
+    fn between(&self, start: usize, end: usize) -> &str {
+        self.text.get(start..end).unwrap_or_default()
+    }
+
     fn line_start(&self) -> usize {
-        self.text[..self.cursor].rfind('\n').map_or(0, |i| i + 1)
+        self.upto(self.cursor).rfind('\n').map_or(0, |i| i + 1)
     }
 
     fn line_end(&self) -> usize {
-        self.text[self.cursor..]
+        self.from(self.cursor)
             .find('\n')
             .map_or(self.text.len(), |i| self.cursor + i)
     }
 
     /// The cursor's column in characters.
     fn column(&self) -> usize {
-        self.text[self.line_start()..self.cursor].chars().count()
+        self.between(self.line_start(), self.cursor).chars().count()
     }
 
     fn at_column(&self, start: usize, end: usize, column: usize) -> usize {
-        self.text[start..end]
+        self.between(start, end)
             .char_indices()
             .nth(column)
             .map_or(end, |(offset, _)| start + offset)
     }
 
     fn prev_boundary(&self, at: usize) -> Option<usize> {
-        self.text[..at].char_indices().next_back().map(|(i, _)| i)
+        self.upto(at).char_indices().next_back().map(|(i, _)| i)
     }
 
     fn next_boundary(&self, at: usize) -> Option<usize> {
-        self.text[at..].chars().next().map(|c| at + c.len_utf8())
+        self.from(at).chars().next().map(|c| at + c.len_utf8())
     }
 
     fn word_left(&self) -> usize {
-        let before = &self.text[..self.cursor];
+        let before = self.upto(self.cursor);
         let trimmed = before.trim_end_matches(|c: char| c.is_whitespace());
         trimmed
             .char_indices()
@@ -234,9 +249,9 @@ impl Composer {
     }
 
     fn word_right(&self) -> usize {
-        let after = &self.text[self.cursor..];
-        let skip = after.len() - after.trim_start_matches(|c: char| c.is_whitespace()).len();
-        let rest = &after[skip..];
+        let after = self.from(self.cursor);
+        let rest = after.trim_start_matches(|c: char| c.is_whitespace());
+        let skip = after.len() - rest.len();
         let word = rest.find(|c: char| c.is_whitespace()).unwrap_or(rest.len());
         self.cursor + skip + word
     }

@@ -255,8 +255,8 @@ impl Workflows {
         let Some(rest) = prompt.trim_start().strip_prefix('/') else {
             return Ok(None);
         };
-        let (word, arguments) = match rest.find(char::is_whitespace) {
-            Some(at) => (&rest[..at], rest[at..].trim()),
+        let (word, arguments) = match rest.split_once(char::is_whitespace) {
+            Some((word, arguments)) => (word, arguments.trim()),
             None => (rest, ""),
         };
         if let Some(name) = word.strip_prefix(SKILL_COMMAND_PREFIX) {

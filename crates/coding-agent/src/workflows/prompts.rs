@@ -128,9 +128,8 @@ impl PromptTemplate {
         let mut out = String::with_capacity(self.body.len() + arguments.len());
         let mut used = false;
         let mut rest = self.body.as_str();
-        while let Some(at) = rest.find('$') {
-            out.push_str(&rest[..at]);
-            let after = &rest[at + 1..];
+        while let Some((before, after)) = rest.split_once('$') {
+            out.push_str(before);
             if let Some(tail) = after.strip_prefix("ARGUMENTS") {
                 out.push_str(arguments);
                 rest = tail;
@@ -139,10 +138,12 @@ impl PromptTemplate {
                 out.push_str(&words.join(" "));
                 rest = tail;
                 used = true;
-            } else if let Some(digit) = after.chars().next().filter(|c| ('1'..='9').contains(c)) {
+            } else if let Some(digit) = after.chars().next().filter(|c| ('1'..='9').contains(c))
+                && let Some(tail) = after.strip_prefix(digit)
+            {
                 let index = digit as usize - '1' as usize;
                 out.push_str(words.get(index).map(String::as_str).unwrap_or(""));
-                rest = &after[1..];
+                rest = tail;
                 used = true;
             } else {
                 out.push('$');
