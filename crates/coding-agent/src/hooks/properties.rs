@@ -163,7 +163,8 @@ proptest! {
     /// `elph hooks import`: any Claude Code settings document is imported or refused in words.
     #[test]
     fn any_claude_code_settings_import_or_refuse(settings in json_value()) {
-        let _ = super::claude_code::settings::import(&settings, &["taken".to_string()]);
-        let _ = super::claude_code::settings::import(&json!({"hooks": settings}), &[]);
+        use super::claude_code::plain::Target;
+        let _ = super::claude_code::settings::import(&settings, &["taken".to_string()], Target::Project);
+        let _ = super::claude_code::settings::import(&json!({"hooks": settings}), &[], Target::Home);
     }
 }

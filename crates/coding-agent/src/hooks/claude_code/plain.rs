@@ -132,8 +132,11 @@ fn take_project_var(chars: &mut std::iter::Peekable<std::str::Chars<'_>>, word: 
         return None;
     }
     let rest: String = chars.clone().collect();
-    let name = PROJECT_VARS.iter().find(|var| rest.starts_with(&var[1..]))?;
-    let after = &rest[name.len() - 1..];
+    // The `$` was read already: match the rest of each name.
+    let (name, after) = PROJECT_VARS.iter().find_map(|var| {
+        let bare = var.strip_prefix('$')?;
+        Some((var, rest.strip_prefix(bare)?))
+    })?;
     // `$CLAUDE_PROJECT_DIRX` is another variable.
     if name.ends_with('R') && after.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_') {
         return None;
