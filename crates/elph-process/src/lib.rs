@@ -30,5 +30,3 @@ pub mod orphans;
 pub mod process;
 pub mod sandbox;
 pub mod shell_env;
-#[cfg(target_os = "linux")]
-mod vfork_spawn;

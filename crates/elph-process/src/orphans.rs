@@ -23,8 +23,6 @@
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::sync::OnceLock;
 
-use tokio::process::Command;
-
 /// How many groups the watcher keeps at once; registrations past it are dropped (and those
 /// groups only get the orderly kills). Far above what one Elph runs at a time.
 const SLOTS: usize = 8192;
@@ -37,25 +35,8 @@ fn watcher() -> Option<BorrowedFd<'static>> {
     WATCHER.get_or_init(start_watcher).as_ref().map(AsFd::as_fd)
 }
 
-/// Makes the child that `command` will start register its own process group (its pid: the child
-/// must lead its group, with `setsid` or `process_group(0)`) with the watcher before it runs its
-/// program. Add this after the `pre_exec` that creates the group.
-pub fn die_with_elph(command: &mut Command) {
-    let Some(fd) = watcher() else {
-        return;
-    };
-    // SAFETY: the closure runs in the forked child before exec; `register_self` only makes
-    // async-signal-safe system calls on a stack buffer, and allocates nothing.
-    unsafe {
-        command.pre_exec(move || {
-            register_self(fd);
-            Ok(())
-        });
-    }
-}
-
-/// The pipe a child writes its registration to (starting the watcher the first time), for a
-/// spawn that runs its own pre-exec steps (`vfork_spawn`); `None` when there is no watcher.
+/// The pipe a child writes its registration to (starting the watcher the first time); `None` when
+/// there is no watcher. `process::spawn` hands it to the child, which calls [`register_self`].
 pub(crate) fn registration_fd() -> Option<BorrowedFd<'static>> {
     watcher()
 }

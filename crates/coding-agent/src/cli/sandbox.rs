@@ -2,14 +2,16 @@
 //! the project and settings give (the mode and network can be overridden), with the shell
 //! environment policy applied, and exits with its status. For seeing what the policy allows.
 
-use std::ffi::OsString;
-use std::path::Path;
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::Args;
 use elph_process::sandbox::SandboxMode;
 
 use super::exit;
+use crate::hooks::discovery::resolve_command;
+use crate::hooks::process::describe_spawn_error;
 use crate::paths::Paths;
 use crate::sandbox::{SandboxArgs, resolve_policy, shell_env_policy};
 use crate::settings::Settings;
@@ -55,9 +57,22 @@ pub(super) fn run(cwd: Option<&Path>, args: SandboxCommandArgs) -> anyhow::Resul
         .command
         .split_first()
         .expect("clap requires at least one word");
-    let status =
-        elph_process::process::run_in_foreground(Path::new(program), rest, &paths.project_dir, &env, &policy)
-            .map_err(|error| anyhow::anyhow!("cannot run {}: {error}", Path::new(program).display()))?;
+    let program = find_program(program, &paths.project_dir, &env);
+    let rest: Vec<&OsStr> = rest.iter().map(OsString::as_os_str).collect();
+    // The child is watched through the runtime's reactor; nothing else runs here.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the runtime that watches the command")?;
+    let status = runtime
+        .block_on(elph_process::process::run_in_foreground(
+            &program,
+            &rest,
+            &paths.project_dir,
+            &env,
+            &policy,
+        ))
+        .map_err(|error| anyhow::anyhow!("{}", describe_spawn_error(&program, &error)))?;
     Ok(
         match (
             status.code(),
@@ -68,4 +83,21 @@ pub(super) fn run(cwd: Option<&Path>, args: SandboxCommandArgs) -> anyhow::Resul
             (None, None) => exit::ERROR,
         },
     )
+}
+
+/// The command's program as a path: a name without a `/` is looked up in the absolute entries of
+/// the PATH the command gets (the way hook commands are), a path with one is taken from the
+/// project folder, where the command runs. A name found nowhere stays bare, and the spawn refuses
+/// it with a message that says so.
+fn find_program(program: &OsStr, project_dir: &Path, env: &[(OsString, OsString)]) -> PathBuf {
+    let path_var = env
+        .iter()
+        .find(|(name, _)| name == "PATH")
+        .and_then(|(_, value)| value.to_str())
+        .unwrap_or_default();
+    match program.to_str() {
+        Some(name) => resolve_command(name, project_dir, path_var).path,
+        // Not text: only an absolute path is run (a relative one is refused by the spawn).
+        None => PathBuf::from(program),
+    }
 }

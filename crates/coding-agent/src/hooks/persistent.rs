@@ -35,13 +35,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use elph_agent::hooks::limits::{MAX_DIAGNOSTIC_STDERR_BYTES, MAX_STDERR_BYTES, MAX_STDOUT_BYTES};
-use elph_process::process::{self as bounded, CaptureMode, Env, GroupGuard, Leftovers, RunSpec, Stdin};
+use elph_process::process::{self as bounded, Child, ChildStdin, ChildStdout, Input, Output, SpawnSpec};
 use elph_process::sandbox::SandboxPolicy;
 use futures::FutureExt;
-use nix::unistd::Pid;
 use serde_json::{Map, Value};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, ChildStdin, ChildStdout};
 use tokio::time::Instant;
 
 use super::discovery::HookDefinition;
@@ -138,12 +136,11 @@ struct Running {
     stderr: Arc<Mutex<StderrTail>>,
     drain: tokio::task::JoinHandle<()>,
     pgid: Option<i32>,
-    guard: GroupGuard,
 }
 
 impl Drop for Running {
     fn drop(&mut self) {
-        self.guard.kill();
+        self.child.kill_group();
         self.drain.abort();
     }
 }
@@ -325,7 +322,7 @@ impl PersistentHooks {
         slot.crashes += 1;
         slot.not_before = Some(Instant::now() + backoff(slot.crashes));
         slot.restart_pending = true;
-        running.guard.kill();
+        running.child.kill_group();
         notes.push(crash_note(slot.crashes));
         match failure {
             Failure::TimedOut => output.timed_out = true,
@@ -409,22 +406,18 @@ async fn read_line(stdout: &mut BufReader<ChildStdout>) -> Result<Vec<u8>, Failu
 /// sandbox), with stdin left open.
 async fn start(spec: &ProcessSpec<'_>) -> std::io::Result<Running> {
     let args: Vec<&OsStr> = spec.args.iter().map(OsStr::new).collect();
-    let mut child = bounded::spawn(&RunSpec {
+    let mut child = bounded::spawn(&SpawnSpec {
         program: spec.program,
         args: &args,
         cwd: spec.cwd,
-        env: Env::Exactly(spec.env),
-        stdin: Stdin::Bytes(&[]),
-        stdout: CaptureMode::KillPastCap(MAX_STDOUT_BYTES),
-        stderr: CaptureMode::KillPastCap(MAX_STDERR_BYTES),
-        timeout: spec.timeout,
-        grace: process::EXIT_GRACE,
-        leftovers: Leftovers::Kill,
+        env: spec.env,
+        stdin: Input::Piped,
+        stdout: Output::Piped,
+        stderr: Output::Piped,
         sandbox: spec.sandbox,
     })
     .await?;
-    let pgid = child.id().map(|pid| pid as i32);
-    let guard = GroupGuard::new(pgid.map(Pid::from_raw));
+    let pgid = Some(child.id().cast_signed());
     let (Some(stdin), Some(stdout), Some(mut stderr_pipe)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())
     else {
@@ -448,7 +441,6 @@ async fn start(spec: &ProcessSpec<'_>) -> std::io::Result<Running> {
         stderr,
         drain,
         pgid,
-        guard,
     })
 }
 

@@ -20,12 +20,11 @@
 //! what happened.
 
 use std::ffi::{OsStr, OsString};
-use std::io;
 use std::path::Path;
 use std::time::Duration;
 
 use elph_agent::hooks::limits::{MAX_DIAGNOSTIC_STDERR_BYTES, MAX_STDERR_BYTES, MAX_STDOUT_BYTES};
-use elph_process::process::{self as bounded, CaptureMode, Env, Leftovers, RunSpec, Stdin, WaitError};
+use elph_process::process::{self as bounded, CaptureMode, Leftovers, RunSpec, Stdin, WaitError};
 use nix::sys::signal::Signal;
 
 /// How long the pipes may stay open after the direct child exited before the group is killed.
@@ -233,25 +232,12 @@ pub fn tail(bytes: &[u8], max: usize) -> String {
 ///
 /// Dropping the future kills the hook's process group.
 pub async fn run(spec: &ProcessSpec<'_>) -> ProcessOutput {
-    if !spec.program.is_absolute() {
-        // Discovery resolves every command to an absolute path; one that is still bare was not found
-        // in an absolute PATH entry. Spawning it would let the OS search PATH again, relative entries
-        // (`.`, an empty one) included, and find the project's own file.
-        return ProcessOutput {
-            spawn_error: Some(format!(
-                "command not found: '{}' is not in any absolute PATH entry (empty and relative entries \
-                 are skipped); write the command as an absolute path",
-                spec.program.display()
-            )),
-            ..ProcessOutput::nothing(Duration::ZERO)
-        };
-    }
     let args: Vec<&OsStr> = spec.args.iter().map(OsStr::new).collect();
     let out = bounded::run(&RunSpec {
         program: spec.program,
         args: &args,
         cwd: spec.cwd,
-        env: Env::Exactly(spec.env),
+        env: spec.env,
         stdin: Stdin::Bytes(spec.stdin),
         stdout: CaptureMode::KillPastCap(spec.stdout_cap),
         stderr: CaptureMode::KillPastCap(Stream::Stderr.cap()),
@@ -284,31 +270,9 @@ pub async fn run(spec: &ProcessSpec<'_>) -> ProcessOutput {
     }
 }
 
-/// Says why `program` could not be started, and what to do about it.
-pub fn describe_spawn_error(program: &Path, error: &io::Error) -> String {
-    use std::os::unix::fs::PermissionsExt;
-    let shown = program.display();
-    match std::fs::metadata(program) {
-        Err(_) if error.kind() == io::ErrorKind::NotFound => {
-            if program.is_absolute() || program.components().count() > 1 {
-                format!("command not found: {shown} does not exist")
-            } else {
-                format!("command not found: '{shown}' is not on PATH")
-            }
-        }
-        Ok(meta) if meta.is_dir() => format!("cannot run {shown}: it is a directory, not an executable"),
-        Ok(meta) if meta.permissions().mode() & 0o111 == 0 => {
-            format!("cannot run {shown}: it is not executable (run `chmod +x {shown}`)")
-        }
-        Ok(_) if error.kind() == io::ErrorKind::NotFound => {
-            format!("cannot run {shown}: the interpreter on its #! line was not found")
-        }
-        Ok(_) if error.raw_os_error() == Some(libc::ENOEXEC) => format!(
-            "cannot run {shown}: not a program this system can run (a script needs a first line such as #!/bin/sh)"
-        ),
-        _ => format!("cannot run {shown}: {error}"),
-    }
-}
+/// Says why `program` could not be started, and what to do about it (one wording for every
+/// child Elph starts).
+pub use elph_process::process::describe_spawn_error;
 
 /// A signal's name, for messages.
 pub(crate) fn signal_name(signal: i32) -> String {

@@ -1,30 +1,27 @@
-//! A stdio MCP server as a child process: started in PROJECT_DIR, in a process group of its own,
-//! with an environment rebuilt from an allowlist (never the agent's API keys), stderr kept as a
-//! short tail for error messages, and the exit watched so that a crash is noticed even when
-//! something the server left behind keeps its stdout open.
+//! A stdio MCP server as a child process: started in PROJECT_DIR through the one spawn path
+//! (`elph_process::process::spawn`: a session and process group of its own, so no controlling
+//! terminal — a server can neither draw on the TUI's screen nor read its keys —, registered with
+//! the orphan watcher), with an environment rebuilt from an allowlist (never the agent's API keys),
+//! stderr kept as a short tail for error messages, and the exit watched so that a crash is noticed
+//! even when something the server left behind keeps its stdout open.
 //!
 //! Stopping kills the whole group (`killpg`), so helpers the server started go with it; the
 //! [`GroupKiller`] does that when it is dropped too.
 
 use std::collections::BTreeMap;
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::path::Path;
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
+use elph_process::process::{ChildStdin, ChildStdout, Input, Output, ProcessGroup, SpawnSpec};
 use tokio::io::AsyncReadExt;
-use tokio::process::{ChildStdin, ChildStdout, Command};
 use tokio::sync::watch;
 
 use crate::hooks::process::{ENV_ALLOWLIST, describe_spawn_error, signal_name};
 
 /// How much of the server's stderr is kept for error messages.
 const STDERR_TAIL: usize = 2048;
-/// Attempts to spawn a file that another thread still holds open for writing (ETXTBSY).
-const SPAWN_ATTEMPTS: u32 = 6;
 
 /// The environment of a stdio server: the allowlisted variables of `parent` that are set, then
 /// `ELPH_PROJECT_DIR`, then the server's configured `env` (which may override any of them).
@@ -47,24 +44,23 @@ pub(crate) fn server_environment(
 /// Kills a process group when dropped (or earlier, with [`GroupKiller::kill`]).
 #[derive(Debug)]
 pub(crate) struct GroupKiller {
-    pgid: Pid,
+    group: ProcessGroup,
 }
 
 impl GroupKiller {
     pub(crate) fn pgid(&self) -> i32 {
-        self.pgid.as_raw()
+        self.group.pgid()
     }
 
     /// SIGKILL to every process of the group; a group that is already gone is not an error.
     pub(crate) fn kill(&self) {
-        let _ = killpg(self.pgid, Signal::SIGKILL);
+        self.group.kill();
     }
 }
 
 impl Drop for GroupKiller {
     fn drop(&mut self) {
         self.kill();
-        elph_process::orphans::forget(self.pgid.as_raw());
     }
 }
 
@@ -130,46 +126,20 @@ impl ServerProcess {
         cwd: &Path,
         env: &[(OsString, OsString)],
     ) -> Result<ServerProcess, String> {
-        if !program.is_absolute() {
-            // Resolution already searched the absolute PATH entries; letting the OS search again
-            // would try relative ones (`.`, an empty entry) and find the project's file.
-            return Err(format!(
-                "command not found: '{}' is not in any absolute PATH entry (empty and relative \
-                 entries are skipped); write the command as an absolute path",
-                program.display()
-            ));
-        }
-        let mut command = Command::new(program);
-        command
-            .args(args)
-            .current_dir(cwd)
-            .env_clear()
-            .envs(env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true);
-        // If Elph dies without stopping the server (kill -9), the orphan watcher kills its group.
-        elph_process::orphans::die_with_elph(&mut command);
-        let mut attempt = 1;
-        let mut child = loop {
-            match command.spawn() {
-                Err(error) if error.raw_os_error() == Some(libc::ETXTBSY) && attempt < SPAWN_ATTEMPTS => {
-                    tokio::time::sleep(Duration::from_millis(5 << attempt)).await;
-                    attempt += 1;
-                }
-                Err(error) => return Err(describe_spawn_error(program, &error)),
-                Ok(child) => break child,
-            }
-        };
-        let pid = child
-            .id()
-            .ok_or_else(|| format!("{} exited before it could be watched", program.display()))?;
-        // process_group(0): the child leads a group whose id is its pid.
-        let group = GroupKiller {
-            pgid: Pid::from_raw(pid as i32),
-        };
+        let args: Vec<&OsStr> = args.iter().map(OsStr::new).collect();
+        let mut child = elph_process::process::spawn(&SpawnSpec {
+            program,
+            args: &args,
+            cwd,
+            env,
+            stdin: Input::Piped,
+            stdout: Output::Piped,
+            stderr: Output::Piped,
+            sandbox: None,
+        })
+        .await
+        .map_err(|error| describe_spawn_error(program, &error))?;
+        let group = GroupKiller { group: child.group() };
         let (closed_tx, closed) = watch::channel(false);
         let stderr = StderrTail {
             bytes: Arc::default(),
@@ -235,6 +205,9 @@ pub(crate) async fn exited(mut exit: watch::Receiver<Option<String>>) -> String 
     reason = "test code: a cut inside a character fails the test loudly"
 )]
 mod tests {
+    use nix::sys::signal::killpg;
+    use nix::unistd::Pid;
+
     use super::*;
 
     #[test]

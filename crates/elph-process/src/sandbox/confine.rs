@@ -108,7 +108,7 @@ impl Confinement {
     }
 
     /// The same, in a child that shares this process's memory (`clone(CLONE_VM)`, see
-    /// `vfork_spawn`), leaving `self` as it was: the child consumes a bitwise copy of the ruleset,
+    /// `process::vfork`), leaving `self` as it was: the child consumes a bitwise copy of the ruleset,
     /// as a forked child consumes its own copy, and the parent still closes its descriptor.
     pub(crate) fn apply_in_memory_sharing_child(&self) -> io::Result<()> {
         // SAFETY: a `RulesetCreated` is a descriptor and plain data (no heap). The copy is

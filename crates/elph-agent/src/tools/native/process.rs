@@ -20,7 +20,7 @@ use std::io;
 use std::path::Path;
 use std::time::Duration;
 
-use elph_process::process::{self, CaptureMode, EXIT_GRACE, Env, Leftovers, RunOutput, RunSpec, Stdin};
+use elph_process::process::{self, CaptureMode, EXIT_GRACE, Leftovers, RunOutput, RunSpec, Stdin};
 use elph_process::sandbox::SandboxPolicy;
 use elph_process::shell_env::ShellEnvPolicy;
 
@@ -41,7 +41,7 @@ pub async fn run(command: &str, cwd: &Path, timeout: Duration, policy: ShellPoli
         program: Path::new("/bin/sh"),
         args: &[OsStr::new("-c"), OsStr::new(command)],
         cwd,
-        env: Env::Exactly(&env),
+        env: &env,
         stdin: Stdin::Null,
         stdout: CaptureMode::HeadTail(HALF_CAP, HALF_CAP),
         stderr: CaptureMode::HeadTail(HALF_CAP, HALF_CAP),

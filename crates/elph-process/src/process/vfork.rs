@@ -18,88 +18,35 @@
 //! signal state std gives a child. A failure before exec is reported through `failure` (which step,
 //! which errno), the child exits 127 and is reaped before `spawn` returns.
 //!
-//! The child is waited for through a pidfd (the process's exit makes it readable), so no SIGCHLD
-//! handler is involved; a child dropped before it was reaped is killed and reaped later
-//! (`reap_dropped`), never left a zombie for Elph's lifetime.
+//! What happens after the clone (the pidfd, waiting, the group's kill) is the same for both ways
+//! of creating a child: `child.rs`.
 
 use std::ffi::{CString, OsStr, OsString, c_int, c_void};
 use std::io;
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::process::ExitStatus;
-use std::sync::{Mutex, OnceLock};
 
-use nix::errno::Errno;
-use nix::sys::signal::{Signal, kill};
-use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
-use nix::unistd::Pid;
-use tokio::io::unix::AsyncFd;
-use tokio::net::unix::pipe;
-
+use super::spawn::{Input, Output, SpawnError, Started, Step};
 use crate::sandbox::Confinement;
 
 /// The child's stack. It runs a handful of system calls and the sandbox's (small) confinement
 /// code; a guard page below it turns an overflow into a crash of the child, not a corruption.
 const STACK_SIZE: usize = 256 * 1024;
 
-/// What the child does before exec, in this order (`Step` names the one that failed).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Step {
-    Stdio,
-    Cwd,
-    Session,
-    Confine,
-    Exec,
-}
-
 /// What to start.
-pub(crate) struct Request<'a> {
+pub(super) struct Request<'a> {
     pub program: &'a Path,
     pub args: &'a [&'a OsStr],
     pub cwd: &'a Path,
     /// The complete environment.
     pub env: &'a [(OsString, OsString)],
-    /// A pipe for stdin, or `/dev/null`.
-    pub stdin_piped: bool,
+    pub stdin: Input,
+    pub stdout: Output,
+    pub stderr: Output,
     /// Where the child registers its group with the orphan watcher.
     pub watcher: Option<BorrowedFd<'static>>,
     pub confinement: Option<Confinement>,
-}
-
-/// Why a spawn failed: the step and the error.
-#[derive(Debug)]
-pub(crate) struct SpawnError {
-    pub step: Step,
-    pub error: io::Error,
-}
-
-impl SpawnError {
-    fn parent(error: io::Error) -> Self {
-        SpawnError {
-            step: Step::Exec,
-            error,
-        }
-    }
-}
-
-/// A started child: its pid (which is also its process group and session id) and the parent's
-/// ends of its pipes.
-pub(crate) struct Child {
-    pid: i32,
-    pidfd: AsyncFd<OwnedFd>,
-    reaped: bool,
-    pub stdin: Option<pipe::Sender>,
-    pub stdout: Option<pipe::Receiver>,
-    pub stderr: Option<pipe::Receiver>,
-}
-
-/// Whether this kernel gives pidfds (Linux 5.3), checked once; without them the caller uses std's
-/// `Command`.
-pub(crate) fn available() -> bool {
-    static AVAILABLE: OnceLock<bool> = OnceLock::new();
-    *AVAILABLE.get_or_init(|| pidfd_open(std::process::id() as i32).is_ok())
 }
 
 /// Everything the child reads, prepared before the clone, and the one thing it writes.
@@ -108,18 +55,17 @@ struct ChildArgs {
     argv: Vec<*const libc::c_char>,
     envp: Vec<*const libc::c_char>,
     cwd: CString,
-    /// Descriptors to become 0, 1 and 2; all of them above 2 (see `above_stdio`).
-    stdio: [RawFd; 3],
+    /// Descriptors to become 0, 1 and 2 (`None`: Elph's own is inherited); all of them above 2
+    /// (see `above_stdio`).
+    stdio: [Option<RawFd>; 3],
     watcher: Option<BorrowedFd<'static>>,
     confinement: Option<Confinement>,
     /// Set by the child when a step failed: (step, errno).
     failure: Option<(Step, i32)>,
 }
 
-/// Starts the child. Must be called within a tokio runtime (the pipes and the pidfd are
-/// registered with its reactor).
-pub(crate) fn spawn(request: Request<'_>) -> Result<Child, SpawnError> {
-    reap_dropped();
+/// Starts the child; returns once it has exec'd (or failed to).
+pub(super) fn spawn(request: Request<'_>) -> Result<Started, SpawnError> {
     let c = |bytes: &[u8]| CString::new(bytes).map_err(|_| invalid("a NUL byte in an argument or variable"));
     let program = c(request.program.as_os_str().as_bytes()).map_err(SpawnError::parent)?;
     let mut args_c = Vec::with_capacity(request.args.len() + 1);
@@ -137,18 +83,16 @@ pub(crate) fn spawn(request: Request<'_>) -> Result<Child, SpawnError> {
     }
     let cwd = c(request.cwd.as_os_str().as_bytes()).map_err(SpawnError::parent)?;
 
-    let (stdin_child, stdin_parent) = if request.stdin_piped {
-        let (read, write) = pipe_pair().map_err(SpawnError::parent)?;
-        (read, Some(write))
-    } else {
-        let null = std::fs::File::open("/dev/null").map_err(SpawnError::parent)?;
-        (
-            above_stdio(OwnedFd::from(null)).map_err(SpawnError::parent)?,
-            None,
-        )
+    let (stdin_child, stdin_parent) = match request.stdin {
+        Input::Piped => {
+            let (read, write) = pipe_pair().map_err(SpawnError::parent)?;
+            (Some(read), Some(write))
+        }
+        Input::Null => (Some(dev_null().map_err(SpawnError::parent)?), None),
+        Input::Inherit => (None, None),
     };
-    let (stdout_parent, stdout_child) = pipe_pair().map_err(SpawnError::parent)?;
-    let (stderr_parent, stderr_child) = pipe_pair().map_err(SpawnError::parent)?;
+    let (stdout_parent, stdout_child) = output(request.stdout).map_err(SpawnError::parent)?;
+    let (stderr_parent, stderr_child) = output(request.stderr).map_err(SpawnError::parent)?;
 
     let mut args = ChildArgs {
         argv: args_c
@@ -164,9 +108,9 @@ pub(crate) fn spawn(request: Request<'_>) -> Result<Child, SpawnError> {
         program,
         cwd,
         stdio: [
-            stdin_child.as_raw_fd(),
-            stdout_child.as_raw_fd(),
-            stderr_child.as_raw_fd(),
+            stdin_child.as_ref().map(AsRawFd::as_raw_fd),
+            stdout_child.as_ref().map(AsRawFd::as_raw_fd),
+            stderr_child.as_ref().map(AsRawFd::as_raw_fd),
         ],
         watcher: request.watcher,
         confinement: request.confinement,
@@ -205,109 +149,39 @@ pub(crate) fn spawn(request: Request<'_>) -> Result<Child, SpawnError> {
     let failure = unsafe { std::ptr::read_volatile(&raw const args.failure) };
     if let Some((step, errno)) = failure {
         // It called _exit(127): reap it now.
-        let _ = wait_blocking(pid);
+        super::child::reap_blocking(pid);
         return Err(SpawnError {
             step,
             error: io::Error::from_raw_os_error(errno),
         });
     }
-    let started = (|| -> io::Result<Child> {
-        // SAFETY: an `OwnedFd` stays open and the same descriptor until it is dropped.
-        let pidfd =
-            unsafe { AsyncFd::register_with_interest(pidfd_open(pid)?, tokio::io::Interest::READABLE)? };
-        Ok(Child {
-            pid,
-            pidfd,
-            reaped: false,
-            stdin: stdin_parent.map(pipe::Sender::from_owned_fd).transpose()?,
-            stdout: Some(pipe::Receiver::from_owned_fd(stdout_parent)?),
-            stderr: Some(pipe::Receiver::from_owned_fd(stderr_parent)?),
-        })
-    })();
-    started.map_err(|error| {
-        // Our own, unreaped child: the pid names no other process.
-        let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
-        let _ = wait_blocking(pid);
-        SpawnError::parent(error)
+    Ok(Started {
+        pid,
+        stdin: stdin_parent,
+        stdout: stdout_parent,
+        stderr: stderr_parent,
     })
 }
 
-impl Child {
-    /// The pid: also the child's process group and session.
-    pub(crate) fn id(&self) -> u32 {
-        self.pid as u32
-    }
-
-    /// Waits for the child to exit and reaps it. Cancel-safe: the reaping is not split by an await.
-    pub(crate) async fn wait(&mut self) -> io::Result<ExitStatus> {
-        loop {
-            if let Some(status) = self.try_wait()? {
-                return Ok(status);
-            }
-            let mut ready = self.pidfd.readable().await?;
-            ready.clear_ready();
+/// The parent's and the child's ends for one output stream.
+fn output(mode: Output) -> io::Result<(Option<OwnedFd>, Option<OwnedFd>)> {
+    Ok(match mode {
+        Output::Piped => {
+            let (read, write) = pipe_pair()?;
+            (Some(read), Some(write))
         }
-    }
-
-    /// Our own child cannot have been reaped elsewhere: nothing in Elph waits for any child, and
-    /// tokio waits for its own children by pid.
-    fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
-        let status = exit_status(waitpid(Pid::from_raw(self.pid), Some(WaitPidFlag::WNOHANG))?);
-        self.reaped |= status.is_some();
-        Ok(status)
-    }
+        Output::Null => (None, Some(dev_null()?)),
+        Output::Inherit => (None, None),
+    })
 }
 
-impl Drop for Child {
-    fn drop(&mut self) {
-        if self.reaped {
-            return;
-        }
-        // A child dropped unreaped (a cancelled run): killed, and reaped now or at a later spawn.
-        // The pid is our own unreaped child, so it names no other process.
-        let _ = kill(Pid::from_raw(self.pid), Signal::SIGKILL);
-        if !matches!(self.try_wait(), Ok(Some(_))) {
-            dropped().push(self.pid);
-        }
-    }
-}
-
-/// Children dropped before they could be reaped.
-fn dropped() -> std::sync::MutexGuard<'static, Vec<i32>> {
-    static DROPPED: Mutex<Vec<i32>> = Mutex::new(Vec::new());
-    DROPPED.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-/// Reaps the dropped children that have exited since.
-fn reap_dropped() {
-    dropped().retain(|&pid| {
-        matches!(
-            waitpid(Pid::from_raw(pid), Some(WaitPidFlag::WNOHANG)),
-            Ok(WaitStatus::StillAlive)
-        )
-    });
-}
-
-/// Blocks until `pid` (our child, exited or killed) is reaped.
-fn wait_blocking(pid: i32) -> io::Result<()> {
-    loop {
-        match waitpid(Pid::from_raw(pid), None) {
-            Err(Errno::EINTR) => continue,
-            Err(error) => return Err(error.into()),
-            Ok(_) => return Ok(()),
-        }
-    }
-}
-
-/// A wait status as std's `ExitStatus` (the raw `wait(2)` encoding); `None` while the child runs.
-fn exit_status(status: WaitStatus) -> Option<ExitStatus> {
-    match status {
-        WaitStatus::Exited(_, code) => Some(ExitStatus::from_raw((code & 0xff) << 8)),
-        WaitStatus::Signaled(_, signal, core_dumped) => Some(ExitStatus::from_raw(
-            signal as c_int | if core_dumped { 0x80 } else { 0 },
-        )),
-        _ => None,
-    }
+/// `/dev/null`, open for reading and writing, above 2.
+fn dev_null() -> io::Result<OwnedFd> {
+    let null = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")?;
+    above_stdio(OwnedFd::from(null))
 }
 
 /// The child: runs on its own stack in the parent's memory until exec.
@@ -346,9 +220,11 @@ fn child_steps(args: &mut ChildArgs) -> (Step, i32) {
                 libc::sigaction(signal, &default, std::ptr::null_mut());
             }
         }
-        for (target, &fd) in args.stdio.iter().enumerate() {
+        for (target, fd) in args.stdio.iter().enumerate() {
             // Every source is above 2, so no dup2 clobbers a source still to be moved.
-            if libc::dup2(fd, target as c_int) < 0 {
+            if let Some(fd) = *fd
+                && libc::dup2(fd, target as c_int) < 0
+            {
                 return (Step::Stdio, errno());
             }
         }
@@ -440,16 +316,6 @@ fn above_stdio(fd: OwnedFd) -> io::Result<OwnedFd> {
         return Ok(fd);
     }
     fd.try_clone()
-}
-
-fn pidfd_open(pid: i32) -> io::Result<OwnedFd> {
-    // SAFETY: pidfd_open(2) with no flags; the result is a new descriptor we own.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: just created, owned by nobody else.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
 }
 
 fn invalid(what: &str) -> io::Error {
