@@ -1,12 +1,13 @@
 //! Nothing Elph started outlives it, even when it is killed with SIGKILL and runs no code of its
-//! own: the real binary, a real `shell_exec` command or a 40 s hook, and /proc.
+//! own: the real binary, a real `shell_exec` command, a 40 s hook (one-shot or persistent) or an MCP
+//! server, and /proc. (`elph sandbox`'s command: `children`.)
 
 use std::time::Duration;
 
 use serde_json::json;
 use test_support::env::TestEnv;
 use test_support::fake_model::{FakeModelServer, FakeReply, Wire};
-use test_support::hook_scripts::{descendants, still_alive};
+use test_support::hook_scripts::{descendants, still_alive, test_support_binary, write_script};
 
 use super::lifecycle_support::{Running, acp_open_session, acp_prompt, long_command, pids_in};
 
@@ -20,6 +21,8 @@ pub enum Front {
 pub enum During {
     ShellExec,
     Hook,
+    PersistentHook,
+    McpServer,
 }
 
 /// Starts `front` busy with a 40 s `during`; returns it once the busy processes have recorded their
@@ -57,6 +60,33 @@ pub async fn busy_elph_with(
             env.project_script("slow.sh", &body);
             hooks.push(json!({"id": "slow", "event": "userPromptSubmit",
                 "command": "hooks/slow.sh", "timeoutMs": 60000}));
+            env.write_project_hooks(&json!({ "hooks": hooks }));
+        }
+        During::PersistentHook => {
+            // Never answers: the event waits for it up to the timeout.
+            env.project_script("slow.sh", &long_command(&pid_file, 40));
+            hooks.push(json!({"id": "slow", "event": "userPromptSubmit",
+                "command": "hooks/slow.sh", "timeoutMs": 60000, "persistent": true}));
+            env.write_project_hooks(&json!({ "hooks": hooks }));
+        }
+        During::McpServer => {
+            // The server's shell leaves a `sleep` in its group and becomes the server.
+            let script = write_script(
+                &env.evidence("mcp"),
+                "server.sh",
+                &format!(
+                    "sleep 40 & echo $! >> '{file}'; echo $$ >> '{file}'\nexec '{server}'",
+                    file = pid_file.display(),
+                    server = test_support_binary("mcp-test-server").display()
+                ),
+            );
+            std::fs::write(
+                env.config_dir.join("mcp.json"),
+                json!({"servers": {"busy": {"command": script.display().to_string()}}}).to_string(),
+            )
+            .unwrap();
+            // The model never answers, so the run (and the server) stay up.
+            server.enqueue(FakeReply::text("never sent").hang());
             env.write_project_hooks(&json!({ "hooks": hooks }));
         }
     }
@@ -122,6 +152,16 @@ async fn kill_9_of_elph_run_during_shell_exec_leaves_no_process() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_of_elph_run_during_a_hook_leaves_no_process() {
     kill_9_leaves_nothing(Front::Run, During::Hook).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_of_elph_run_during_a_persistent_hook_leaves_no_process() {
+    kill_9_leaves_nothing(Front::Run, During::PersistentHook).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_of_elph_run_with_an_mcp_server_leaves_no_process() {
+    kill_9_leaves_nothing(Front::Run, During::McpServer).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

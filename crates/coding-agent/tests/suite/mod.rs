@@ -7,6 +7,7 @@ mod acp_policy;
 mod acp_projects;
 mod acp_props;
 mod acp_workflows;
+mod children;
 mod claude_code_hooks;
 mod common;
 mod config_attacks;
