@@ -43,7 +43,7 @@ pub(crate) fn registration_fd() -> Option<BorrowedFd<'static>> {
 
 /// In a child between clone and exec: registers its own process group (its pid: the child leads
 /// its group) with the watcher behind `fd`. Only getpid(2) and write(2) on a stack buffer, so it
-/// is safe in a forked child and in a `CLONE_VM` child alike.
+/// is safe in a forked child of a multi-threaded process.
 pub(crate) fn register_self(fd: BorrowedFd<'_>) {
     let mut record = [0u8; 16];
     let len = encode(b'+', nix::unistd::getpid().as_raw(), &mut record);

@@ -42,7 +42,8 @@ struct Stat {
 
 fn stat_of(project: &Path, name: &str) -> Stat {
     let path = project.join(format!("{name}.stat"));
-    let line = std::fs::read_to_string(&path).unwrap_or_else(|_| panic!("{name} never ran: no {}", path.display()));
+    let line =
+        std::fs::read_to_string(&path).unwrap_or_else(|_| panic!("{name} never ran: no {}", path.display()));
     let pid = line.split(' ').next().unwrap().parse().unwrap();
     // state ppid pgrp session tty_nr, after the command name in parentheses.
     let fields: Vec<&str> = line.rsplit_once(") ").unwrap().1.split(' ').collect();
@@ -58,7 +59,10 @@ fn stat_of(project: &Path, name: &str) -> Stat {
 /// environment holds none of [`SECRETS`].
 fn assert_guarantees(project: &Path, name: &str) {
     let stat = stat_of(project, name);
-    assert_eq!(stat.pgrp, stat.pid, "{name} leads its own process group: {stat:?}");
+    assert_eq!(
+        stat.pgrp, stat.pid,
+        "{name} leads its own process group: {stat:?}"
+    );
     assert_eq!(stat.session, stat.pid, "{name} leads its own session: {stat:?}");
     assert_eq!(stat.tty_nr, 0, "{name} has no controlling terminal: {stat:?}");
     let env = std::fs::read_to_string(project.join(format!("{name}.env"))).unwrap();
@@ -238,5 +242,8 @@ fn kill_9_of_elph_sandbox_leaves_no_process() {
     let status = wait_with_deadline(&mut elph);
     assert_eq!(status.code(), None, "killed by a signal");
     let left = still_alive(&family, Duration::from_secs(10));
-    assert!(left.is_empty(), "still alive 10 s after kill -9: {left:?} of {family:?} ({busy:?})");
+    assert!(
+        left.is_empty(),
+        "still alive 10 s after kill -9: {left:?} of {family:?} ({busy:?})"
+    );
 }

@@ -1,4 +1,4 @@
-//! A started child, however it was created: its pid (also its process group and session id), the
+//! A started child: its pid (also its process group and session id), the
 //! parent's ends of its pipes, its exit, and its group's kill.
 //!
 //! The exit is watched through a pidfd (Linux 5.3: the process's exit makes it readable), so no

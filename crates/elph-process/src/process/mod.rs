@@ -9,8 +9,9 @@
 //!    user's keys nor draw on a screen the TUI owns, nor be reached by the terminal's signals;
 //! 2. its group registered with the orphan watcher (`orphans`), so it dies with Elph even when
 //!    Elph is killed with SIGKILL;
-//! 3. confined by the sandbox policy, when the caller gives one (`sandbox`), last, so that nothing
-//!    after it needs what the confinement takes away;
+//! 3. confined by the sandbox policy, when the caller gives one (`sandbox`), so that nothing
+//!    after it needs what the confinement takes away; then no signal blocked (std resets SIGPIPE,
+//!    which Rust ignores, to its default);
 //! 4. exactly the environment the caller built (an allowlist or the shell environment policy),
 //!    never Elph's own: there is no "inherit" option;
 //! 5. the program by absolute path, never searched on PATH here (callers resolve names in
@@ -18,9 +19,11 @@
 //! 6. the group killed with SIGKILL when the [`Child`] is dropped, and by
 //!    [`kill_running_groups`] on an exit that does not unwind.
 //!
-//! How the child is created is one of two equivalent ways ([`SpawnPath`]), with the same steps
-//! above: `clone(CLONE_VM | CLONE_VFORK)` (`vfork`), which copies nothing of Elph's address
-//! space, or std's `fork` path; see the `spawn` benchmark for what the difference costs.
+//! The child is created by std's `Command` with a `pre_exec` step, that is by `fork`: it copies
+//! Elph's page tables, a cost that grows with Elph's memory. A `clone(CLONE_VM)` spawn that copies
+//! nothing was measured against it and removed: at Elph's size it saved about 0.2 ms per hook,
+//! which no one waits for beside a model round trip (the `spawn` benchmark, and
+//! docs/architecture.md, "Starting a child").
 
 mod capture;
 mod child;
@@ -28,12 +31,11 @@ mod foreground;
 mod group;
 mod run;
 mod spawn;
-mod vfork;
 
 pub use capture::{Capture, CaptureMode};
 pub use child::{Child, ChildStdin, ChildStdout};
 pub use foreground::run_in_foreground;
 pub use group::{ProcessGroup, kill_running_groups};
 pub use run::{CHUNK, EXIT_GRACE, Leftovers, RunOutput, RunSpec, Stdin, Stream, WaitError, run};
-pub use spawn::{Input, Output, SpawnPath, SpawnSpec, describe_spawn_error, spawn, use_spawn_path};
+pub use spawn::{Input, Output, SpawnSpec, describe_spawn_error, spawn};
 pub(crate) use spawn::{probe_in_child, spawn_holder};

@@ -5,17 +5,19 @@ use std::io;
 use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::process::Stdio;
-use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Duration;
 
 use nix::errno::Errno;
+use nix::sys::signal::{SigSet, SigmaskHow, pthread_sigmask};
 
 use super::child::{self, Child};
-use super::vfork;
 use crate::sandbox::{Confinement, SandboxPolicy};
 
 /// Attempts to spawn a file another thread still holds open for writing (ETXTBSY).
 const SPAWN_ATTEMPTS: u32 = 6;
+/// Added to the errno of a failed confinement in the child, so that the parent, which std tells
+/// only an errno, knows which step failed. Errnos are far below it.
+const CONFINE_FAILED: i32 = 1 << 20;
 
 /// What the child reads on stdin.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,63 +64,18 @@ pub struct SpawnSpec<'a> {
     pub sandbox: Option<&'a SandboxPolicy>,
 }
 
-/// How the child is created; the steps before its program starts are the same either way.
+/// Which step before the program failed: the confinement, or another (std's words then).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SpawnPath {
-    /// `clone(CLONE_VM | CLONE_VFORK)`: nothing of Elph's address space is copied.
-    Vfork,
-    /// std's `fork` path (`Command` with a `pre_exec` step). `ELPH_SPAWN_PATH=fork` selects it.
-    Fork,
-}
-
-const UNSET: u8 = 0;
-static SPAWN_PATH: AtomicU8 = AtomicU8::new(UNSET);
-
-/// Makes every later spawn of this process take `path` (a benchmark comparing the two).
-pub fn use_spawn_path(path: SpawnPath) {
-    SPAWN_PATH.store(path as u8 + 1, Ordering::Relaxed);
-}
-
-fn spawn_path() -> SpawnPath {
-    match SPAWN_PATH.load(Ordering::Relaxed) {
-        UNSET => {
-            let path = if std::env::var_os("ELPH_SPAWN_PATH").is_some_and(|value| value == "fork") {
-                SpawnPath::Fork
-            } else {
-                SpawnPath::Vfork
-            };
-            use_spawn_path(path);
-            path
-        }
-        chosen if chosen == SpawnPath::Fork as u8 + 1 => SpawnPath::Fork,
-        _ => SpawnPath::Vfork,
-    }
-}
-
-/// What the child does before exec, in this order (`Step` names the one that failed).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Step {
-    Stdio,
-    Cwd,
-    Session,
+enum Step {
     Confine,
     Exec,
 }
 
 /// Why creating a child failed: the step and the error.
 #[derive(Debug)]
-pub(super) struct SpawnError {
-    pub step: Step,
-    pub error: io::Error,
-}
-
-impl SpawnError {
-    pub(super) fn parent(error: io::Error) -> Self {
-        SpawnError {
-            step: Step::Exec,
-            error,
-        }
-    }
+struct SpawnError {
+    step: Step,
+    error: io::Error,
 }
 
 /// A child just created and exec'd: its pid and the parent's ends of its pipes.
@@ -144,29 +101,14 @@ pub async fn spawn(spec: &SpawnSpec<'_>) -> io::Result<Child> {
     child::reap_dropped();
     let mut attempt = 1;
     loop {
-        // Prepared for each attempt: the child of a failed one may have used it.
+        // Prepared for each attempt: the closure of a failed one took it.
         let confinement = spec
             .sandbox
             .map(|policy| Confinement::prepare(policy, spec.cwd))
             .transpose()
             .map(Option::flatten)
             .map_err(io::Error::other)?;
-        let confined = confinement.is_some();
-        let created = match spawn_path() {
-            SpawnPath::Vfork => vfork::spawn(vfork::Request {
-                program: spec.program,
-                args: spec.args,
-                cwd: spec.cwd,
-                env: spec.env,
-                stdin: spec.stdin,
-                stdout: spec.stdout,
-                stderr: spec.stderr,
-                watcher: crate::orphans::registration_fd(),
-                confinement,
-            }),
-            SpawnPath::Fork => fork(spec, confinement),
-        };
-        match created {
+        match fork(spec, confinement) {
             Ok(started) => return Child::watch(started),
             // A file that another thread of this process still has open for writing (a script
             // that was just written, while another thread forked) cannot be executed for a moment.
@@ -176,7 +118,7 @@ pub async fn spawn(spec: &SpawnSpec<'_>) -> io::Result<Child> {
                 tokio::time::sleep(Duration::from_millis(5 << attempt)).await;
                 attempt += 1;
             }
-            Err(failed) if confined && failed.step == Step::Confine => {
+            Err(failed) if failed.step == Step::Confine => {
                 return Err(io::Error::new(
                     failed.error.kind(),
                     format!("{} (while confining it in the sandbox)", failed.error),
@@ -187,8 +129,9 @@ pub async fn spawn(spec: &SpawnSpec<'_>) -> io::Result<Child> {
     }
 }
 
-/// The child through std's fork path: the same steps, in the same order, in a `pre_exec` closure.
-fn fork(spec: &SpawnSpec<'_>, confinement: Option<Confinement>) -> Result<super::spawn::Started, SpawnError> {
+/// Creates the child: std's `Command`, whose `pre_exec` step puts it on the fork path, with the
+/// steps before exec in one closure, in the documented order.
+fn fork(spec: &SpawnSpec<'_>, confinement: Option<Confinement>) -> Result<Started, SpawnError> {
     let mut command = std::process::Command::new(spec.program);
     command
         .args(spec.args)
@@ -202,7 +145,6 @@ fn fork(spec: &SpawnSpec<'_>, confinement: Option<Confinement>) -> Result<super:
         })
         .stdout(stdio(spec.stdout))
         .stderr(stdio(spec.stderr));
-    let confined = confinement.is_some();
     let watcher = crate::orphans::registration_fd();
     let mut confinement = confinement;
     in_child_before_exec(&mut command, move || {
@@ -211,19 +153,24 @@ fn fork(spec: &SpawnSpec<'_>, confinement: Option<Confinement>) -> Result<super:
             crate::orphans::register_self(fd);
         }
         if let Some(confinement) = &mut confinement {
-            confinement.apply_in_child()?;
+            confinement.apply_in_child().map_err(|error| {
+                io::Error::from_raw_os_error(CONFINE_FAILED + error.raw_os_error().unwrap_or(libc::EPERM))
+            })?;
         }
+        // The child inherits the forking thread's signal mask, which std leaves as it is when a
+        // `pre_exec` step is set: it starts with nothing blocked, as a program expects.
+        pthread_sigmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None)?;
         Ok(())
     });
-    let mut child = command.spawn().map_err(|error| SpawnError {
-        // std passes on only the errno of a failed step; the confinement's failures are EPERM,
-        // which exec(2) of a program that exists almost never returns.
-        step: if confined && error.raw_os_error() == Some(libc::EPERM) {
-            Step::Confine
-        } else {
-            Step::Exec
+    let mut child = command.spawn().map_err(|error| match error.raw_os_error() {
+        Some(code) if code >= CONFINE_FAILED => SpawnError {
+            step: Step::Confine,
+            error: io::Error::from_raw_os_error(code - CONFINE_FAILED),
         },
-        error,
+        _ => SpawnError {
+            step: Step::Exec,
+            error,
+        },
     })?;
     // std's `Child` neither waits for nor kills the child when dropped: `Child::watch` takes over.
     Ok(Started {
@@ -252,7 +199,8 @@ where
     // async-signal-safe work is allowed. Every closure passed here only makes system calls on data
     // prepared before the fork (setsid(2); write(2) of a stack buffer to the orphan watcher;
     // `Confinement::apply_in_child` and `MountPlan::apply`, which unshare, mount, write prepared
-    // bytes, call landlock_restrict_self(2) and seccomp(2)); none allocates or takes a lock.
+    // bytes, call landlock_restrict_self(2) and seccomp(2); pthread_sigmask(3) of an empty set);
+    // none allocates or takes a lock.
     unsafe {
         command.pre_exec(setup);
     }
@@ -320,5 +268,67 @@ pub fn describe_spawn_error(program: &Path, error: &io::Error) -> String {
             "cannot run {shown}: not a program this system can run (a script needs a first line such as #!/bin/sh)"
         ),
         _ => format!("cannot run {shown}: {error}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+
+    use super::*;
+
+    fn quiet<'a>(program: &'a Path, cwd: &'a Path) -> SpawnSpec<'a> {
+        SpawnSpec {
+            program,
+            args: &[],
+            cwd,
+            env: &[],
+            stdin: Input::Null,
+            stdout: Output::Null,
+            stderr: Output::Null,
+            sandbox: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_program_not_given_as_an_absolute_path_is_refused_and_said_so() {
+        let program = Path::new("sh");
+        let error = spawn(&quiet(program, Path::new("/"))).await.unwrap_err();
+        assert_eq!(error.kind(), io::ErrorKind::NotFound);
+        assert_eq!(
+            describe_spawn_error(program, &error),
+            "command not found: 'sh' is not in any absolute PATH entry (empty and relative entries are \
+             skipped); write the command as an absolute path"
+        );
+    }
+
+    /// A script that another thread still holds open for writing cannot be executed (ETXTBSY)
+    /// until it is closed: the spawn tries again for a while instead of failing.
+    #[tokio::test]
+    async fn a_program_still_open_for_writing_is_tried_again_until_it_is_closed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("hook");
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o755)
+            .open(&path)
+            .unwrap();
+        file.write_all(b"#!/bin/sh\nexit 3\n").unwrap();
+        let closer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            drop(file);
+        });
+        let started = tokio::time::timeout(Duration::from_secs(30), spawn(&quiet(&path, dir.path())))
+            .await
+            .expect("the spawn ended within the test deadline");
+        closer.join().unwrap();
+        let mut child = started.expect("tried again past ETXTBSY");
+        let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
+            .await
+            .expect("the child exited within the test deadline")
+            .unwrap();
+        assert_eq!(status.code(), Some(3));
     }
 }

@@ -107,20 +107,6 @@ impl Confinement {
         self.apply(landlock)
     }
 
-    /// The same, in a child that shares this process's memory (`clone(CLONE_VM)`, see
-    /// `process::vfork`), leaving `self` as it was: the child consumes a bitwise copy of the ruleset,
-    /// as a forked child consumes its own copy, and the parent still closes its descriptor.
-    pub(crate) fn apply_in_memory_sharing_child(&self) -> io::Result<()> {
-        // SAFETY: a `RulesetCreated` is a descriptor and plain data (no heap). The copy is
-        // consumed in the child, whose descriptor table is its own (no CLONE_FILES): its drop
-        // closes the child's descriptor, the original's drop in the parent closes the parent's.
-        let landlock = self
-            .landlock
-            .as_ref()
-            .map(|ruleset| unsafe { std::ptr::read(ruleset) });
-        self.apply(landlock)
-    }
-
     fn apply(&self, landlock: Option<RulesetCreated>) -> io::Result<()> {
         if let Some(join) = &self.mounts {
             if let Some(user) = &join.namespace.user {
