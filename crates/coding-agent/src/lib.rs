@@ -19,6 +19,7 @@ pub(crate) mod protected_paths;
 pub(crate) mod runtime;
 pub(crate) mod sandbox;
 pub mod session;
+pub(crate) mod session_temp;
 pub mod settings;
 pub(crate) mod shutdown;
 pub mod store;

@@ -78,7 +78,7 @@ pub(crate) struct Runtime {
     mcp: McpManager,
     /// The session's temp dir (TMPDIR of sandboxed commands), removed with the runtime.
     #[expect(dead_code, reason = "held, not read: dropping it removes the folder")]
-    temp_dir: tempfile::TempDir,
+    temp_dir: crate::session_temp::SessionTempDir,
     /// Skills and prompt templates, re-read on reload.
     workflows: Workflows,
     /// Where notices about reloaded workflows go.
@@ -103,12 +103,15 @@ impl Runtime {
             open_session(&paths, &options.session, &model)?;
         let mut config = HarnessConfig::new(session_id, paths.project_dir.clone());
         config.approval = options.approval;
-        let temp_dir = tempfile::Builder::new()
-            .prefix("elph-session-")
-            .tempdir()
+        crate::session_temp::remove_left_overs();
+        let temp_dir = crate::session_temp::SessionTempDir::create("elph-session-")
             .context("cannot create the session's temp dir")?;
         config.sandbox =
             crate::sandbox::resolve_policy(&paths, &settings, &options.sandbox, Some(temp_dir.path()))?;
+        for line in crate::sandbox::weaker_sandbox(&config.sandbox, &settings, &options.sandbox)? {
+            tracing::warn!(%line, "sandbox");
+            let _ = events.send(AgentEvent::Notice { message: line });
+        }
         config.shell_env = crate::sandbox::shell_env_policy(&paths, &settings);
         let host = Arc::new(
             HookHost::new(set, paths.project_dir.clone(), &paths.data_dir)

@@ -21,6 +21,10 @@ pub struct SandboxArgs {
     /// Let sandboxed commands use the network (off by default in read-only and workspace-write).
     #[arg(long = "sandbox-network")]
     pub network: bool,
+    /// Run the sandboxed modes even where this system cannot give every protection (the missing
+    /// ones are said at start). Otherwise `sandbox.allowWeaker` in settings.json.
+    #[arg(long = "allow-weaker-sandbox")]
+    pub allow_weaker: bool,
 }
 
 /// The session's policy: flag, then settings.json, then `workspace-write`; network on if either
@@ -53,6 +57,17 @@ pub(crate) fn resolve_policy(
             })?,
         );
     }
+    for socket in &settings.sandbox.allow_unix_sockets {
+        policy
+            .allow_unix_sockets
+            .push(writable_root(socket).with_context(|| {
+                format!(
+                    "{}: sandbox.allowUnixSockets",
+                    Settings::path(&paths.config_dir).display()
+                )
+            })?);
+    }
+    policy.limits = settings.sandbox.limits.limits();
     // Elph's own configuration and data stay read-only even if a writable root contains them
     // (a project at ~ or a root of ~/.config): trust.json and hooks.json decide what runs next.
     // So do the places git, Elph's hooks and other agents run code from.
@@ -82,6 +97,36 @@ pub(crate) fn resolve_policy(
     Ok(policy)
 }
 
+/// What this system cannot give to `policy`, in one line each; an error naming them and the
+/// opt-in unless the user accepted a weaker sandbox (`--allow-weaker-sandbox`,
+/// `sandbox.allowWeaker`). Every front end calls it before its first command, and says the lines
+/// it returns.
+pub(crate) fn weaker_sandbox(
+    policy: &SandboxPolicy,
+    settings: &Settings,
+    args: &SandboxArgs,
+) -> anyhow::Result<Vec<String>> {
+    let missing: Vec<String> = elph_process::sandbox::missing_protections(policy)
+        .iter()
+        .map(|protection| format!("sandbox weaker on this system: {protection}"))
+        .collect();
+    let accepted = args.allow_weaker || settings.sandbox.allow_weaker.unwrap_or(false);
+    if missing.is_empty() || accepted {
+        return Ok(missing);
+    }
+    anyhow::bail!(
+        "the {mode} sandbox cannot give every protection on this system:\n  - {list}\nto run anyway, \
+         pass --allow-weaker-sandbox or set \"sandbox\": {{\"allowWeaker\": true}} in settings.json; \
+         `elph doctor` says how to get them back",
+        mode = policy.mode,
+        list = missing
+            .iter()
+            .map(|line| line.trim_start_matches("sandbox weaker on this system: "))
+            .collect::<Vec<_>>()
+            .join("\n  - "),
+    )
+}
+
 /// `sandbox.writableRoots` entries: absolute, or `~/...` under HOME.
 fn writable_root(entry: &str) -> anyhow::Result<PathBuf> {
     let path = if let Some(rest) = entry.strip_prefix("~/") {
@@ -107,6 +152,11 @@ pub(crate) fn shell_env_policy(paths: &Paths, settings: &Settings) -> ShellEnvPo
     // Every variable a provider file sends as a secret (its key, its headers' `${NAME}`s), also
     // from files skipped as broken: a file this version cannot use still names the user's key.
     provider_key_vars.extend(elph_ai::Catalog::load(&paths.config_dir).secret_vars());
+    // A file that is not even valid JSON names its key all the same: every `"apiKeyEnv": "NAME"`
+    // written in any provider file is excluded, file by file.
+    provider_key_vars.extend(api_key_envs_written_in(&paths.config_dir.join("providers")));
+    provider_key_vars.sort();
+    provider_key_vars.dedup();
     let user = &settings.shell_environment;
     ShellEnvPolicy {
         inherit: user.inherit.unwrap_or_default(),
@@ -114,5 +164,61 @@ pub(crate) fn shell_env_policy(paths: &Paths, settings: &Settings) -> ShellEnvPo
         exclude: user.exclude.clone(),
         include: user.include.clone(),
         set: user.set.clone(),
+    }
+}
+
+/// Every `"apiKeyEnv": "NAME"` written in a `*.json` file of `dir`, read as text so that a file
+/// that does not parse still gives its names.
+fn api_key_envs_written_in(dir: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut names = Vec::new();
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.extension().is_none_or(|ext| ext != "json") || !path.is_file() {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        let mut rest = text.as_str();
+        while let Some(at) = rest.find("\"apiKeyEnv\"") {
+            rest = &rest[at + "\"apiKeyEnv\"".len()..];
+            let value = rest.trim_start().strip_prefix(':').map(str::trim_start);
+            if let Some(name) = value
+                .and_then(|value| value.strip_prefix('"'))
+                .and_then(|value| value.split_once('"'))
+                .map(|(name, _)| name.trim())
+                .filter(|name| !name.is_empty())
+            {
+                names.push(name.to_string());
+            }
+        }
+    }
+    names
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_variables_are_found_in_files_that_do_not_parse() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("a.json"),
+            r#"{"name": "acme", "apiKeyEnv" : "ACME_ACCESS", "wireApi": "openai"}"#,
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("b.json"),
+            r#"{"name": "broken", "apiKeyEnv": "BROKEN_ONE", "#,
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("notes.txt"), r#""apiKeyEnv": "NOT_A_PROVIDER""#).unwrap();
+        let mut names = api_key_envs_written_in(dir.path());
+        names.sort();
+        assert_eq!(names, ["ACME_ACCESS", "BROKEN_ONE"]);
     }
 }

@@ -55,6 +55,61 @@ pub struct SandboxSettings {
     /// for the native tools): absolute, or `~/...` under HOME.
     #[serde(default)]
     pub protect: Vec<String>,
+    /// Unix sockets sandboxed commands may reach (an ssh-agent): absolute, or `~/...`.
+    #[serde(default)]
+    pub allow_unix_sockets: Vec<String>,
+    /// Resource limits of sandboxed commands.
+    #[serde(default)]
+    pub limits: LimitsSettings,
+    /// Run the sandboxed modes even where this system cannot give every protection (the missing
+    /// ones are said at start); without it they refuse.
+    pub allow_weaker: Option<bool>,
+}
+
+/// `"limits": {"fileSizeMiB": 1024, "addressSpaceMiB": "none", "processes": 4096, "cpuSeconds": 600}`:
+/// each a number or `"none"`; a limit left out keeps its default.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LimitsSettings {
+    #[serde(rename = "fileSizeMiB")]
+    pub file_size_mib: Option<LimitValue>,
+    #[serde(rename = "addressSpaceMiB")]
+    pub address_space_mib: Option<LimitValue>,
+    pub processes: Option<LimitValue>,
+    pub cpu_seconds: Option<LimitValue>,
+}
+
+/// A limit: a positive number, or `"none"` for no limit.
+#[derive(Clone, Copy, Debug, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum LimitValue {
+    Number(std::num::NonZeroU64),
+    None(NoLimit),
+}
+
+/// The word `"none"`.
+#[derive(Clone, Copy, Debug, PartialEq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NoLimit {
+    None,
+}
+
+impl LimitsSettings {
+    /// The limits these settings give, each one left out at its default.
+    pub(crate) fn limits(&self) -> elph_process::sandbox::Limits {
+        let defaults = elph_process::sandbox::Limits::default();
+        let pick = |value: Option<LimitValue>, default: Option<u64>, unit: u64| match value {
+            None => default,
+            Some(LimitValue::None(_)) => None,
+            Some(LimitValue::Number(n)) => Some(n.get().saturating_mul(unit)),
+        };
+        elph_process::sandbox::Limits {
+            file_size: pick(self.file_size_mib, defaults.file_size, 1 << 20),
+            address_space: pick(self.address_space_mib, defaults.address_space, 1 << 20),
+            processes: pick(self.processes, defaults.processes, 1),
+            cpu_seconds: pick(self.cpu_seconds, defaults.cpu_seconds, 1),
+        }
+    }
 }
 
 /// `"shellEnvironment": {"inherit": "core", "exclude": ["AWS_*"], "include": [], "set": {}}`.

@@ -7,8 +7,10 @@
 //!
 //! 1. `inherit`: `all` of Elph's variables (the default), only the `core` ones (PATH, HOME, …), or
 //!    `none`;
-//! 2. the default excludes: every name containing KEY, SECRET, TOKEN, PASSWORD or CREDENTIAL
-//!    (case-insensitive), and every provider's key variable (built in or custom, whatever its name);
+//! 2. the default excludes: every name containing one of [`SECRET_MARKERS`] or having one of
+//!    [`SECRET_WORDS`] as a `_`-separated word (case-insensitive), every value that is a URL with a
+//!    user name or password in it (`postgres://u:pw@db/x`, a proxy with credentials, a Sentry DSN),
+//!    and every provider's key variable (built in or custom, whatever its name);
 //! 3. the user's `exclude` patterns;
 //! 4. the user's `include` patterns: variables of Elph's environment that match come back, even if
 //!    step 2 or 3 removed them (the way to hand a command one token on purpose);
@@ -36,8 +38,66 @@ pub(crate) const CORE_VARS: [&str; 14] = [
     "LC_CTYPE", "TERM", "TZ",
 ];
 
-/// Name fragments that mark a variable as a secret (matched case-insensitively).
-pub(crate) const SECRET_MARKERS: [&str; 5] = ["KEY", "SECRET", "TOKEN", "PASSWORD", "CREDENTIAL"];
+/// Name fragments that mark a variable as a secret wherever they appear (case-insensitive).
+/// `PWD` marks `MYSQL_PWD` and `DB_PWD`, never `PWD` and `OLDPWD` themselves.
+pub const SECRET_MARKERS: [&str; 10] = [
+    "KEY",
+    "SECRET",
+    "TOKEN",
+    "PASS",
+    "CREDENTIAL",
+    "PWD",
+    "JWT",
+    "DSN",
+    "WEBHOOK",
+    "COOKIE",
+];
+
+/// Words that mark a variable as a secret when they are a whole `_`-separated word of its name
+/// (`GH_PAT`, `ACME_AUTH`, `OP_SESSION_X`), so that `PATH`, `GIT_AUTHOR_NAME` and the like pass.
+/// A word starting with `AUTH` counts too (`AUTHORIZATION`), except `AUTHOR` and `AUTHORS`.
+pub const SECRET_WORDS: [&str; 3] = ["PAT", "AUTH", "SESSION"];
+
+/// Names that look like secrets and are not: the ssh-agent's socket path, which the sandbox's
+/// socket rules decide about (`sandbox.allowUnixSockets`).
+const NOT_SECRETS: [&str; 1] = ["SSH_AUTH_SOCK"];
+
+/// Why a variable of Elph's environment is, or is not, in a command's environment.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Passed as it is.
+    Passed,
+    /// Not part of what `inherit` starts from.
+    NotInherited,
+    /// Removed by a default exclude; the reason in words.
+    Secret(String),
+    /// Removed by the user's `exclude` pattern.
+    Excluded(String),
+    /// Removed before, brought back by the user's `include` pattern.
+    Included(String),
+    /// Replaced by the user's `set`.
+    Set,
+}
+
+impl Verdict {
+    /// Whether the variable reaches the command.
+    pub fn passes(&self) -> bool {
+        matches!(self, Verdict::Passed | Verdict::Included(_) | Verdict::Set)
+    }
+}
+
+impl std::fmt::Display for Verdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Verdict::Passed => f.write_str("passed"),
+            Verdict::NotInherited => f.write_str("not inherited (shellEnvironment.inherit)"),
+            Verdict::Secret(reason) => f.write_str(reason),
+            Verdict::Excluded(pattern) => write!(f, "your exclude pattern {pattern:?}"),
+            Verdict::Included(pattern) => write!(f, "passed: your include pattern {pattern:?}"),
+            Verdict::Set => f.write_str("set by shellEnvironment.set"),
+        }
+    }
+}
 
 /// A shell environment policy. [`ShellEnvPolicy::default`] is `inherit: all` with the default
 /// excludes.
@@ -65,23 +125,32 @@ impl ShellEnvPolicy {
         let all: BTreeMap<OsString, OsString> = vars.into_iter().collect();
         let mut kept: BTreeMap<OsString, OsString> = all
             .iter()
-            .filter(|(name, _)| match self.inherit {
-                Inherit::All => true,
-                Inherit::Core => CORE_VARS.iter().any(|core| OsStr::new(core) == name.as_os_str()),
-                Inherit::None => false,
-            })
-            .filter(|(name, _)| !self.is_secret(name) && !self.user_excludes(name))
+            .filter(|(name, value)| self.verdict(name, value).passes())
             .map(|(name, value)| (name.clone(), value.clone()))
             .collect();
-        for (name, value) in &all {
-            if self.include.iter().any(|pattern| matches(pattern, name)) {
-                kept.insert(name.clone(), value.clone());
-            }
-        }
         for (name, value) in &self.set {
             kept.insert(name.into(), value.into());
         }
         kept.into_iter().collect()
+    }
+
+    /// Why each of `vars` (Elph's own) is or is not passed, and what `set` adds, by name; values
+    /// are never part of the answer (for `elph doctor`).
+    pub fn explain<I>(&self, vars: I) -> Vec<(String, Verdict)>
+    where
+        I: IntoIterator<Item = (OsString, OsString)>,
+    {
+        let mut verdicts: BTreeMap<String, Verdict> = vars
+            .into_iter()
+            .map(|(name, value)| {
+                let verdict = self.verdict(&name, &value);
+                (name.to_string_lossy().into_owned(), verdict)
+            })
+            .collect();
+        for name in self.set.keys() {
+            verdicts.insert(name.clone(), Verdict::Set);
+        }
+        verdicts.into_iter().collect()
     }
 
     /// The environment a command would get from the current process's.
@@ -89,16 +158,84 @@ impl ShellEnvPolicy {
         self.apply(std::env::vars_os())
     }
 
-    /// Whether a default exclude (step 2) removes `name`.
-    pub(crate) fn is_secret(&self, name: &OsStr) -> bool {
+    /// Steps 1 to 4 for one variable of Elph's environment.
+    fn verdict(&self, name: &OsStr, value: &OsStr) -> Verdict {
+        if let Some(pattern) = self.include.iter().find(|pattern| matches(pattern, name)) {
+            let removed =
+                !self.inherits(name) || self.secret_reason(name, value).is_some() || self.user_excludes(name);
+            return if removed {
+                Verdict::Included(pattern.clone())
+            } else {
+                Verdict::Passed
+            };
+        }
+        if !self.inherits(name) {
+            return Verdict::NotInherited;
+        }
+        if let Some(reason) = self.secret_reason(name, value) {
+            return Verdict::Secret(reason);
+        }
+        if let Some(pattern) = self.exclude.iter().find(|pattern| matches(pattern, name)) {
+            return Verdict::Excluded(pattern.clone());
+        }
+        Verdict::Passed
+    }
+
+    fn inherits(&self, name: &OsStr) -> bool {
+        match self.inherit {
+            Inherit::All => true,
+            Inherit::Core => CORE_VARS.iter().any(|core| OsStr::new(core) == name),
+            Inherit::None => false,
+        }
+    }
+
+    /// Why a default exclude (step 2) removes `name=value`, in words.
+    fn secret_reason(&self, name: &OsStr, value: &OsStr) -> Option<String> {
+        if self.provider_key_vars.iter().any(|var| OsStr::new(var) == name) {
+            return Some("a provider's key variable".into());
+        }
         let upper = name.to_string_lossy().to_uppercase();
-        SECRET_MARKERS.iter().any(|marker| upper.contains(marker))
-            || self.provider_key_vars.iter().any(|var| OsStr::new(var) == name)
+        if NOT_SECRETS.contains(&upper.as_str()) {
+            return None;
+        }
+        if let Some(marker) = SECRET_MARKERS.iter().find(|marker| {
+            upper.contains(*marker) && !(**marker == "PWD" && (upper == "PWD" || upper == "OLDPWD"))
+        }) {
+            return Some(format!("its name contains {marker}"));
+        }
+        let words = upper.split(|c: char| !c.is_ascii_alphanumeric());
+        for word in words {
+            let secret = SECRET_WORDS.contains(&word)
+                || (word.starts_with("AUTH") && word != "AUTHOR" && word != "AUTHORS");
+            if secret {
+                return Some(format!("its name has the word {word}"));
+            }
+        }
+        if url_with_userinfo(&value.to_string_lossy()) {
+            return Some("its value is a URL with a user name or password".into());
+        }
+        None
     }
 
     fn user_excludes(&self, name: &OsStr) -> bool {
         self.exclude.iter().any(|pattern| matches(pattern, name))
     }
+}
+
+/// Whether `value` holds a URL whose authority has user information (`scheme://user:pw@host`,
+/// `https://key@sentry.example/1`): such a URL carries its credentials with it.
+fn url_with_userinfo(value: &str) -> bool {
+    value.split_whitespace().any(|word| {
+        let Some((scheme, rest)) = word.split_once("://") else {
+            return false;
+        };
+        let scheme_ok = !scheme.is_empty()
+            && scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+        let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+        scheme_ok && authority.contains('@')
+    })
 }
 
 /// A glob over a variable name: `*` any run, `?` one character, case-insensitive.
@@ -161,6 +298,83 @@ mod tests {
             ("EDITOR", "vi"),
         ]));
         assert_eq!(names(&out), ["EDITOR", "PATH"]);
+    }
+
+    #[test]
+    fn the_wider_patterns_and_urls_with_credentials_are_secrets_and_ordinary_names_pass() {
+        let policy = ShellEnvPolicy::default();
+        let out = policy.apply(env(&[
+            ("DATABASE_URL", "postgres://u:pw@db.internal/app"),
+            ("DB_PASS", "p"),
+            ("MYSQL_PWD", "p"),
+            ("GH_PAT", "p"),
+            ("CI_JOB_JWT", "j"),
+            (
+                "SLACK_WEBHOOK_URL",
+                "https://hooks.slack.example/services/T0/B0/x",
+            ),
+            ("SENTRY_DSN", "https://abc@o1.ingest.sentry.example/2"),
+            ("HTTPS_PROXY", "http://user:pw@proxy:3128"),
+            ("OP_SESSION_my", "s"),
+            ("DOCKER_AUTH_CONFIG", "{}"),
+            ("ACME_AUTH", "a"),
+            ("SESSION_COOKIE", "c"),
+            ("PATH", "/bin"),
+            ("MANPATH", "/man"),
+            ("PWD", "/p"),
+            ("OLDPWD", "/q"),
+            ("GIT_AUTHOR_NAME", "me"),
+            ("HTTP_PROXY", "http://proxy:3128"),
+            ("REPO", "git@github.com:o/r.git"),
+        ]));
+        assert_eq!(
+            names(&out),
+            [
+                "GIT_AUTHOR_NAME",
+                "HTTP_PROXY",
+                "MANPATH",
+                "OLDPWD",
+                "PATH",
+                "PWD",
+                "REPO"
+            ]
+        );
+    }
+
+    #[test]
+    fn explain_gives_each_name_its_reason_and_never_a_value() {
+        let policy = ShellEnvPolicy {
+            provider_key_vars: vec!["ACME_LLM".into()],
+            exclude: vec!["AWS_*".into()],
+            include: vec!["NPM_TOKEN".into()],
+            set: [("CI".to_string(), "1".to_string())].into(),
+            ..ShellEnvPolicy::default()
+        };
+        let explained = policy.explain(env(&[
+            ("ACME_LLM", "k"),
+            ("GH_PAT", "k"),
+            ("DATABASE_URL", "mysql://root:hunter2@db/x"),
+            ("AWS_REGION", "eu"),
+            ("NPM_TOKEN", "t"),
+            ("EDITOR", "vi"),
+        ]));
+        let words: Vec<String> = explained
+            .iter()
+            .map(|(name, verdict)| format!("{name}: {verdict}"))
+            .collect();
+        assert_eq!(
+            words,
+            [
+                "ACME_LLM: a provider's key variable",
+                "AWS_REGION: your exclude pattern \"AWS_*\"",
+                "CI: set by shellEnvironment.set",
+                "DATABASE_URL: its value is a URL with a user name or password",
+                "EDITOR: passed",
+                "GH_PAT: its name has the word PAT",
+                "NPM_TOKEN: passed: your include pattern \"NPM_TOKEN\"",
+            ]
+        );
+        assert!(!words.concat().contains("hunter2"));
     }
 
     #[test]

@@ -126,6 +126,12 @@ impl From<ApprovalArg> for elph_agent::harness::ApprovalPolicy {
 
 /// Parses the arguments, runs the command, and maps the result to an exit code.
 pub fn main() -> ExitCode {
+    // Before anything holds a secret worth reading: Elph's memory and /proc/ELPH/environ (the
+    // provider keys) stay out of reach of every child of the same user (docs/security.md).
+    if let Err(error) = elph_process::sandbox::make_self_undumpable() {
+        crate::terminal_text::eprint_line(&format!("elph: cannot protect its own memory: {error}"));
+        return ExitCode::from(exit::ERROR);
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => {

@@ -13,7 +13,7 @@ use super::exit;
 use crate::hooks::discovery::resolve_command;
 use crate::hooks::process::describe_spawn_error;
 use crate::paths::Paths;
-use crate::sandbox::{SandboxArgs, resolve_policy, shell_env_policy};
+use crate::sandbox::{SandboxArgs, resolve_policy, shell_env_policy, weaker_sandbox};
 use crate::settings::Settings;
 
 #[derive(Debug, Args)]
@@ -25,6 +25,9 @@ pub struct SandboxCommandArgs {
     /// Let the command use the network.
     #[arg(long)]
     pub network: bool,
+    /// Run even where this system cannot give every protection (the missing ones are said first).
+    #[arg(long = "allow-weaker-sandbox")]
+    pub allow_weaker: bool,
     /// Print what the policy allows on stderr before running the command.
     #[arg(long)]
     pub explain: bool,
@@ -37,15 +40,18 @@ pub struct SandboxCommandArgs {
 pub(super) fn run(cwd: Option<&Path>, args: SandboxCommandArgs) -> anyhow::Result<u8> {
     let paths = Paths::from_env(cwd)?;
     let settings = Settings::load(&paths.config_dir)?;
-    let temp_dir = tempfile::Builder::new()
-        .prefix("elph-sandbox-")
-        .tempdir()
+    crate::session_temp::remove_left_overs();
+    let temp_dir = crate::session_temp::SessionTempDir::create("elph-sandbox-")
         .context("cannot create the command's temp dir")?;
     let flags = SandboxArgs {
         mode: args.mode,
         network: args.network,
+        allow_weaker: args.allow_weaker,
     };
     let policy = resolve_policy(&paths, &settings, &flags, Some(temp_dir.path()))?;
+    for line in weaker_sandbox(&policy, &settings, &flags)? {
+        eprintln!("elph sandbox: {line}");
+    }
     if args.explain {
         for line in policy.describe() {
             eprintln!("elph sandbox: {line}");

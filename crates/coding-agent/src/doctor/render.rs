@@ -249,6 +249,18 @@ fn render_sandbox(out: &mut impl Write, sandbox: &super::SandboxReport) -> io::R
         ),
     )?;
     writeln!(out, "  {}", sandbox.shell_environment.join(" "))?;
+    if !sandbox.excluded_variables.is_empty() {
+        heading(
+            out,
+            &format!(
+                "Held back from commands: {} variable(s) (names only, and why)",
+                sandbox.excluded_variables.len()
+            ),
+        )?;
+        for excluded in &sandbox.excluded_variables {
+            writeln!(out, "  {}: {}", excluded.name, excluded.reason)?;
+        }
+    }
     Ok(())
 }
 

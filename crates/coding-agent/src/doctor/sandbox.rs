@@ -30,7 +30,18 @@ pub(crate) struct SandboxReport {
     pub(crate) mount_namespace: bool,
     /// The variables a shell command would get, by name.
     pub shell_environment: Vec<String>,
+    /// The variables of Elph's environment a shell command would not get, by name, each with why.
+    pub(crate) excluded_variables: Vec<ExcludedVariable>,
+    /// Whether sandboxed commands get a user namespace of their own.
+    pub(crate) user_namespace: bool,
     pub findings: Vec<Finding>,
+}
+
+/// One variable a shell command does not get, and why (never its value).
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct ExcludedVariable {
+    pub(crate) name: String,
+    pub(crate) reason: String,
 }
 
 pub(crate) fn gather(paths: &Paths) -> SandboxReport {
@@ -55,6 +66,8 @@ pub(crate) fn gather(paths: &Paths) -> SandboxReport {
         read_only_paths: Vec::new(),
         mount_namespace: mount_namespaces_available(),
         shell_environment: Vec::new(),
+        excluded_variables: Vec::new(),
+        user_namespace: elph_process::sandbox::user_namespaces_available(),
         findings: Vec::new(),
     };
     let args = SandboxArgs::default();
@@ -63,25 +76,37 @@ pub(crate) fn gather(paths: &Paths) -> SandboxReport {
             report.allows = policy.describe();
             if mode == SandboxMode::WorkspaceWrite {
                 report.read_only_paths = mounted_read_only_paths(&policy);
-                if !report.mount_namespace && !report.read_only_paths.is_empty() {
-                    findings.push(
-                        Finding::new(
-                            Level::Warning,
-                            "this system forbids the private mount namespace that keeps .elph/ and \
-                             .git/hooks/ read-only inside the project: commands can write them",
-                        )
-                        .fix(
-                            "allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, \
-                             or the AppArmor userns restriction), or use --sandbox read-only",
-                        ),
-                    );
+            }
+            let env_policy = shell_env_policy(paths, &settings);
+            for (name, verdict) in env_policy.explain(std::env::vars_os()) {
+                let value = std::env::var_os(&name).unwrap_or_default();
+                let socket = elph_process::sandbox::socket_variable(&policy, &name, &value.to_string_lossy());
+                match (verdict.passes(), socket) {
+                    (true, None) => report.shell_environment.push(name),
+                    (true, Some(reason)) => report.excluded_variables.push(ExcludedVariable { name, reason }),
+                    (false, _) => report.excluded_variables.push(ExcludedVariable {
+                        name,
+                        reason: verdict.to_string(),
+                    }),
                 }
             }
-            report.shell_environment = shell_env_policy(paths, &settings)
-                .apply_to_current()
-                .into_iter()
-                .map(|(name, _)| name.to_string_lossy().into_owned())
-                .collect();
+            for protection in elph_process::sandbox::missing_protections(&policy) {
+                let accepted = settings.sandbox.allow_weaker.unwrap_or(false);
+                findings.push(
+                    Finding::new(
+                        if accepted { Level::Warning } else { Level::Error },
+                        format!("sandbox weaker on this system: {protection}"),
+                    )
+                    .fix(if accepted {
+                        "accepted by sandbox.allowWeaker; allow user namespaces (sysctl \
+                         kernel.unprivileged_userns_clone=1, or the AppArmor userns restriction) to get it back"
+                    } else {
+                        "sandboxed sessions refuse to start until you allow user namespaces (sysctl \
+                         kernel.unprivileged_userns_clone=1, or the AppArmor userns restriction) or accept \
+                         it with --allow-weaker-sandbox or \"sandbox\": {\"allowWeaker\": true}"
+                    }),
+                );
+            }
             if policy.temp_dir.is_none() {
                 report.shell_environment.push("TMPDIR".into());
             }

@@ -221,8 +221,21 @@ where
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
-    in_child_before_exec(&mut command, setup);
+    in_child_before_exec(&mut command, dumpable_then(setup));
     command.spawn()
+}
+
+/// `setup`, after making the forked child dumpable again: Elph is not (see
+/// `sandbox::make_self_undumpable`), and a process that is not dumpable cannot write its own
+/// `/proc/self/uid_map`. The fork has its own copy of the flag; Elph's stays off.
+fn dumpable_then<F>(mut setup: F) -> impl FnMut() -> io::Result<()> + Send + Sync + 'static
+where
+    F: FnMut() -> io::Result<()> + Send + Sync + 'static,
+{
+    move || {
+        nix::sys::prctl::set_dumpable(true)?;
+        setup()
+    }
 }
 
 /// Runs `/bin/sh -c :` with `setup` applied in the child before exec; true if it exits 0. For
@@ -238,7 +251,7 @@ where
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
-    in_child_before_exec(&mut command, setup);
+    in_child_before_exec(&mut command, dumpable_then(setup));
     command.status().is_ok_and(|status| status.success())
 }
 

@@ -36,7 +36,9 @@ use nix::sched::CloneFlags;
 use seccompiler::BpfProgram;
 
 use super::landlock_rules;
+use super::limits::Limits;
 use super::mount_view::{MountView, ViewKey, c_path};
+use super::privileges::DropPrivileges;
 use super::seccomp;
 use super::{SandboxError, SandboxMode, SandboxPolicy};
 
@@ -49,6 +51,8 @@ pub struct Confinement {
     seccomp: Option<BpfProgram>,
     /// Refuses changes to metadata where no mount view can (read-only without mount namespaces).
     metadata: Option<BpfProgram>,
+    privileges: DropPrivileges,
+    limits: Limits,
 }
 
 /// A mount namespace (and, when Elph is not root, the user namespace that owns it) in which the
@@ -74,11 +78,10 @@ impl Confinement {
             return Ok(None);
         }
         let landlock = landlock_rules::build(policy)?;
-        let seccomp = if policy.network_allowed() {
-            None
-        } else {
-            Some(seccomp::network_off()?)
-        };
+        let seccomp = Some(seccomp::filter(seccomp::Sockets {
+            network: policy.network_allowed(),
+            unix: super::unix_sockets::allowed(policy),
+        })?);
         let (mounts, metadata) = if mount_namespaces_available() {
             let (view, key) = MountView::of(policy)?;
             let join = JoinNamespace {
@@ -92,11 +95,14 @@ impl Confinement {
             // workspace-write without mount namespaces: docs/security.md says what then stays open.
             (None, None)
         };
+        let in_user_namespace = mounts.as_ref().is_some_and(|join| join.namespace.user.is_some());
         Ok(Some(Confinement {
             mounts,
             landlock: Some(landlock),
             seccomp,
             metadata,
+            privileges: DropPrivileges::prepare(in_user_namespace),
+            limits: policy.limits,
         }))
     }
 
@@ -115,6 +121,8 @@ impl Confinement {
             nix::sched::setns(&join.namespace.mount, CloneFlags::CLONE_NEWNS)?;
             nix::unistd::chdir(join.cwd.as_c_str())?;
         }
+        self.privileges.apply_in_child()?;
+        self.limits.apply_in_child()?;
         if let Some(ruleset) = landlock {
             match ruleset.restrict_self() {
                 Ok(status) if status.ruleset != RulesetStatus::NotEnforced => {}

@@ -4,9 +4,10 @@
 //! parents allows, and everything the ruleset "handles" and no rule grants is denied. So the
 //! ruleset handles every file-system right the crate knows (the kernel drops those it lacks),
 //! grants reading and executing beneath `/`, all rights beneath each writable root, and reading
-//! and writing a few character devices (`/dev/null`, `/dev/tty`, …). With the network off it also
-//! handles TCP bind and connect and grants no port, and (ABI 6) scopes abstract Unix sockets, so
-//! nothing outside the sandbox can be reached through them. Signals are always scoped (ABI 6): a
+//! and writing a few character devices (`/dev/null`, `/dev/tty`, …); never making device nodes.
+//! With the network off it also handles TCP bind and connect and grants no port. Abstract Unix
+//! sockets are always scoped (ABI 6), so nothing outside the sandbox can be reached through them.
+//! Signals are always scoped (ABI 6): a
 //! sandboxed command cannot signal Elph or any other process outside its sandbox.
 
 use landlock::{
@@ -109,11 +110,13 @@ pub fn build(policy: &SandboxPolicy) -> Result<RulesetCreated, SandboxError> {
     if !policy.network_allowed() {
         ruleset = ruleset
             .handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)
-            .map_err(rules)?
-            .scope(Scope::AbstractUnixSocket)
             .map_err(rules)?;
     }
+    // Abstract Unix sockets have no path to allow: outside the sandbox, none is reachable, with
+    // the network on or off (`sandbox.allowUnixSockets` names pathname sockets only).
     let mut created = ruleset
+        .scope(Scope::AbstractUnixSocket)
+        .map_err(rules)?
         .scope(Scope::Signal)
         .map_err(rules)?
         .create()
@@ -129,7 +132,8 @@ pub fn build(policy: &SandboxPolicy) -> Result<RulesetCreated, SandboxError> {
         created = created
             .add_rules(path_beneath_rules(
                 &policy.writable_roots,
-                AccessFs::from_all(abi),
+                // Never device nodes: a block device made inside the project is the raw disk.
+                AccessFs::from_all(abi) & !(AccessFs::MakeChar | AccessFs::MakeBlock),
             ))
             .map_err(rules)?;
     }

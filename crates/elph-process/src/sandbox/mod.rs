@@ -12,8 +12,12 @@
 mod appeared;
 mod confine;
 mod landlock_rules;
+mod limits;
 mod mount_view;
+mod privileges;
 mod seccomp;
+mod unix_sockets;
+mod weaker;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -22,6 +26,10 @@ use std::str::FromStr;
 pub use confine::{
     Confinement, LandlockSupport, landlock_support, mount_namespaces_available, mounted_read_only_paths,
 };
+pub use limits::Limits;
+pub use privileges::{make_self_undumpable, user_namespaces_available};
+pub use unix_sockets::socket_variable;
+pub use weaker::{MissingProtection, missing_protections};
 
 /// How much a sandboxed process may do.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -123,6 +131,11 @@ pub struct SandboxPolicy {
     pub absent: Vec<PathBuf>,
     /// The session's own temp dir, exported to sandboxed processes as `TMPDIR` (writable).
     pub temp_dir: Option<PathBuf>,
+    /// Unix sockets the user lets sandboxed processes reach (`sandbox.allowUnixSockets`); when
+    /// empty, they can create none (`socketpair` aside).
+    pub allow_unix_sockets: Vec<PathBuf>,
+    /// Resource limits of every sandboxed process.
+    pub limits: Limits,
 }
 
 impl SandboxPolicy {
@@ -138,6 +151,8 @@ impl SandboxPolicy {
             reasons: Vec::new(),
             absent: Vec::new(),
             temp_dir: None,
+            allow_unix_sockets: Vec::new(),
+            limits: Limits::default(),
         }
     }
 
@@ -299,8 +314,11 @@ impl SandboxPolicy {
         lines.push(if self.network {
             "network: on".into()
         } else {
-            "network: off (no TCP/UDP sockets; local Unix sockets only)".into()
+            "network: off (no TCP/UDP or other internet sockets)".into()
         });
+        lines.push(unix_sockets::describe(self));
+        lines.push("privileges: none (no capabilities, no device nodes, no terminal injection)".into());
+        lines.push(self.limits.describe());
         lines
     }
 }

@@ -1,16 +1,26 @@
 //! The seccomp half of the sandbox: what Landlock cannot express.
 //!
-//! Landlock (ABI 4 and later) denies TCP bind and connect, but not UDP, raw or netlink sockets,
-//! and older kernels have no network rules at all. With the network off, this filter makes
-//! `socket(2)` fail with EPERM for every address family except `AF_UNIX` (local IPC, which build
-//! tools and language servers rely on), and refuses `io_uring_setup(2)`, whose submissions would
-//! create sockets without passing through the `socket` system call this filter sees.
+//! - **Terminal injection.** `ioctl(TIOCSTI)` pushes bytes into a terminal's input queue, and
+//!   `TIOCLINUX` can do the same on a virtual console: a command holding the user's terminal
+//!   could type a line that the user's shell runs, unconfined, after Elph exits. Both are refused
+//!   in every sandboxed mode, whatever the kernel's `dev.tty.legacy_tiocsti` says (the request
+//!   number is compared on its low 32 bits, the part the kernel reads).
+//! - **The network.** Landlock (ABI 4 and later) denies TCP bind and connect, but not UDP, raw or
+//!   netlink sockets, and older kernels have no network rules at all. With the network off,
+//!   `socket(2)` fails with EPERM for every family but `AF_UNIX`.
+//! - **Unix sockets.** Landlock cannot yet tell which path a Unix socket connects to, and an
+//!   ssh-agent, a Docker socket or a tmux server reached that way runs code outside the sandbox.
+//!   Unless the user allows Unix sockets (`sandbox.allowUnixSockets`), `socket(AF_UNIX)` fails
+//!   too; `socketpair(2)`, which only connects a process with itself, keeps working.
+//! - `io_uring_setup(2)` is refused whenever a socket family is: its submissions create sockets
+//!   without passing through the `socket` system call this filter sees.
 //!
 //! Where no mount namespace can give a `read-only` process a read-only view of the file system,
 //! a second filter refuses the calls that change metadata, which Landlock has no right for:
 //! `chmod`, `chown`, `utime`, the extended attributes and the inode flags (`chattr`).
 
 use std::collections::BTreeMap;
+use std::sync::{Mutex, OnceLock};
 
 use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
@@ -19,12 +29,27 @@ use seccompiler::{
 
 use super::SandboxError;
 
-/// The compiled filter that keeps a process off the network (compiled once; each child gets a
-/// copy of the few instructions).
-pub(crate) fn network_off() -> Result<BpfProgram, SandboxError> {
-    static FILTER: std::sync::OnceLock<Result<BpfProgram, String>> = std::sync::OnceLock::new();
-    FILTER
-        .get_or_init(|| compile().map_err(|error| error.to_string()))
+/// Which socket families a sandboxed process may create.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Sockets {
+    /// Internet and every other family but `AF_UNIX`.
+    pub network: bool,
+    /// `AF_UNIX` through `socket(2)` (pathname and abstract sockets).
+    pub unix: bool,
+}
+
+/// The compiled filter for `sockets` (compiled once per combination; each child gets a copy of
+/// the few instructions).
+pub(crate) fn filter(sockets: Sockets) -> Result<BpfProgram, SandboxError> {
+    type Cache = BTreeMap<(bool, bool), Result<BpfProgram, String>>;
+    static FILTERS: OnceLock<Mutex<Cache>> = OnceLock::new();
+    let mut filters = FILTERS
+        .get_or_init(|| Mutex::new(BTreeMap::new()))
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    filters
+        .entry((sockets.network, sockets.unix))
+        .or_insert_with(|| compile(sockets).map_err(|error| error.to_string()))
         .clone()
         .map_err(|reason| SandboxError::Rules {
             what: "seccomp",
@@ -32,7 +57,7 @@ pub(crate) fn network_off() -> Result<BpfProgram, SandboxError> {
         })
 }
 
-fn compile() -> Result<BpfProgram, SandboxError> {
+fn compile(sockets: Sockets) -> Result<BpfProgram, SandboxError> {
     let rules_error = |error: seccompiler::BackendError| SandboxError::Rules {
         what: "seccomp",
         reason: error.to_string(),
@@ -41,15 +66,31 @@ fn compile() -> Result<BpfProgram, SandboxError> {
         what: "seccomp",
         reason: error.to_string(),
     })?;
-    let not_unix = SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, libc::AF_UNIX as u64)
-        .map_err(rules_error)?;
+    let arg = |index: u8, op: SeccompCmpOp, value: u64| {
+        SeccompCondition::new(index, SeccompCmpArgLen::Dword, op, value)
+            .and_then(|condition| SeccompRule::new(vec![condition]))
+            .map_err(rules_error)
+    };
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
     rules.insert(
-        libc::SYS_socket,
-        vec![SeccompRule::new(vec![not_unix]).map_err(rules_error)?],
+        libc::SYS_ioctl,
+        vec![
+            arg(1, SeccompCmpOp::Eq, request(libc::TIOCSTI))?,
+            arg(1, SeccompCmpOp::Eq, request(libc::TIOCLINUX))?,
+        ],
     );
-    // An empty rule list matches every call.
-    rules.insert(libc::SYS_io_uring_setup, Vec::new());
+    let unix = libc::AF_UNIX as u64;
+    let socket_rules = match (sockets.network, sockets.unix) {
+        (true, true) => None,
+        // An empty rule list matches every call.
+        (false, false) => Some(Vec::new()),
+        (false, true) => Some(vec![arg(0, SeccompCmpOp::Ne, unix)?]),
+        (true, false) => Some(vec![arg(0, SeccompCmpOp::Eq, unix)?]),
+    };
+    if let Some(socket_rules) = socket_rules {
+        rules.insert(libc::SYS_socket, socket_rules);
+        rules.insert(libc::SYS_io_uring_setup, Vec::new());
+    }
     let filter = SeccompFilter::new(
         rules,
         SeccompAction::Allow,
@@ -135,4 +176,31 @@ fn compile_metadata() -> Result<BpfProgram, SandboxError> {
     )
     .map_err(rules_error)?;
     filter.try_into().map_err(rules_error)
+}
+
+/// An ioctl request number as seccomp compares it (libc's type differs between C libraries).
+#[cfg_attr(
+    all(target_env = "gnu", target_pointer_width = "64"),
+    expect(
+        clippy::unnecessary_cast,
+        reason = "libc's Ioctl is c_ulong on glibc, c_int on musl"
+    )
+)]
+fn request(value: libc::Ioctl) -> u64 {
+    value as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_combination_compiles() {
+        for network in [false, true] {
+            for unix in [false, true] {
+                let program = filter(Sockets { network, unix }).unwrap();
+                assert!(!program.is_empty());
+            }
+        }
+    }
 }

@@ -62,6 +62,11 @@ pub fn environment(policy: &ShellPolicy<'_>) -> Vec<(OsString, OsString)> {
 /// The environment of a shell command under these policies.
 pub fn shell_environment(sandbox: &SandboxPolicy, env_policy: &ShellEnvPolicy) -> Vec<(OsString, OsString)> {
     let mut env = env_policy.apply_to_current();
+    // Variables that only point at a socket the sandbox cannot reach (TMUX, SSH_AUTH_SOCK, …).
+    env.retain(|(name, value)| {
+        elph_process::sandbox::socket_variable(sandbox, &name.to_string_lossy(), &value.to_string_lossy())
+            .is_none()
+    });
     if let Some(dir) = &sandbox.temp_dir {
         env.retain(|(name, _)| name != "TMPDIR");
         env.push(("TMPDIR".into(), dir.clone().into_os_string()));

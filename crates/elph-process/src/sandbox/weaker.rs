@@ -1,0 +1,67 @@
+//! Weaker systems are never silently weaker: which protections of a policy this system cannot
+//! give, in words a user can act on.
+//!
+//! Some protections need namespaces that a system may refuse (Ubuntu's AppArmor policy forbids
+//! unprivileged user namespaces; a container's seccomp profile may refuse `unshare`). Landlock and
+//! seccomp still hold there, but not everything the docs promise. The front ends ask this module
+//! at start, say what is missing, and refuse the sandboxed modes unless the user accepts it
+//! (`sandbox.allowWeaker` or `--allow-weaker-sandbox`).
+
+use std::fmt;
+
+use super::{SandboxMode, SandboxPolicy, mount_namespaces_available, mounted_read_only_paths};
+
+/// One protection this system cannot give to a policy.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MissingProtection {
+    /// What a sandboxed command can do that it should not.
+    pub consequence: String,
+    /// The kernel feature that is missing.
+    pub missing: &'static str,
+}
+
+impl fmt::Display for MissingProtection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.consequence, self.missing)
+    }
+}
+
+/// The protections of `policy` this system cannot give; empty for `full-access` and on a system
+/// that gives all of them.
+pub fn missing_protections(policy: &SandboxPolicy) -> Vec<MissingProtection> {
+    let mut missing = Vec::new();
+    if !policy.is_confined() {
+        return missing;
+    }
+    if !super::user_namespaces_available() {
+        let whose = if nix::unistd::geteuid().is_root() {
+            "of root processes that hold no capabilities"
+        } else {
+            "and memory of every other process of your user"
+        };
+        missing.push(MissingProtection {
+            consequence: format!(
+                "commands can read the environment (/proc/PID/environ) {whose}, outside Elph"
+            ),
+            missing: "no user namespace for sandboxed commands",
+        });
+    }
+    // In `read-only`, a seccomp filter refuses the metadata calls instead (`confine`).
+    if policy.mode == SandboxMode::WorkspaceWrite && !mount_namespaces_available() {
+        let paths = mounted_read_only_paths(policy);
+        let listed: Vec<String> = paths.iter().map(|path| path.display().to_string()).collect();
+        let protected = if listed.is_empty() {
+            String::new()
+        } else {
+            format!("write the protected paths {} and ", listed.join(", "))
+        };
+        missing.push(MissingProtection {
+            consequence: format!(
+                "commands can {protected}change the metadata (chmod, chown, times, extended \
+                 attributes) of files outside the writable roots"
+            ),
+            missing: "no mount namespace for the read-only view",
+        });
+    }
+    missing
+}
