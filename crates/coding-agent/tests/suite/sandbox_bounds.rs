@@ -216,7 +216,11 @@ async fn a_system_without_namespaces_is_refused_unless_accepted_and_says_what_is
         let env = TestEnv::new();
         // The helper where the other user can run it.
         let helper = env.root.path().join("deny-namespaces");
-        std::fs::copy(&deny, &helper).unwrap();
+        // A hard link, not a copy: a copy's write descriptor, inherited by a child another test
+        // thread forks at that moment, would make running it fail with ETXTBSY.
+        std::fs::hard_link(&deny, &helper)
+            .or_else(|_| std::fs::copy(&deny, &helper).map(|_| ()))
+            .unwrap();
         let server =
             test_support::fake_model::FakeModelServer::start(test_support::fake_model::Wire::OpenAi).await;
         let weaker = |extra: &[&str]| {
