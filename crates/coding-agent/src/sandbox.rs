@@ -183,8 +183,8 @@ fn api_key_envs_written_in(dir: &Path) -> Vec<String> {
             continue;
         };
         let mut rest = text.as_str();
-        while let Some(at) = rest.find("\"apiKeyEnv\"") {
-            rest = &rest[at + "\"apiKeyEnv\"".len()..];
+        while let Some((_, after)) = rest.split_once("\"apiKeyEnv\"") {
+            rest = after;
             let value = rest.trim_start().strip_prefix(':').map(str::trim_start);
             if let Some(name) = value
                 .and_then(|value| value.strip_prefix('"'))
