@@ -82,7 +82,10 @@ impl Fixture {
         let dir = tempfile::tempdir().unwrap();
         let project = std::fs::canonicalize(dir.path()).unwrap();
         let data = project.join("data");
-        let python = test_support::hook_scripts::write_script(&project, "line-hook.py", PYTHON_HOOK);
+        // Written as is: `write_script` would put a `#!/bin/sh` line first.
+        let python = project.join("line-hook.py");
+        std::fs::write(&python, PYTHON_HOOK).unwrap();
+        std::fs::set_permissions(&python, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
         let payload = HookPayload::PreToolUse(PreToolUsePayload {
             base: PayloadBase::new("bench-session", &project),
             tool_name: "shell_exec".into(),
