@@ -10,6 +10,7 @@
 //! from before — is a [`ProtocolError`]: the process is out of step, and no answer of it can be
 //! trusted until it starts again.
 
+use elph_agent::hooks::outcome::json_kind;
 use serde_json::{Map, Value};
 
 /// The field that carries the request id, in the payload and in the answer.
@@ -80,7 +81,7 @@ pub(crate) fn read_answer(line: &[u8], request: u64) -> Result<Map<String, Value
     let Value::Object(mut answer) = value else {
         return Err(ProtocolError::NotAnObject {
             request,
-            kind: kind(&value),
+            kind: json_kind(&value),
         });
     };
     match answer.remove(REQUEST_ID) {
@@ -102,17 +103,6 @@ pub(crate) fn preview(bytes: &[u8]) -> String {
         shown.push('…');
     }
     format!("\"{}\"", shown.escape_debug())
-}
-
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 #[cfg(test)]

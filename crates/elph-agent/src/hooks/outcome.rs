@@ -278,7 +278,8 @@ fn check_messages_len(messages: &[Message]) -> Result<(), OutcomeError> {
     Ok(())
 }
 
-fn json_kind(value: &Value) -> &'static str {
+/// A JSON value's kind in words ("a string", "an object"), for messages that say what came instead.
+pub fn json_kind(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

@@ -57,15 +57,21 @@ pub(crate) fn filter(sockets: Sockets) -> Result<BpfProgram, SandboxError> {
         })
 }
 
+/// Why the kernel's filter could not be built.
+fn rules_error(error: impl std::fmt::Display) -> SandboxError {
+    SandboxError::Rules {
+        what: "seccomp",
+        reason: error.to_string(),
+    }
+}
+
+/// The architecture the filters are compiled for: this build's.
+fn target_arch() -> Result<TargetArch, SandboxError> {
+    TargetArch::try_from(std::env::consts::ARCH).map_err(rules_error)
+}
+
 fn compile(sockets: Sockets) -> Result<BpfProgram, SandboxError> {
-    let rules_error = |error: seccompiler::BackendError| SandboxError::Rules {
-        what: "seccomp",
-        reason: error.to_string(),
-    };
-    let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|error| SandboxError::Rules {
-        what: "seccomp",
-        reason: error.to_string(),
-    })?;
+    let arch = target_arch()?;
     let arg = |index: u8, op: SeccompCmpOp, value: u64| {
         SeccompCondition::new(index, SeccompCmpArgLen::Dword, op, value)
             .and_then(|condition| SeccompRule::new(vec![condition]))
@@ -122,14 +128,7 @@ const SYS_FCHMODAT2: i64 = 452;
 const INODE_FLAG_IOCTLS: [u64; 2] = [0x4008_6602, 0x401c_5820];
 
 fn compile_metadata() -> Result<BpfProgram, SandboxError> {
-    let rules_error = |error: seccompiler::BackendError| SandboxError::Rules {
-        what: "seccomp",
-        reason: error.to_string(),
-    };
-    let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|error| SandboxError::Rules {
-        what: "seccomp",
-        reason: error.to_string(),
-    })?;
+    let arch = target_arch()?;
     let mut calls = vec![
         libc::SYS_fchmod,
         libc::SYS_fchmodat,
