@@ -84,6 +84,7 @@ pub enum Command {
     /// Stop trusting a project folder: record an explicit false (only while it is trusted).
     Untrust(trust::UntrustArgs),
     /// Run one turn headless: the answer on stdout, for scripts and CI.
+    #[command(after_long_help = run::SCRIPTED_MODEL_HELP)]
     Run(run::RunArgs),
     /// Check the setup: paths, trust, hook files, every hook and its recent runs, with fixes.
     Doctor(doctor::DoctorArgs),

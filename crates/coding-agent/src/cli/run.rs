@@ -41,6 +41,23 @@ pub(crate) enum OutputFormat {
     StreamJson,
 }
 
+/// How to try hooks without a model or a key: the scripted model, as `elph run --help` and the
+/// manual page show it (docs/cli.md, "The scripted model", says the same at length).
+pub(super) const SCRIPTED_MODEL_HELP: &str = "\
+Trying hooks without a model (offline, no key): --model scripted/PATH plays a JSON file of
+assistant turns, one per model request, and always does the same thing:
+
+  {\"turns\": [
+    {\"text\": \"Cleaning up.\",
+     \"toolCalls\": [{\"name\": \"shell_exec\", \"input\": {\"command\": \"rm -rf build\"}}]},
+    {\"text\": \"The hook blocked that, so I left build/ alone.\"}
+  ]}
+
+A turn has text, toolCalls (name and input), error (the request fails with this message) and
+delayMs (wait before answering); contextWindow at the top level sets the window the model reports.
+PATH is relative to the current directory. With --output-format stream-json every hook's effect
+is one JSON line. Example: elph run --model scripted/script.json \"Remove the build folder\"";
+
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// The prompt; read from stdin when omitted.

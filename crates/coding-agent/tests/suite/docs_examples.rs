@@ -885,6 +885,9 @@ fn links_between_the_docs_resolve() {
         "mcp.md",
         "security.md",
         "contract.md",
+        "editors.md",
+        "skills.md",
+        "building.md",
     ];
     for doc in docs {
         let text = read_doc(doc);

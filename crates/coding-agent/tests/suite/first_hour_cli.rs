@@ -116,3 +116,50 @@ fn hook_ids_in_the_hooks_guide_are_unique_across_its_examples() {
     }
     assert!(files > 5, "found only {files} hooks.json examples");
 }
+
+/// `elph run --help` and the manual page teach the scripted model (how people try their hooks),
+/// and the script they show plays as shown: its shell call runs, and its last turn is the answer.
+#[tokio::test]
+async fn run_help_and_the_manual_show_a_scripted_model_that_plays() {
+    let env = TestEnv::new();
+    let help = text(&elph_in(&env, &["run", "--help"]).await.stdout);
+    assert!(help.contains("--model scripted/PATH plays a JSON file"), "{help}");
+    for field in ["toolCalls", "error", "delayMs", "contextWindow"] {
+        assert!(help.contains(field), "{field} missing from:\n{help}");
+    }
+    let pages = env.root.path().join("man");
+    let written = elph_in(&env, &["man", "--dir", pages.to_str().unwrap()]).await;
+    assert_eq!(written.status.code(), Some(0), "{written:?}");
+    let manual = std::fs::read_to_string(pages.join("elph-run.1")).unwrap();
+    assert!(
+        manual.contains("scripted/PATH plays a JSON file"),
+        "not in elph-run.1"
+    );
+
+    // The example between `{"turns"` and its closing `]}`, run as the help says.
+    let start = help.find("{\"turns\"").expect("an example script");
+    let end = start + help[start..].find("\n  ]}").expect("the example's end") + 5;
+    let script: serde_json::Value = serde_json::from_str(&help[start..end])
+        .unwrap_or_else(|err| panic!("the help's script is not JSON: {err}\n{}", &help[start..end]));
+    std::fs::write(env.project.join("script.json"), script.to_string()).unwrap();
+    std::fs::create_dir_all(env.project.join("build")).unwrap();
+    let output = elph_in(
+        &env,
+        &[
+            "run",
+            "--model",
+            "scripted/script.json",
+            "Remove the build folder",
+        ],
+    )
+    .await;
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert_eq!(
+        text(&output.stdout).trim(),
+        "The hook blocked that, so I left build/ alone."
+    );
+    assert!(
+        !env.project.join("build").exists(),
+        "the script's rm -rf build ran"
+    );
+}

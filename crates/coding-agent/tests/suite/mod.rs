@@ -15,6 +15,7 @@ mod config_corpus;
 mod demo;
 mod docs_examples;
 mod doctor;
+mod editors;
 mod first_hour_cli;
 mod guards;
 mod guards_loud;
