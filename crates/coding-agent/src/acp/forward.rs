@@ -8,8 +8,9 @@ use std::path::PathBuf;
 
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    AvailableCommandsUpdate, ContentBlock, ContentChunk, CurrentModeUpdate, PromptResponse, SessionId,
-    SessionNotification, SessionUpdate, StopReason, ToolCallStatus,
+    AvailableCommandsUpdate, ConfigOptionUpdate, ContentBlock, ContentChunk, CurrentModeUpdate,
+    PromptResponse, SessionId, SessionInfoUpdate, SessionNotification, SessionUpdate, StopReason,
+    ToolCallStatus, UsageUpdate,
 };
 use agent_client_protocol::{Client, Error, ErrorCode};
 use elph_agent::harness::{AgentEvent, CompactOutcome, TurnResult};
@@ -17,6 +18,7 @@ use elph_agent::hooks::StopStatus;
 
 use super::approval;
 use super::commands;
+use super::config::ConfigState;
 use super::session::{Opening, Waiting, lock};
 use super::updates::{
     self, ELPH_MARK, HOOK_MARK, HOOK_PROBLEM_MARK, finished_update, rewritten_update, status_update,
@@ -24,7 +26,7 @@ use super::updates::{
 };
 use crate::notices::{self, NoticeKind};
 use crate::session::wording;
-use crate::session::{HookState, Outcome, SessionEvent, SessionEvents, TrustOutcome};
+use crate::session::{HookState, ModelOutcome, Outcome, SessionEvent, SessionEvents, TrustOutcome};
 
 /// The start of the hook-set diagnostic that an untrusted project's message replaces.
 const SKIPPED_UNTRUSTED: &str = "project hooks skipped until";
@@ -41,6 +43,12 @@ pub(crate) struct Forwarder {
     waiting: Waiting,
     /// The harness's events before the client knows the session (sessionStart's hook notices).
     early: Vec<AgentEvent>,
+    /// Its mode and model as config options.
+    config: ConfigState,
+    /// The model's context window, the `size` of each `usage_update`.
+    context_window: u64,
+    /// Whether the client has the session's title (a resumed session has one already).
+    titled: bool,
 }
 
 impl Forwarder {
@@ -50,6 +58,7 @@ impl Forwarder {
         project_dir: PathBuf,
         opening: Opening,
         waiting: Waiting,
+        config: ConfigState,
     ) -> Self {
         Forwarder {
             cx,
@@ -58,6 +67,9 @@ impl Forwarder {
             opening: Some(opening),
             waiting,
             early: Vec::new(),
+            config,
+            context_window: 0,
+            titled: false,
         }
     }
 
@@ -77,7 +89,8 @@ impl Forwarder {
             match event {
                 SessionEvent::Opened(opened) => {
                     // `session/load` replays the conversation before it answers.
-                    if opened.resumed {
+                    let replays = self.opening.as_ref().is_some_and(Opening::replays);
+                    if opened.resumed && replays {
                         let entries = &opened.entries;
                         for update in updates::history(&self.session_id, entries, &self.project_dir) {
                             let _ = self.cx.send_notification(update);
@@ -85,10 +98,14 @@ impl Forwarder {
                     }
                     hooks = Some(opened.hooks);
                     mode = opened.mode;
+                    self.config.set_mode(opened.mode);
+                    self.config.set_model(&opened.model);
+                    self.context_window = opened.context_window;
+                    self.titled = opened.resumed && !opened.entries.is_empty();
                 }
                 SessionEvent::Ready => {
                     if let Some(opening) = self.opening.take() {
-                        opening.succeed(&self.session_id, mode);
+                        opening.succeed(&self.session_id, mode, self.config.options());
                     }
                     // Now that the client knows the session: its commands and what it should know
                     // about the project's hooks; then the hook notices of sessionStart.
@@ -111,6 +128,9 @@ impl Forwarder {
                     tokio::spawn(approval::ask(self.cx.clone(), self.session_id.clone(), question));
                 }
                 SessionEvent::Context { .. } => {}
+                SessionEvent::Finished { op, outcome } if self.config.was_quiet(op) => {
+                    self.config_changed(&outcome);
+                }
                 SessionEvent::Finished { op, outcome } => {
                     let answer = self.answer(outcome);
                     if let Some(responder) = lock(&self.waiting).remove(&op) {
@@ -151,6 +171,35 @@ impl Forwarder {
         if let Err(err) = self.cx.send_notification(notification) {
             tracing::debug!("session/update not sent: {err}");
         }
+    }
+
+    /// A `set_config_option` has been carried out: the mode is told as `set_mode` tells it; a model
+    /// switch that failed is said as a notice, with the options as they really are.
+    fn config_changed(&mut self, outcome: &Outcome) {
+        match outcome {
+            Outcome::Mode(Ok(mode)) => {
+                self.config.set_mode(*mode);
+                self.notify(SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(
+                    mode.as_str(),
+                )));
+            }
+            Outcome::Model(ModelOutcome::Failed { error, current }) => {
+                self.config.set_model(current);
+                self.notice(ELPH_MARK, &format!("the model stays {current}: {error}"));
+                self.send_config();
+            }
+            Outcome::Model(ModelOutcome::Switched(model)) if *model != self.config.model() => {
+                self.config.set_model(model);
+                self.send_config();
+            }
+            _ => {}
+        }
+    }
+
+    fn send_config(&self) {
+        self.notify(SessionUpdate::ConfigOptionUpdate(ConfigOptionUpdate::new(
+            self.config.options(),
+        )));
     }
 
     /// The commands offered to editors, with exactly one of `/trust` and `/untrust`.
@@ -211,12 +260,29 @@ impl Forwarder {
                 let text = format!("compacted {entries_compacted} earlier message(s) into a summary");
                 self.notice(ELPH_MARK, &text);
             }
+            // The first prompt names the session, as `elph sessions` shows it.
+            AgentEvent::TurnStarted { prompt } if !self.titled => {
+                self.titled = true;
+                let title = crate::store::one_line(&prompt, crate::store::TITLE_CHARS);
+                if !title.is_empty() {
+                    self.notify(SessionUpdate::SessionInfoUpdate(
+                        SessionInfoUpdate::new().title(title),
+                    ));
+                }
+            }
+            // After each model request: the context it filled, of the model's window.
+            AgentEvent::Usage { usage } => {
+                let used = usage.input_tokens + usage.output_tokens;
+                self.notify(SessionUpdate::UsageUpdate(UsageUpdate::new(
+                    used,
+                    self.context_window,
+                )));
+            }
             AgentEvent::SessionStarted { .. }
             | AgentEvent::TurnStarted { .. }
             | AgentEvent::HooksStarted { .. }
             | AgentEvent::ModelRequestStarted
             | AgentEvent::AssistantMessage { .. }
-            | AgentEvent::Usage { .. }
             | AgentEvent::TurnEnded { .. }
             | AgentEvent::SessionEnded { .. } => {}
         }
@@ -237,11 +303,17 @@ impl Forwarder {
                 outcome: TrustOutcome::Changed(hooks),
                 ..
             } => self.advertise_commands(hooks),
+            Outcome::Model(ModelOutcome::Switched(model)) if *model != self.config.model() => {
+                self.config.set_model(model);
+                self.send_config();
+            }
             // From `session/set_mode`, answered already: the client hears the mode it is in now.
             Outcome::Mode(Ok(mode)) => {
+                self.config.set_mode(*mode);
                 self.notify(SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(
                     mode.as_str(),
                 )));
+                self.send_config();
                 return Ok(end_turn());
             }
             _ => {}

@@ -10,11 +10,13 @@
 
 mod approval;
 mod commands;
+mod config;
 mod forward;
 mod framing;
 mod handshake;
 mod mcp;
 mod session;
+mod stored;
 mod updates;
 
 use std::path::Path;
@@ -23,9 +25,11 @@ use std::time::Duration;
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
-    AgentCapabilities, CancelNotification, Implementation, InitializeRequest, InitializeResponse,
-    LoadSessionRequest, McpCapabilities, NewSessionRequest, PromptCapabilities, PromptRequest,
-    SetSessionModeRequest,
+    AgentCapabilities, CancelNotification, CloseSessionRequest, DeleteSessionRequest, Implementation,
+    InitializeRequest, InitializeResponse, ListSessionsRequest, LoadSessionRequest, McpCapabilities,
+    NewSessionRequest, PromptCapabilities, PromptRequest, ResumeSessionRequest, SessionCapabilities,
+    SessionCloseCapabilities, SessionDeleteCapabilities, SessionListCapabilities, SessionResumeCapabilities,
+    SetSessionConfigOptionRequest, SetSessionModeRequest,
 };
 use agent_client_protocol::{Agent, ConnectTo, Lines};
 use anyhow::Context;
@@ -162,6 +166,7 @@ pub async fn serve(
     transport: impl ConnectTo<Agent> + 'static,
 ) -> Result<(), agent_client_protocol::Error> {
     let shutdown = config.shutdown.clone();
+    let data_dir = config.paths.data_dir.clone();
     let sessions = Arc::new(Sessions::new(config));
     let result = Agent
         .v1()
@@ -210,6 +215,66 @@ pub async fn serve(
             },
             agent_client_protocol::on_receive_request!(),
         )
+        .on_receive_request(
+            {
+                let sessions = sessions.clone();
+                async move |request: ResumeSessionRequest, responder, cx| {
+                    sessions.open_resume(request, responder, cx);
+                    Ok(())
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let sessions = sessions.clone();
+                async move |request: CloseSessionRequest, responder, _cx| {
+                    sessions.close(request, responder);
+                    Ok(())
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let sessions = sessions.clone();
+                async move |request: SetSessionConfigOptionRequest, responder, _cx| {
+                    sessions.set_config_option(request, responder);
+                    Ok(())
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let data_dir = data_dir.clone();
+                async move |request: ListSessionsRequest, responder, _cx| {
+                    // SQLite off the dispatch loop.
+                    let data_dir = data_dir.clone();
+                    let answer = tokio::task::spawn_blocking(move || stored::list(&data_dir, &request))
+                        .await
+                        .unwrap_or_else(|err| Err(joined(&err)));
+                    responder.respond_with_result(answer)
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let sessions = sessions.clone();
+                let data_dir = data_dir.clone();
+                async move |request: DeleteSessionRequest, responder, _cx| {
+                    let open_here = sessions.is_open(&request.session_id.0);
+                    let data_dir = data_dir.clone();
+                    let answer =
+                        tokio::task::spawn_blocking(move || stored::delete(&data_dir, &request, open_here))
+                            .await
+                            .unwrap_or_else(|err| Err(joined(&err)));
+                    responder.respond_with_result(answer)
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
         .on_receive_notification(
             {
                 let sessions = sessions.clone();
@@ -243,11 +308,26 @@ pub async fn serve(
     result
 }
 
+/// A blocking task that did not finish (it panicked or was cancelled) as a JSON-RPC error.
+fn joined(err: &tokio::task::JoinError) -> agent_client_protocol::Error {
+    agent_client_protocol::Error::new(
+        agent_client_protocol::ErrorCode::INTERNAL_ERROR,
+        format!("the request did not finish: {err}"),
+    )
+}
+
 fn initialize_response() -> InitializeResponse {
     InitializeResponse::new(ProtocolVersion::V1)
         .agent_capabilities(
             AgentCapabilities::new()
                 .load_session(true)
+                .session_capabilities(
+                    SessionCapabilities::new()
+                        .list(SessionListCapabilities::new())
+                        .resume(SessionResumeCapabilities::new())
+                        .close(SessionCloseCapabilities::new())
+                        .delete(SessionDeleteCapabilities::new()),
+                )
                 .prompt_capabilities(PromptCapabilities::new().embedded_context(true))
                 .mcp_capabilities(
                     McpCapabilities::new()

@@ -9,8 +9,11 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use agent_client_protocol::v1::schema::{
-    LoadSessionRequest, LoadSessionResponse, McpServer, NewSessionRequest, NewSessionResponse, PromptRequest,
-    PromptResponse, SessionId, SessionMode, SessionModeState, SetSessionModeRequest, SetSessionModeResponse,
+    CloseSessionRequest, CloseSessionResponse, ConfigOptionUpdate, LoadSessionRequest, LoadSessionResponse,
+    McpServer, NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse, ResumeSessionRequest,
+    ResumeSessionResponse, SessionConfigOption, SessionId, SessionMode, SessionModeState,
+    SessionNotification, SessionUpdate, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
+    SetSessionModeRequest, SetSessionModeResponse,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, Error, ErrorCode};
@@ -20,6 +23,7 @@ use tokio_util::task::TaskTracker;
 
 use super::AcpConfig;
 use super::commands;
+use super::config::{Change, ConfigState};
 use super::forward::Forwarder;
 use crate::diagnostics::Diagnostic;
 use crate::session::commands::parse_for_editor;
@@ -39,6 +43,12 @@ struct Handle {
     /// Held by every prompt accepted so far; `session/cancel` cancels it and puts a fresh one here.
     cancel: Arc<Mutex<CancellationToken>>,
     waiting: Waiting,
+    /// Its mode and model as config options.
+    config: ConfigState,
+    /// Cancelled once the session has ended and its task is done (`session/close` waits for it).
+    ended: CancellationToken,
+    /// The client, for the `config_option_update` that a `set_mode` sends.
+    cx: ConnectionTo<Client>,
 }
 
 #[derive(Default)]
@@ -53,7 +63,10 @@ struct Live {
 /// The request that opens a session, with its responder.
 pub(crate) enum Opening {
     New(Responder<NewSessionResponse>),
+    /// `session/load`: the conversation is replayed before the answer.
     Load(Responder<LoadSessionResponse>),
+    /// `session/resume`: the same without the replay.
+    Resume(Responder<ResumeSessionResponse>),
 }
 
 impl Opening {
@@ -61,17 +74,30 @@ impl Opening {
         let _ = match self {
             Opening::New(responder) => responder.respond_with_error(error),
             Opening::Load(responder) => responder.respond_with_error(error),
+            Opening::Resume(responder) => responder.respond_with_error(error),
         };
     }
 
-    /// Answers with the session's modes, `mode` the current one.
-    pub(super) fn succeed(self, session_id: &SessionId, mode: AgentMode) {
+    /// Whether the client wants the stored conversation sent again before the answer.
+    pub(super) fn replays(&self) -> bool {
+        matches!(self, Opening::Load(_))
+    }
+
+    /// Answers with the session's modes (`mode` the current one) and config options.
+    pub(super) fn succeed(self, session_id: &SessionId, mode: AgentMode, options: Vec<SessionConfigOption>) {
         let modes = mode_state(mode);
         let _ = match self {
-            Opening::New(responder) => {
-                responder.respond(NewSessionResponse::new(session_id.clone()).modes(modes))
+            Opening::New(responder) => responder.respond(
+                NewSessionResponse::new(session_id.clone())
+                    .modes(modes)
+                    .config_options(options),
+            ),
+            Opening::Load(responder) => {
+                responder.respond(LoadSessionResponse::new().modes(modes).config_options(options))
             }
-            Opening::Load(responder) => responder.respond(LoadSessionResponse::new().modes(modes)),
+            Opening::Resume(responder) => {
+                responder.respond(ResumeSessionResponse::new().modes(modes).config_options(options))
+            }
         };
     }
 }
@@ -105,11 +131,8 @@ fn mode_state(current: AgentMode) -> SessionModeState {
     let available = AgentMode::ALL
         .into_iter()
         .map(|mode| {
-            let name = match mode {
-                AgentMode::Build => "Build",
-                AgentMode::Plan => "Plan",
-            };
-            SessionMode::new(mode.as_str(), name).description(mode.description().to_string())
+            SessionMode::new(mode.as_str(), super::config::mode_name(mode))
+                .description(mode.description().to_string())
         })
         .collect();
     SessionModeState::new(current.as_str(), available)
@@ -165,6 +188,85 @@ impl Sessions {
             self.clone()
                 .open(opening, request.cwd, request.mcp_servers, choice, cx),
         );
+    }
+
+    /// `session/resume`: as `session/load`, without sending the conversation again.
+    pub(crate) fn open_resume(
+        self: &Arc<Self>,
+        request: ResumeSessionRequest,
+        responder: Responder<ResumeSessionResponse>,
+        cx: ConnectionTo<Client>,
+    ) {
+        let opening = Opening::Resume(responder);
+        let choice = SessionChoice::Resume(request.session_id.0.to_string());
+        self.tasks.spawn(
+            self.clone()
+                .open(opening, request.cwd, request.mcp_servers, choice, cx),
+        );
+    }
+
+    /// `session/close`: ends one session as a closed connection would end it (its running prompt
+    /// cancelled, sessionEnd with reason `closed`) and answers once it has ended. Its id may then
+    /// be loaded or resumed again.
+    pub(super) fn close(
+        self: &Arc<Self>,
+        request: CloseSessionRequest,
+        responder: Responder<CloseSessionResponse>,
+    ) {
+        let Some(handle) = lock(&self.live).sessions.remove(&*request.session_id.0) else {
+            let error = agent_client_protocol::v1::schema::Error::session_not_found(request.session_id);
+            let _ = responder.respond_with_error(error.into());
+            return;
+        };
+        lock(&handle.cancel).cancel();
+        handle.session.submit(Op::End {
+            reason: "closed".to_string(),
+        });
+        self.tasks.spawn(async move {
+            handle.ended.cancelled().await;
+            let _ = responder.respond(CloseSessionResponse::new());
+        });
+    }
+
+    /// Whether this connection has session `id` open (or is opening it).
+    pub(super) fn is_open(&self, id: &str) -> bool {
+        let live = lock(&self.live);
+        live.sessions.contains_key(id) || live.loading.contains(id)
+    }
+
+    /// `session/set_config_option`: `mode` as `set_mode`, `model` as `/model`; queued like them and
+    /// answered at once with both options as they will be. A model the session then cannot use is
+    /// said as a notice and followed by a `config_option_update` with the model still in use.
+    pub(super) fn set_config_option(
+        &self,
+        request: SetSessionConfigOptionRequest,
+        responder: Responder<SetSessionConfigOptionResponse>,
+    ) {
+        let live = lock(&self.live);
+        let Some(handle) = live.sessions.get(&*request.session_id.0) else {
+            let error = agent_client_protocol::v1::schema::Error::session_not_found(request.session_id);
+            let _ = responder.respond_with_error(error.into());
+            return;
+        };
+        match handle.config.parse(&request.config_id.0, &request.value) {
+            Ok(Change::Mode(mode)) => {
+                handle.config.set_mode(mode);
+                let id = handle
+                    .session
+                    .submit(Op::SetMode(Some(mode.as_str().to_string())));
+                handle.config.answer_quietly(id);
+            }
+            Ok(Change::Model(model)) => {
+                handle.config.set_model(&model);
+                let id = handle.session.submit(Op::Model(Some(model)));
+                handle.config.answer_quietly(id);
+            }
+            Err(error) => {
+                let _ = responder.respond_with_error(error);
+                return;
+            }
+        }
+        let _ = responder.respond(SetSessionConfigOptionResponse::new(handle.config.options()));
     }
 
     /// `session/prompt`: a slash command offered to editors becomes its operation, anything else a
@@ -223,10 +325,17 @@ impl Sessions {
                 return;
             }
         };
+        handle.config.set_mode(mode);
         handle
             .session
             .submit(Op::SetMode(Some(mode.as_str().to_string())));
         let _ = responder.respond(SetSessionModeResponse::new());
+        // A client that shows config options hears the change there too.
+        let update = ConfigOptionUpdate::new(handle.config.options());
+        let _ = handle.cx.send_notification(SessionNotification::new(
+            request.session_id,
+            SessionUpdate::ConfigOptionUpdate(update),
+        ));
     }
 
     /// `session/cancel`: ends the running prompt (and any queued one) of the session.
@@ -371,6 +480,8 @@ impl Sessions {
             "session opened"
         );
         let waiting = Waiting::default();
+        let config = ConfigState::new(self.config.mode, session.model(), &self.config.paths.config_dir);
+        let ended = CancellationToken::new();
         let task = {
             let mut live = lock(&self.live);
             if live.sessions.contains_key(&id) {
@@ -388,6 +499,9 @@ impl Sessions {
                 trust: trust.clone(),
                 cancel: Arc::new(Mutex::new(CancellationToken::new())),
                 waiting: waiting.clone(),
+                config: config.clone(),
+                ended: ended.clone(),
+                cx: cx.clone(),
             };
             live.sessions.insert(id.clone(), handle);
             task
@@ -395,12 +509,13 @@ impl Sessions {
         // From here the live session itself stands for it.
         drop(loading);
         let session_id = SessionId::new(id);
-        Forwarder::new(cx, session_id.clone(), project_dir, opening, waiting)
+        Forwarder::new(cx, session_id.clone(), project_dir, opening, waiting, config)
             .with_notices(diagnostics.iter().map(ToString::to_string))
             .run(events)
             .await;
         // The session's MCP servers stop when its task ends.
         let _ = task.await;
+        ended.cancel();
         tracing::info!(session = %session_id.0, "session ended");
     }
 }

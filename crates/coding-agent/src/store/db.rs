@@ -319,6 +319,32 @@ impl SessionStore {
             .map_err(|e| self.err("listing sessions", e))
     }
 
+    /// Every project's sessions, most recently updated first (ACP `session/list` without `cwd`).
+    pub fn list_all(&self) -> Result<Vec<SessionInfo>, StoreError> {
+        self.lock()
+            .prepare_cached(&format!(
+                "SELECT {INFO_COLUMNS} FROM sessions ORDER BY updated_at DESC, id DESC"
+            ))
+            .and_then(|mut s| s.query_map([], info_from_row)?.collect::<Result<Vec<_>, _>>())
+            .map_err(|e| self.err("listing sessions", e))
+    }
+
+    /// Deletes session `id` with its transcript and draft (ACP `session/delete`). It is taken
+    /// first, so a session another process has open is refused (`InUse`) and never deleted under
+    /// it; an unknown id is `NoSuchSession`.
+    pub fn delete(&self, id: &str) -> Result<(), StoreError> {
+        self.check_not_damaged()?;
+        if self.session(id)?.is_none() {
+            return Err(self.no_such_session(id));
+        }
+        self.take(id)?;
+        // Entries and the draft go with the row (ON DELETE CASCADE).
+        self.lock()
+            .execute("DELETE FROM sessions WHERE id = ?1", [id])
+            .map_err(|e| self.err("deleting a session", e))?;
+        Ok(())
+    }
+
     /// Runs SQLite's full `PRAGMA integrity_check` (for `elph doctor`): `Corrupt` unless it
     /// reports "ok".
     pub fn integrity_check(&self) -> Result<(), StoreError> {

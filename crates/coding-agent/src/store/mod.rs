@@ -20,6 +20,7 @@ use std::path::PathBuf;
 use serde::{Serialize, Serializer};
 use time::OffsetDateTime;
 
+pub(crate) use db::one_line;
 pub(crate) use db::refuse_read_only;
 pub use db::{BUSY_TIMEOUT, DB_FILE, SCHEMA_VERSION, SessionStore, TITLE_CHARS};
 pub use error::StoreError;

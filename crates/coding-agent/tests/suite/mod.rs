@@ -6,6 +6,7 @@ mod acp_modes;
 mod acp_policy;
 mod acp_projects;
 mod acp_props;
+mod acp_sessions_v1;
 mod acp_workflows;
 mod children;
 mod claude_code_hooks;
