@@ -1,6 +1,8 @@
 #!/bin/sh
 # The offline demo: a scripted model works in a copy of examples/demo/project, whose hooks audit,
 # block, rewrite, add context and redact. Nothing outside a temporary folder is touched.
+# Arguments are passed on to `elph run` (for example --allow-weaker-sandbox on a system without
+# user namespaces).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -44,7 +46,7 @@ echo "   each model turn, its tool calls (→), what the model received back (�
 echo "   and each hook's effect (•) next to what it changed; problems are marked !"
 echo
 status=0
-"$elph" run --cwd "$work/project" --model "scripted/$here/script.json" --output-format stream-json \
+"$elph" run --cwd "$work/project" --model "scripted/$here/script.json" --output-format stream-json "$@" \
   "Tidy up the build output and write down what you did." > "$work/events.jsonl" || status=$?
 python3 "$here/show.py" "$work/project" "$work/" < "$work/events.jsonl" || [ "$status" -ne 0 ] || status=1
 if [ "$status" -ne 0 ]; then

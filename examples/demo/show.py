@@ -127,6 +127,10 @@ for raw in sys.stdin:
     elif kind == "turnEnded":
         status, error = event["status"], event.get("error")
 
+if status is None:
+    out()
+    out("the turn never started: elph stopped before it (its message is above)")
+    sys.exit(1)
 if status != "completed":
     out()
     out(f"the turn did not complete: {status} {error or ''}".rstrip())
