@@ -59,6 +59,43 @@ pub fn live_group_members(pgid: i32, settle: Duration) -> Vec<ProcInfo> {
     }
 }
 
+/// A shell word that names the process running it so that a test outside any sandbox can find
+/// it: `$(readlink /proc/self/ns/pid):$$`, its PID namespace and its pid there. A sandboxed
+/// command runs in a PID namespace of its own, where `$$` is a small number that names some
+/// other process outside; [`host_pid`] turns this back into the pid the test sees.
+pub const SELF_PID: &str = "$(readlink /proc/self/ns/pid):$$";
+
+/// [`SELF_PID`] for the last background job (`$!`).
+pub const LAST_JOB_PID: &str = "$(readlink /proc/self/ns/pid):$!";
+
+/// The pid, as this test sees it, of a process that recorded itself with [`SELF_PID`] or
+/// [`LAST_JOB_PID`] (a plain number is taken as it is). `None` when no live process matches:
+/// it must still run when this is called.
+pub fn host_pid(recorded: &str) -> Option<i32> {
+    let recorded = recorded.trim();
+    let Some((namespace, local)) = recorded.rsplit_once(':') else {
+        return recorded.parse().ok();
+    };
+    let local: i32 = local.parse().ok()?;
+    std::fs::read_dir("/proc")
+        .ok()?
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .find(|&pid| {
+            let in_namespace = std::fs::read_link(format!("/proc/{pid}/ns/pid"))
+                .is_ok_and(|link| link.as_os_str() == namespace);
+            // NSpid: the pid in each namespace from this one's down to the process's own.
+            in_namespace
+                && std::fs::read_to_string(format!("/proc/{pid}/status")).is_ok_and(|status| {
+                    status
+                        .lines()
+                        .find_map(|line| line.strip_prefix("NSpid:"))
+                        .and_then(|pids| pids.split_whitespace().last())
+                        .and_then(|last| last.parse::<i32>().ok())
+                        == Some(local)
+                })
+        })
+}
+
 /// Every descendant of `pid` alive now (children, their children, …), zombies excluded.
 pub fn descendants(pid: i32) -> Vec<i32> {
     let parents: Vec<(i32, i32)> = std::fs::read_dir("/proc")

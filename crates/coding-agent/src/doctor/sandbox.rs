@@ -34,6 +34,8 @@ pub(crate) struct SandboxReport {
     pub(crate) excluded_variables: Vec<ExcludedVariable>,
     /// Whether sandboxed commands get a user namespace of their own.
     pub(crate) user_namespace: bool,
+    /// Whether each sandboxed command gets a PID namespace with its own `/proc`.
+    pub(crate) pid_namespace: bool,
     pub findings: Vec<Finding>,
 }
 
@@ -68,6 +70,7 @@ pub(crate) fn gather(paths: &Paths) -> SandboxReport {
         shell_environment: Vec::new(),
         excluded_variables: Vec::new(),
         user_namespace: elph_process::sandbox::user_namespaces_available(),
+        pid_namespace: elph_process::sandbox::pid_namespaces_available(),
         findings: Vec::new(),
     };
     let args = SandboxArgs::default();

@@ -45,6 +45,7 @@ mod sample;
 mod sandbox_bounds;
 mod sandbox_e2e;
 mod sandbox_holds;
+mod sandbox_pids;
 mod sandbox_users;
 mod schema;
 mod session_api;

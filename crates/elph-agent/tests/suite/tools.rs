@@ -561,9 +561,65 @@ async fn find_path_errors_are_clear() {
 
 // ---------------------------------------------------------------- shell_exec
 
-/// The processes of group `pgid` that are still running (zombies are dead: PID 1 here may not reap).
-fn live_group_members(pgid: i32) -> Vec<i32> {
-    let mut live = Vec::new();
+/// A shell line that prints how the command names itself: its PID namespace and its pid there.
+/// A sandboxed command runs in a PID namespace of its own, where `$$` names some other process of
+/// this test's; outside one (a system without PID namespaces) the pid is this test's view.
+const WHO_AM_I: &str = "echo \"$(readlink /proc/self/ns/pid) $$\"";
+
+/// A command as it named itself ([`WHO_AM_I`]).
+#[derive(Debug)]
+struct Recorded {
+    namespace: String,
+    pid: i32,
+}
+
+impl Recorded {
+    fn parse(line: &str) -> Recorded {
+        let (namespace, pid) = line.trim().split_once(' ').expect("namespace and pid");
+        Recorded {
+            namespace: namespace.to_string(),
+            pid: pid.parse().expect("a pid"),
+        }
+    }
+
+    fn in_own_namespace(&self) -> bool {
+        self.namespace != own_namespace()
+    }
+
+    /// What runs of the command: everything in its PID namespace but the namespace's init, or,
+    /// outside one, its process group.
+    fn live(&self) -> Vec<i32> {
+        if self.in_own_namespace() {
+            namespace_members(&self.namespace)
+                .into_iter()
+                .filter(|&(_, local)| local != 1)
+                .map(|(pid, _)| pid)
+                .collect()
+        } else {
+            live_group_members(self.pid)
+        }
+    }
+
+    /// Whether everything of it is gone, the namespace's init included.
+    fn gone(&self) -> bool {
+        if self.in_own_namespace() {
+            namespace_members(&self.namespace).is_empty()
+        } else {
+            live_group_members(self.pid).is_empty()
+        }
+    }
+}
+
+fn own_namespace() -> String {
+    std::fs::read_link("/proc/self/ns/pid")
+        .unwrap()
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// (pid, state, pgrp, pid in its own namespace) of each process this test can see.
+fn processes() -> Vec<(i32, String, i32, i32)> {
+    let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
             continue;
@@ -576,37 +632,67 @@ fn live_group_members(pgid: i32) -> Vec<i32> {
             continue;
         };
         let fields: Vec<&str> = rest.split_whitespace().collect();
-        let (state, pgrp) = (fields[0], fields[2].parse::<i32>().unwrap_or(-1));
-        if pgrp == pgid && state != "Z" && state != "X" {
-            live.push(pid);
-        }
+        let local = std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .ok()
+            .and_then(|status| {
+                status
+                    .lines()
+                    .find_map(|line| line.strip_prefix("NSpid:"))
+                    .and_then(|pids| pids.split_whitespace().last()?.parse().ok())
+            })
+            .unwrap_or(pid);
+        found.push((
+            pid,
+            fields[0].to_string(),
+            fields[2].parse::<i32>().unwrap_or(-1),
+            local,
+        ));
     }
-    live
+    found
 }
 
-/// Waits for every process of group `pgid` to be gone (killed processes may take a while to die on
+fn alive(state: &str) -> bool {
+    state != "Z" && state != "X"
+}
+
+/// The processes of group `pgid` that are still running (zombies are dead: PID 1 here may not reap).
+fn live_group_members(pgid: i32) -> Vec<i32> {
+    processes()
+        .into_iter()
+        .filter(|(_, state, pgrp, _)| *pgrp == pgid && alive(state))
+        .map(|(pid, ..)| pid)
+        .collect()
+}
+
+/// The live processes of PID namespace `namespace`: (pid here, pid there).
+fn namespace_members(namespace: &str) -> Vec<(i32, i32)> {
+    processes()
+        .into_iter()
+        .filter(|(pid, state, ..)| {
+            alive(state)
+                && std::fs::read_link(format!("/proc/{pid}/ns/pid"))
+                    .is_ok_and(|link| link.to_string_lossy() == namespace)
+        })
+        .map(|(pid, _, _, local)| (pid, local))
+        .collect()
+}
+
+/// Waits for everything of the command to be gone (killed processes may take a while to die on
 /// a loaded machine; this returns as soon as they have).
-async fn assert_group_gone(pgid: i32) {
+async fn assert_gone(recorded: &Recorded) {
     let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let live = live_group_members(pgid);
-        if live.is_empty() {
-            return;
-        }
+    while !recorded.gone() {
         assert!(
             Instant::now() < deadline,
-            "processes of group {pgid} are still running: {live:?}"
+            "processes of {recorded:?} are still running: {:?}",
+            recorded.live()
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 
-fn first_line_number(output: &ToolOutput) -> i32 {
-    text(output)
-        .lines()
-        .next()
-        .and_then(|line| line.trim().parse().ok())
-        .expect("the command printed its pid first")
+fn first_line(output: &ToolOutput) -> Recorded {
+    Recorded::parse(text(output).lines().next().expect("the command named itself first"))
 }
 
 #[tokio::test]
@@ -669,7 +755,7 @@ async fn shell_exec_timeout_kills_the_whole_group() {
     let output = project
         .call(
             "shell_exec",
-            json!({"command": "echo $$; sleep 1000 & sleep 1000", "timeout_ms": 1000}),
+            json!({"command": format!("{WHO_AM_I}; sleep 1000 & sleep 1000"), "timeout_ms": 1000}),
         )
         .await;
     // The sleeps would last 1000 s: ending this near the 1 s timeout shows they were killed. The
@@ -686,7 +772,7 @@ async fn shell_exec_timeout_kills_the_whole_group() {
     );
     assert_eq!(output.details["timedOut"], true);
     assert_eq!(output.details["signal"], 9);
-    assert_group_gone(first_line_number(&output)).await;
+    assert_gone(&first_line(&output)).await;
 }
 
 #[tokio::test]
@@ -696,7 +782,7 @@ async fn a_background_process_holding_stdout_does_not_hold_the_call() {
     let output = project
         .call(
             "shell_exec",
-            json!({"command": "echo $$; sleep 1000 & echo started"}),
+            json!({"command": format!("{WHO_AM_I}; sleep 1000 & echo started")}),
         )
         .await;
     let elapsed = started.elapsed();
@@ -711,7 +797,7 @@ async fn a_background_process_holding_stdout_does_not_hold_the_call() {
         shown.contains("started\nexit code 0\n[background processes"),
         "{shown}"
     );
-    assert_group_gone(first_line_number(&output)).await;
+    assert_gone(&first_line(&output)).await;
 }
 
 #[tokio::test]
@@ -720,21 +806,21 @@ async fn a_background_process_that_let_go_of_the_pipes_is_left_running() {
     let output = project
         .call(
             "shell_exec",
-            json!({"command": "sleep 1000 > /dev/null 2>&1 & echo $!"}),
+            json!({"command": format!("{WHO_AM_I}; sleep 1000 > /dev/null 2>&1 & echo $!")}),
         )
         .await;
-    let pid = first_line_number(&output);
-    assert_eq!(ok(&output), format!("{pid}\nexit code 0"));
-    let alive = !live_group_members(pid_group(pid)).is_empty();
-    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
-    assert!(alive, "the detached background process was killed");
+    let recorded = first_line(&output);
+    let shown = ok(&output);
+    assert!(shown.ends_with("\nexit code 0"), "{shown}");
+    let live = recorded.live();
+    for pid in &live {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(*pid), nix::sys::signal::Signal::SIGKILL);
+    }
+    assert!(!live.is_empty(), "the detached background process was killed");
+    // The namespace's init goes when nothing is left in it.
+    assert_gone(&recorded).await;
 }
 
-fn pid_group(pid: i32) -> i32 {
-    nix::unistd::getpgid(Some(nix::unistd::Pid::from_raw(pid)))
-        .map(|pgid| pgid.as_raw())
-        .unwrap_or(-1)
-}
 
 /// Peak resident memory of this test process, in KiB.
 fn peak_rss_kib() -> u64 {
@@ -799,29 +885,29 @@ async fn dropping_the_call_kills_the_whole_group() {
     let tool = project.catalog.get("shell_exec").unwrap().clone();
     let ctx = project.ctx();
     let mut call = Box::pin(tool.execute(
-        json!({"command": "echo $$ > pgid; sleep 1000 & sleep 1000"}),
+        json!({"command": format!("{WHO_AM_I} > pgid; sleep 1000 & sleep 1000")}),
         &ctx,
     ));
     // Drive the call until the command has written its group id, then drop it mid-run.
     let deadline = Instant::now() + Duration::from_secs(10);
-    let pgid: i32 = loop {
+    let recorded = loop {
         tokio::select! {
             output = &mut call => panic!("the command finished: {}", text(&output)),
             () = tokio::time::sleep(Duration::from_millis(20)) => {}
         }
         let written = std::fs::read_to_string(project.path().join("pgid")).unwrap_or_default();
         if written.ends_with('\n') {
-            break written.trim().parse().unwrap();
+            break Recorded::parse(&written);
         }
         assert!(Instant::now() < deadline, "the command never started");
     };
     // sh, the background sleep and the foreground sleep.
-    while live_group_members(pgid).len() < 3 {
+    while recorded.live().len() < 3 {
         assert!(Instant::now() < deadline, "the sleeps never started");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     drop(call);
-    assert_group_gone(pgid).await;
+    assert_gone(&recorded).await;
 }
 
 #[tokio::test]

@@ -199,7 +199,8 @@ where
     // async-signal-safe work is allowed. Every closure passed here only makes system calls on data
     // prepared before the fork (setsid(2); write(2) of a stack buffer to the orphan watcher;
     // `Confinement::apply_in_child` and `MountPlan::apply`, which unshare, mount, write prepared
-    // bytes, call landlock_restrict_self(2) and seccomp(2); pthread_sigmask(3) of an empty set);
+    // bytes, call landlock_restrict_self(2) and seccomp(2), and for a PID namespace clone(2) raw
+    // (never the C library's fork) and wait4(2); pthread_sigmask(3) of an empty set);
     // none allocates or takes a lock.
     unsafe {
         command.pre_exec(setup);

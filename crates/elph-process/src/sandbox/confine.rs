@@ -13,7 +13,7 @@
 //! execs the command, is robust too but costs a second exec of a large binary on every command;
 //! `elph sandbox -- CMD` uses this same code, so both paths are one.
 //!
-//! Three layers, in this order in the child:
+//! The steps, in this order in the child:
 //! 1. the mount view (`mount_view`): everything outside the writable roots read-only, metadata
 //!    included, and the protected paths inside them (the project's `.elph/`, `.git/hooks/`, …)
 //!    bound read-only with their parents pinned, in a mount namespace of its own (inside a user
@@ -23,8 +23,11 @@
 //!    would cost several milliseconds on a busy machine (the teardown waits for an RCU grace
 //!    period). Where the system allows no mount namespace, `read-only` refuses the metadata
 //!    system calls with seccomp instead;
-//! 2. Landlock (`landlock_rules`): the file system and TCP; once restricted, no more mounts;
-//! 3. seccomp (`seccomp`): the other socket families, with the network off.
+//! 2. a PID namespace of the command's own, with its own `/proc` (`pid_namespace`): the child
+//!    becomes the waiter for the command, which runs as pid 2 under an init of its own;
+//! 3. no privileges and the limits (`privileges`, `limits`);
+//! 4. Landlock (`landlock_rules`): the file system and TCP; once restricted, no more mounts;
+//! 5. seccomp (`seccomp`): the other socket families, with the network off.
 
 use std::ffi::CString;
 use std::io;
@@ -38,6 +41,7 @@ use seccompiler::BpfProgram;
 use super::landlock_rules;
 use super::limits::Limits;
 use super::mount_view::{MountView, ViewKey, c_path};
+use super::pid_namespace::{PidNamespace, pid_namespaces_available};
 use super::privileges::DropPrivileges;
 use super::seccomp;
 use super::{SandboxError, SandboxMode, SandboxPolicy};
@@ -47,6 +51,8 @@ pub use super::landlock_rules::{LandlockSupport, landlock_support};
 /// Everything one child needs to confine itself, prepared before `fork`.
 pub struct Confinement {
     mounts: Option<JoinNamespace>,
+    /// Where the kernel allows one (it needs the mount namespace for its `/proc`).
+    pids: Option<PidNamespace>,
     landlock: Option<RulesetCreated>,
     seccomp: Option<BpfProgram>,
     /// Refuses changes to metadata where no mount view can (read-only without mount namespaces).
@@ -96,8 +102,10 @@ impl Confinement {
             (None, None)
         };
         let in_user_namespace = mounts.as_ref().is_some_and(|join| join.namespace.user.is_some());
+        let pids = (mounts.is_some() && pid_namespaces_available()).then(PidNamespace::prepare);
         Ok(Some(Confinement {
             mounts,
+            pids,
             landlock: Some(landlock),
             seccomp,
             metadata,
@@ -120,6 +128,10 @@ impl Confinement {
             }
             nix::sched::setns(&join.namespace.mount, CloneFlags::CLONE_NEWNS)?;
             nix::unistd::chdir(join.cwd.as_c_str())?;
+        }
+        if let Some(pids) = &self.pids {
+            // Only the command's own process comes back from here.
+            pids.enter_in_child()?;
         }
         self.privileges.apply_in_child()?;
         self.limits.apply_in_child()?;

@@ -7,13 +7,16 @@
 //! ([`Confinement`]). Enforcement is by the kernel, not by inspecting commands: Landlock for the
 //! file system and TCP, seccomp for the socket families Landlock cannot see, and a private mount
 //! namespace with a read-only view of the file system for what Landlock cannot express: metadata
-//! and the protected paths inside a writable root (see `confine` and `mount_view`).
+//! and the protected paths inside a writable root (see `confine` and `mount_view`), and a PID
+//! namespace with its own `/proc`, so that a command sees no process outside its own
+//! (`pid_namespace`).
 
 mod appeared;
 mod confine;
 mod landlock_rules;
 mod limits;
 mod mount_view;
+mod pid_namespace;
 mod privileges;
 mod seccomp;
 mod unix_sockets;
@@ -27,6 +30,7 @@ pub use confine::{
     Confinement, LandlockSupport, landlock_support, mount_namespaces_available, mounted_read_only_paths,
 };
 pub use limits::Limits;
+pub use pid_namespace::pid_namespaces_available;
 pub use privileges::{make_self_undumpable, user_namespaces_available};
 pub use unix_sockets::socket_variable;
 pub use weaker::{MissingProtection, missing_protections};

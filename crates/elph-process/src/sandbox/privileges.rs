@@ -104,7 +104,7 @@ struct CapData {
 /// non-root user outside any namespace) cannot change its bounding set or securebits, and needs
 /// not: with `no_new_privs` nothing it executes can gain one.
 #[expect(unsafe_code, reason = "prctl and capget/capset system calls on stack data")]
-fn drop_capabilities(last_cap: u32) -> io::Result<()> {
+pub(super) fn drop_capabilities(last_cap: u32) -> io::Result<()> {
     let check = |result: libc::c_long| {
         if result < 0 {
             Err(io::Error::last_os_error())
@@ -138,7 +138,7 @@ fn drop_capabilities(last_cap: u32) -> io::Result<()> {
     check(unsafe { libc::syscall(libc::SYS_capset, &raw mut header, empty.as_ptr()) })
 }
 
-fn last_cap() -> u32 {
+pub(super) fn last_cap() -> u32 {
     static LAST: OnceLock<u32> = OnceLock::new();
     *LAST.get_or_init(|| {
         std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")

@@ -9,7 +9,10 @@
 
 use std::fmt;
 
-use super::{SandboxMode, SandboxPolicy, mount_namespaces_available, mounted_read_only_paths};
+use super::{
+    SandboxMode, SandboxPolicy, landlock_support, mount_namespaces_available, mounted_read_only_paths,
+    pid_namespaces_available,
+};
 
 /// One protection this system cannot give to a policy.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -44,6 +47,20 @@ pub fn missing_protections(policy: &SandboxPolicy) -> Vec<MissingProtection> {
                 "commands can read the environment (/proc/PID/environ) {whose}, outside Elph"
             ),
             missing: "no user namespace for sandboxed commands",
+        });
+    }
+    if !pid_namespaces_available() {
+        // Landlock's ABI 6 scopes signals; before it, nothing else keeps them in.
+        let signals = if landlock_support().abi.is_some_and(|abi| abi >= 6) {
+            ""
+        } else {
+            ", and signal those of your user (Elph included)"
+        };
+        missing.push(MissingProtection {
+            consequence: format!(
+                "commands can list every process of the system with its command line (ps, /proc){signals}"
+            ),
+            missing: "no PID namespace with its own /proc",
         });
     }
     // In `read-only`, a seccomp filter refuses the metadata calls instead (`confine`).

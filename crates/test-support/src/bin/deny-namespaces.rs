@@ -1,5 +1,6 @@
-//! `deny-namespaces [--mount] PROGRAM ARGS…`: runs the program where it cannot create a user
-//! namespace (and, with `--mount`, no mount namespace either): a seccomp filter of this process,
+//! `deny-namespaces [--mount] [--pid] PROGRAM ARGS…`: runs the program where it cannot create a
+//! user namespace (and, with `--mount`, no mount namespace, with `--pid` no PID namespace either):
+//! a seccomp filter of this process,
 //! inherited by the program and everything it starts, refuses `unshare(2)` and `clone(2)` with
 //! those flags (EPERM, as a system that forbids them answers), and `clone3(2)` with ENOSYS so that
 //! the C library falls back to `clone`, whose flags the filter can see. This is how the tests make
@@ -21,19 +22,20 @@ use seccompiler::{
 
 fn main() -> ExitCode {
     let mut args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
-    let mount = args.first().is_some_and(|arg| arg == "--mount");
-    if mount {
+    let mut flags = vec![libc::CLONE_NEWUSER as u64];
+    while let Some(option) = args.first().and_then(|arg| arg.to_str()) {
+        match option {
+            "--mount" => flags.push(libc::CLONE_NEWNS as u64),
+            "--pid" => flags.push(libc::CLONE_NEWPID as u64),
+            _ => break,
+        }
         args.remove(0);
     }
     let Some((program, rest)) = args.split_first() else {
-        eprintln!("usage: deny-namespaces [--mount] PROGRAM [ARGS…]");
+        eprintln!("usage: deny-namespaces [--mount] [--pid] PROGRAM [ARGS…]");
         return ExitCode::from(2);
     };
     let arch = TargetArch::try_from(std::env::consts::ARCH).unwrap();
-    let mut flags = vec![libc::CLONE_NEWUSER as u64];
-    if mount {
-        flags.push(libc::CLONE_NEWNS as u64);
-    }
     let with_flag = |flag: u64| {
         SeccompRule::new(vec![
             SeccompCondition::new(0, SeccompCmpArgLen::Qword, SeccompCmpOp::MaskedEq(flag), flag).unwrap(),
