@@ -189,7 +189,7 @@ fn busy_sandbox(env: &TestEnv) -> (std::process::Child, Vec<i32>) {
         let pids: Vec<i32> = std::fs::read_to_string(&pid_file)
             .unwrap_or_default()
             .lines()
-            .filter_map(|line| line.trim().parse().ok())
+            .filter_map(test_support::hook_scripts::host_pid)
             .collect();
         if pids.len() >= 2 {
             return (child, pids);

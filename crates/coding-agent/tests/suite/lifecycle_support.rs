@@ -132,14 +132,16 @@ impl Running {
     }
 }
 
-/// Waits until `path` holds at least `count` non-empty lines, and returns them as pids.
+/// Waits until `path` holds at least `count` non-empty lines, and returns them as pids as this
+/// test sees them (a sandboxed command records itself in its own PID namespace:
+/// `test_support::hook_scripts::SELF_PID`).
 pub async fn pids_in(path: &Path, count: usize) -> Vec<i32> {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let pids: Vec<i32> = std::fs::read_to_string(path)
             .unwrap_or_default()
             .lines()
-            .filter_map(|line| line.trim().parse().ok())
+            .filter_map(test_support::hook_scripts::host_pid)
             .collect();
         if pids.len() >= count {
             return pids;
@@ -153,10 +155,12 @@ pub async fn pids_in(path: &Path, count: usize) -> Vec<i32> {
     }
 }
 
-/// A shell command that records its own pid and a background `sleep`'s in `pid_file`, then waits.
+/// A shell command that records its own pid and a background `sleep`'s in `pid_file`, then waits
+/// (each as `SELF_PID` records it: [`pids_in`] turns them into pids).
 pub fn long_command(pid_file: &Path, seconds: u32) -> String {
+    use test_support::hook_scripts::{LAST_JOB_PID, SELF_PID};
     format!(
-        "sleep {seconds} & echo $! >> '{file}'; echo $$ >> '{file}'; wait",
+        "sleep {seconds} & echo \"{LAST_JOB_PID}\" >> '{file}'; echo \"{SELF_PID}\" >> '{file}'; wait",
         file = pid_file.display()
     )
 }

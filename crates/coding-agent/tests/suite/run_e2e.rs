@@ -576,7 +576,11 @@ async fn ctrl_c_cancels_kills_the_tool_runs_stop_and_exits_130() {
     let server = FakeModelServer::start(Wire::OpenAi).await;
     server.enqueue(FakeReply::tool_call(
         "shell_exec",
-        json!({"command": format!("echo $$ > {}; sleep 1000", pid_file.display())}),
+        json!({"command": format!(
+            "echo \"{}\" > {}; sleep 1000",
+            test_support::hook_scripts::SELF_PID,
+            pid_file.display()
+        )}),
     ));
     let mut command = env.command(&elph());
     command
@@ -589,11 +593,8 @@ async fn ctrl_c_cancels_kills_the_tool_runs_stop_and_exits_130() {
         assert!(std::time::Instant::now() < deadline, "the tool started");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let tool_pid: i32 = std::fs::read_to_string(&pid_file)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let tool_pid = test_support::hook_scripts::host_pid(&std::fs::read_to_string(&pid_file).unwrap())
+        .expect("the tool runs");
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(child.id().unwrap() as i32),
         nix::sys::signal::Signal::SIGINT,

@@ -126,20 +126,41 @@ async fn a_sandboxed_command_cannot_see_signal_or_trace_elph_or_another_process(
         let _ = victim.wait();
 
         assert!(out.status.success(), "{who:?}: {}", text(&out.stderr));
-        assert!(result.contains("written"), "{who:?}: the script ran to its end: {result}");
-        for seen in ["listed-elph", "listed-victim", "environ=0", "signal-elph=0", "signal-victim=0"] {
+        assert!(
+            result.contains("written"),
+            "{who:?}: the script ran to its end: {result}"
+        );
+        for seen in [
+            "listed-elph",
+            "listed-victim",
+            "environ=0",
+            "signal-elph=0",
+            "signal-victim=0",
+        ] {
             assert!(!result.contains(seen), "{who:?}: {seen}: {result}");
         }
         assert!(!result.contains("kill=0"), "{who:?}: killed the victim: {result}");
         assert!(victim_survived, "{who:?}: the victim was killed: {result}");
-        assert!(result.contains("ptrace=-1"), "{who:?}: traced the victim: {result}");
+        assert!(
+            result.contains("ptrace=-1"),
+            "{who:?}: traced the victim: {result}"
+        );
         assert!(!result.contains("sk-test-secret-key"), "{who:?}: {result}");
         // Its own /proc: the sandbox's init, the shell and what it runs, nothing else.
         let processes = count(&result, "processes");
-        assert!(processes <= 6, "{who:?}: {processes} processes in /proc: {result}");
+        assert!(
+            processes <= 6,
+            "{who:?}: {processes} processes in /proc: {result}"
+        );
 
         // Unconfined, the same script sees and reaches both: the attempts are real ones.
-        for seen in ["listed-elph", "listed-victim", "signal-elph=0", "signal-victim=0", "ptrace=0"] {
+        for seen in [
+            "listed-elph",
+            "listed-victim",
+            "signal-elph=0",
+            "signal-victim=0",
+            "ptrace=0",
+        ] {
             assert!(control.contains(seen), "{who:?}: control: {seen}: {control}");
         }
         assert!(count(&control, "processes") > processes, "{who:?}: {control}");
@@ -189,7 +210,10 @@ async fn a_background_process_outlives_its_command_and_dies_with_elph() {
             std::thread::sleep(Duration::from_millis(10));
         };
         while !env.project.join("second.started").exists() {
-            assert!(Instant::now() < deadline, "{who:?}: the second command never started");
+            assert!(
+                Instant::now() < deadline,
+                "{who:?}: the second command never started"
+            );
             std::thread::sleep(Duration::from_millis(10));
         }
         let outlived = test_support::hook_scripts::is_alive(background);

@@ -692,7 +692,12 @@ async fn assert_gone(recorded: &Recorded) {
 }
 
 fn first_line(output: &ToolOutput) -> Recorded {
-    Recorded::parse(text(output).lines().next().expect("the command named itself first"))
+    Recorded::parse(
+        text(output)
+            .lines()
+            .next()
+            .expect("the command named itself first"),
+    )
 }
 
 #[tokio::test]
@@ -814,13 +819,15 @@ async fn a_background_process_that_let_go_of_the_pipes_is_left_running() {
     assert!(shown.ends_with("\nexit code 0"), "{shown}");
     let live = recorded.live();
     for pid in &live {
-        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(*pid), nix::sys::signal::Signal::SIGKILL);
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(*pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
     }
     assert!(!live.is_empty(), "the detached background process was killed");
     // The namespace's init goes when nothing is left in it.
     assert_gone(&recorded).await;
 }
-
 
 /// Peak resident memory of this test process, in KiB.
 fn peak_rss_kib() -> u64 {

@@ -185,7 +185,10 @@ fn be_init(command: Pid, to_parent: OwnedFd, last_cap: u32) -> ! {
     }
     set_disposition(libc::SIGPIPE, libc::SIG_IGN);
     for signal in PASSED_ON {
-        set_disposition(signal, pass_on as extern "C" fn(libc::c_int) as libc::sighandler_t);
+        set_disposition(
+            signal,
+            pass_on as extern "C" fn(libc::c_int) as libc::sighandler_t,
+        );
     }
     let _ = nix::sys::signal::pthread_sigmask(
         nix::sys::signal::SigmaskHow::SIG_SETMASK,
@@ -261,7 +264,10 @@ fn exit_as(how: u8, value: u8) -> ! {
     exit(libc::c_int::from(value))
 }
 
-#[expect(unsafe_code, reason = "setrlimit, sigaction, sigprocmask and kill on stack data")]
+#[expect(
+    unsafe_code,
+    reason = "setrlimit, sigaction, sigprocmask and kill on stack data"
+)]
 fn raise_default(signal: libc::c_int, no_core: &libc::rlimit) {
     // SAFETY: system calls with integer arguments and pointers to stack values that live for
     // the call; nothing is allocated.
@@ -323,13 +329,25 @@ fn clone_process() -> io::Result<libc::pid_t> {
     // SAFETY: clone(2) with only SIGCHLD as its flags and no new stack is fork(2): the copy gets
     // its own memory, and both go on from here. The caller is the single thread of a forked
     // child; the copy only makes system calls until it executes a program or calls `_exit`.
-    let pid = unsafe { libc::syscall(libc::SYS_clone, libc::SIGCHLD as libc::c_ulong, 0usize, 0usize, 0usize, 0usize) };
+    let pid = unsafe {
+        libc::syscall(
+            libc::SYS_clone,
+            libc::SIGCHLD as libc::c_ulong,
+            0usize,
+            0usize,
+            0usize,
+            0usize,
+        )
+    };
     Errno::result(pid)
         .map(|pid| pid as libc::pid_t)
         .map_err(io::Error::from)
 }
 
-#[expect(unsafe_code, reason = "_exit(2): no destructor or atexit handler may run in a forked child")]
+#[expect(
+    unsafe_code,
+    reason = "_exit(2): no destructor or atexit handler may run in a forked child"
+)]
 fn exit(code: libc::c_int) -> ! {
     // SAFETY: _exit ends the process at once; it touches no memory of ours.
     unsafe { libc::_exit(code) }
@@ -386,7 +404,10 @@ mod tests {
         let stderr = out.stderr.render();
         assert_eq!(out.exit_code, Some(7), "{stdout} {stderr}");
         let lines: Vec<&str> = stdout.lines().collect();
-        let first: Vec<&str> = lines.first().map(|line| line.split_whitespace().collect()).unwrap_or_default();
+        let first: Vec<&str> = lines
+            .first()
+            .map(|line| line.split_whitespace().collect())
+            .unwrap_or_default();
         assert_eq!(first, ["2", "2", "2"], "pid, group, session: {stdout} {stderr}");
         let listed: usize = lines.get(1).and_then(|n| n.parse().ok()).unwrap_or(usize::MAX);
         // init, sh, and the command substitution's processes at most.
