@@ -13,6 +13,7 @@ pub(crate) mod locked_file;
 pub(crate) mod logging;
 pub(crate) mod logrotate;
 pub mod mcp;
+pub(crate) mod model_choice;
 pub(crate) mod notices;
 pub mod paths;
 pub(crate) mod protected_paths;

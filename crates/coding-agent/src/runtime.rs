@@ -93,7 +93,7 @@ impl Runtime {
         events: UnboundedSender<AgentEvent>,
     ) -> anyhow::Result<Runtime> {
         let settings = Settings::load(&paths.config_dir)?;
-        let provider = resolve_provider(&paths, options.model.as_deref(), &settings)?;
+        let provider = crate::model_choice::resolve_provider(&paths, options.model.as_deref(), &settings)?;
         let model = format!("{}/{}", provider.provider_name(), provider.model_id());
 
         let loader = HookLoader::new(paths.clone());
@@ -293,23 +293,6 @@ impl Runtime {
         }
         Ok(self.reload())
     }
-}
-
-/// The model `--model` (`flag`), `ELPH_MODEL` or settings.json names, with its key: one choice for
-/// the session and for the checks made before the startup trust question.
-pub(crate) fn resolve_provider(
-    paths: &Paths,
-    flag: Option<&str>,
-    settings: &Settings,
-) -> Result<Box<dyn elph_ai::Provider>, elph_ai::ProviderError> {
-    let env_model = std::env::var("ELPH_MODEL").ok().filter(|m| !m.is_empty());
-    elph_ai::resolve(
-        flag,
-        env_model.as_deref(),
-        settings.model.as_deref(),
-        &paths.config_dir,
-        &|name| std::env::var(name).ok(),
-    )
 }
 
 /// Where the native tools may write: where the sandbox lets commands write, with Elph's own

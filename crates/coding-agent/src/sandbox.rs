@@ -145,13 +145,20 @@ fn writable_root(entry: &str) -> anyhow::Result<PathBuf> {
 /// The session's shell environment policy: settings.json's `shellEnvironment`, with every
 /// provider's key variable (built in and custom) excluded.
 pub(crate) fn shell_env_policy(paths: &Paths, settings: &Settings) -> ShellEnvPolicy {
-    let mut provider_key_vars = vec![
-        elph_ai::OPENAI_API_KEY_ENV.to_string(),
-        elph_ai::ANTHROPIC_API_KEY_ENV.to_string(),
-    ];
-    // Every variable a provider file sends as a secret (its key, its headers' `${NAME}`s), also
-    // from files skipped as broken: a file this version cannot use still names the user's key.
-    provider_key_vars.extend(elph_ai::Catalog::load(&paths.config_dir).secret_vars());
+    shell_env_policy_for(elph_ai::BUILTIN_PROVIDERS, paths, settings)
+}
+
+/// [`shell_env_policy`] with `table` as the built-in providers.
+fn shell_env_policy_for(
+    table: &[elph_ai::BuiltinProvider],
+    paths: &Paths,
+    settings: &Settings,
+) -> ShellEnvPolicy {
+    // The table's keys and every variable a provider file sends as a secret (its key, its headers'
+    // `${NAME}`s), also from files skipped as broken: a file this version cannot use still names
+    // the user's key.
+    let mut provider_key_vars =
+        elph_ai::provider_secret_vars(table, &elph_ai::Catalog::load(&paths.config_dir));
     // A file that is not even valid JSON names its key all the same: every `"apiKeyEnv": "NAME"`
     // written in any provider file is excluded, file by file.
     provider_key_vars.extend(api_key_envs_written_in(&paths.config_dir.join("providers")));
@@ -220,5 +227,46 @@ mod tests {
         let mut names = api_key_envs_written_in(dir.path());
         names.sort();
         assert_eq!(names, ["ACME_ACCESS", "BROKEN_ONE"]);
+    }
+
+    /// A row added to the providers' table is kept from shell commands with nothing else to edit:
+    /// its variable (a name no default exclude would catch) passes without the row and not with it.
+    #[test]
+    fn a_provider_added_to_the_table_has_its_key_excluded_from_the_shell() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Paths {
+            config_dir: dir.path().join("config"),
+            data_dir: dir.path().join("data"),
+            project_dir: dir.path().to_path_buf(),
+        };
+        let settings = Settings::default();
+        let environment = || {
+            [
+                ("ACME_ACCESS", "sk-acme"),
+                ("OPENAI_API_KEY", "sk-o"),
+                ("LANG", "C"),
+            ]
+            .map(|(name, value)| (name.into(), value.into()))
+        };
+        let names = |policy: &ShellEnvPolicy| -> Vec<String> {
+            policy
+                .apply(environment())
+                .into_iter()
+                .map(|(name, _)| name.to_string_lossy().into_owned())
+                .collect()
+        };
+        let today = shell_env_policy(&paths, &settings);
+        assert_eq!(names(&today), ["ACME_ACCESS", "LANG"]);
+        let mut table = elph_ai::BUILTIN_PROVIDERS.to_vec();
+        table.push(elph_ai::BuiltinProvider {
+            name: "acme",
+            api_key_env: "ACME_ACCESS",
+            base_url_env: "ACME_URL",
+            default_base_url: "https://api.acme.test/v1",
+            api: elph_ai::WireApi::OpenAiChat,
+        });
+        let with_acme = shell_env_policy_for(&table, &paths, &settings);
+        assert_eq!(names(&with_acme), ["LANG"]);
+        assert!(with_acme.provider_key_vars.contains(&"ACME_ACCESS".to_string()));
     }
 }

@@ -14,10 +14,6 @@ use crate::provider::{
     Provider, ProviderError, Request, StopReason, StreamEvent, Turn, Usage, provider_schema,
 };
 
-pub(crate) const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
-/// The environment variable the Anthropic key is read from.
-pub const API_KEY_ENV: &str = "ANTHROPIC_API_KEY";
-pub(crate) const BASE_URL_ENV: &str = "ANTHROPIC_BASE_URL";
 pub(crate) const API_VERSION: &str = "2023-06-01";
 pub(crate) const DEFAULT_MAX_TOKENS: u32 = 8192;
 

@@ -22,9 +22,6 @@ use crate::http::ExtraHeader;
 use crate::limits::StreamLimits;
 use crate::provider::{DEFAULT_CONTEXT_WINDOW, ProviderError};
 
-/// Provider names that are built in and cannot be redefined by a file.
-pub(crate) const BUILTIN_PROVIDERS: [&str; 3] = ["openai", "anthropic", "scripted"];
-
 /// The longest timeout a provider file may set: a day.
 const MAX_TIMEOUT_SECS: f64 = 86_400.0;
 
@@ -256,7 +253,7 @@ impl ProviderDef {
                 self.name
             ));
         }
-        if BUILTIN_PROVIDERS.contains(&self.name.as_str()) {
+        if crate::builtin::is_builtin(&self.name) {
             return Err(format!(
                 "\"name\" {:?} is a built-in provider; choose another name",
                 self.name

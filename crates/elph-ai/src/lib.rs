@@ -8,13 +8,16 @@
 //! - the two HTTP wire formats (server-sent events): [`OpenAiProvider`], [`AnthropicProvider`],
 //!   configured by [`HttpProviderConfig`] and retried by [`RetryPolicy`];
 //! - [`ScriptedProvider`]: an offline provider that plays a JSON script;
-//! - custom providers and choosing the model: [`Catalog`], [`resolve`], [`ModelSelection`];
+//! - the built-in providers' table and custom providers: [`BUILTIN_PROVIDERS`], [`Catalog`],
+//!   [`ModelSelection`], [`build_provider`], and every provider's secret variables
+//!   ([`provider_secret_vars`]);
 //! - every failure: [`ProviderError`];
 //! - the TLS set-up, for the binary's other HTTP clients: [`http_client_builder`].
 #![forbid(unsafe_code)]
 #![warn(unreachable_pub, missing_docs)]
 
 mod anthropic;
+mod builtin;
 mod catalog;
 mod error;
 mod http;
@@ -30,15 +33,16 @@ mod select;
 mod sse;
 mod tls;
 
-pub use anthropic::{API_KEY_ENV as ANTHROPIC_API_KEY_ENV, AnthropicProvider};
+pub use anthropic::AnthropicProvider;
+pub use builtin::{BUILTIN_PROVIDERS, BuiltinProvider, provider_secret_vars};
 pub use catalog::{Catalog, CatalogProblem, LimitsDef, ModelDef, ProviderDef, WireApi};
 pub use error::ProviderError;
 pub use http::{ApiKey, ExtraHeader, HttpProviderConfig};
 pub use limits::{Limit, StreamLimits};
 pub use messages::{Content, ContentBlock, Message, ToolCall};
-pub use openai::{API_KEY_ENV as OPENAI_API_KEY_ENV, OpenAiProvider};
+pub use openai::OpenAiProvider;
 pub use provider::{Provider, Request, StopReason, StreamEvent, ToolSpec, Turn, Usage};
 pub use retry::RetryPolicy;
 pub use scripted::ScriptedProvider;
-pub use select::{ModelOrigin, ModelSelection, build as build_provider, resolve};
+pub use select::{ModelOrigin, ModelSelection, build as build_provider};
 pub use tls::http_client_builder;

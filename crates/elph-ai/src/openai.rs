@@ -14,11 +14,6 @@ use crate::provider::{
     Provider, ProviderError, Request, StopReason, StreamEvent, Turn, Usage, provider_schema,
 };
 
-pub(crate) const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
-/// The environment variable the OpenAI key is read from.
-pub const API_KEY_ENV: &str = "OPENAI_API_KEY";
-pub(crate) const BASE_URL_ENV: &str = "OPENAI_BASE_URL";
-
 /// A Chat Completions model.
 #[derive(Debug)]
 pub struct OpenAiProvider {

@@ -59,30 +59,20 @@ pub(crate) fn gather(paths: &Paths, env: &dyn Fn(&str) -> Option<String>) -> Pro
             )
         }
     };
-    let mut providers: Vec<ProviderReport> = [
-        (
-            "openai",
-            elph_ai::WireApi::OpenAiChat,
-            elph_ai::OPENAI_API_KEY_ENV,
-        ),
-        (
-            "anthropic",
-            elph_ai::WireApi::AnthropicMessages,
-            elph_ai::ANTHROPIC_API_KEY_ENV,
-        ),
-    ]
-    .into_iter()
-    .map(|(name, api, var)| ProviderReport {
-        name: name.into(),
-        api,
-        file: None,
-        base_url: None,
-        api_key_env: Some(var.into()),
-        api_key_set: Some(is_set(var)),
-        headers: Vec::new(),
-        finding: key_finding(var, is_set(var)),
-    })
-    .collect();
+    let mut providers: Vec<ProviderReport> = elph_ai::BUILTIN_PROVIDERS
+        .iter()
+        .map(|row| (row.name, row.api, row.api_key_env))
+        .map(|(name, api, var)| ProviderReport {
+            name: name.into(),
+            api,
+            file: None,
+            base_url: None,
+            api_key_env: Some(var.into()),
+            api_key_set: Some(is_set(var)),
+            headers: Vec::new(),
+            finding: key_finding(var, is_set(var)),
+        })
+        .collect();
     let catalog = elph_ai::Catalog::load(&paths.config_dir);
     for def in catalog.providers() {
         let unset_header_vars: Vec<String> = def

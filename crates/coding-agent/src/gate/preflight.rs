@@ -14,7 +14,7 @@ use crate::store::{DB_FILE, SessionStore, StoreError};
 /// Checks what the session would otherwise find out only after the question.
 pub(crate) fn check(paths: &Paths, model: Option<&str>, sandbox: &SandboxArgs) -> anyhow::Result<()> {
     let settings = Settings::load(&paths.config_dir)?;
-    crate::runtime::resolve_provider(paths, model, &settings)?;
+    crate::model_choice::resolve_provider(paths, model, &settings)?;
     crate::sandbox::resolve_policy(paths, &settings, sandbox, None)?;
     check_data_dir(&paths.data_dir)?;
     Ok(())

@@ -1,9 +1,10 @@
-//! Choosing the model and building its provider: precedence, catalogs, errors.
+//! Building the provider a model selection names: the built-in table, catalogs, errors. (Which
+//! selection wins is coding-agent's precedence rule, tested there.)
 
 use std::collections::HashMap;
 use std::path::Path;
 
-use elph_ai::{ProviderError, resolve};
+use elph_ai::{ModelOrigin, ModelSelection, Provider, ProviderError, build_provider};
 use serde_json::json;
 use test_support::fake_model::{FakeModelServer, FakeReply, Wire};
 
@@ -21,9 +22,15 @@ fn no_env(_: &str) -> Option<String> {
     None
 }
 
-fn write_script(path: &Path, text: &str) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, json!({"turns": [{"text": text}]}).to_string()).unwrap();
+/// Builds the provider `spec` names, as `origin` gave it.
+fn select(
+    spec: &str,
+    origin: ModelOrigin,
+    config_dir: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Box<dyn Provider>, ProviderError> {
+    let selection = ModelSelection::parse(spec, &origin)?;
+    build_provider(&selection, &origin, config_dir, env)
 }
 
 fn write_provider(config_dir: &Path, file: &str, def: serde_json::Value) {
@@ -32,67 +39,19 @@ fn write_provider(config_dir: &Path, file: &str, def: serde_json::Value) {
     std::fs::write(dir.join(file), def.to_string()).unwrap();
 }
 
-#[tokio::test]
-async fn flag_beats_env_beats_settings() {
-    let dir = tempfile::tempdir().unwrap();
-    let config_dir = dir.path().join("config");
-    let flag = dir.path().join("flag.json");
-    let env = dir.path().join("env.json");
-    write_script(&flag, "from flag");
-    write_script(&env, "from env");
-    write_script(&config_dir.join("scripts/settings.json"), "from settings");
-    let flag_spec = format!("scripted/{}", flag.display());
-    let env_spec = format!("scripted/{}", env.display());
-    // A relative scripted path in settings.json is relative to CONFIG_DIR.
-    let settings_spec = "scripted/scripts/settings.json";
-
-    let cases = [
-        (
-            Some(flag_spec.as_str()),
-            Some(env_spec.as_str()),
-            Some(settings_spec),
-            "from flag",
-        ),
-        (None, Some(env_spec.as_str()), Some(settings_spec), "from env"),
-        (Some(""), None, Some(settings_spec), "from settings"),
-    ];
-    for (flag, env_model, settings, expected) in cases {
-        let provider = resolve(flag, env_model, settings, &config_dir, &no_env).unwrap();
-        assert_eq!(provider.provider_name(), "scripted");
-        let (turn, _) = run(provider.as_ref(), &simple_request()).await;
-        assert_eq!(turn.unwrap().text, expected);
-    }
-}
-
-#[test]
-fn no_model_anywhere_says_how_to_set_one() {
-    let dir = tempfile::tempdir().unwrap();
-    let error = resolve(None, Some(""), None, dir.path(), &no_env).err().unwrap();
-    assert!(matches!(error, ProviderError::NoModel { .. }));
-    assert_eq!(
-        error.to_string(),
-        format!(
-            "no model configured: pass --model PROVIDER/MODEL, set ELPH_MODEL, or set \"model\" in {} \
-             (scripted/PATH runs offline)",
-            dir.path().join("settings.json").display()
-        )
-    );
-}
-
 #[test]
 fn missing_keys_and_bad_specs_are_explained() {
     let dir = tempfile::tempdir().unwrap();
-    let error = resolve(Some("openai/gpt-4.1"), None, None, dir.path(), &no_env)
+    let error = select("openai/gpt-4.1", ModelOrigin::Flag, dir.path(), &no_env)
         .err()
         .unwrap();
     assert_eq!(
         error.to_string(),
         "OPENAI_API_KEY is not set; export it, or use --model scripted/PATH to run offline"
     );
-    let error = resolve(
-        None,
-        None,
-        Some("anthropic/claude-x"),
+    let error = select(
+        "anthropic/claude-x",
+        ModelOrigin::Settings(dir.path().join("settings.json")),
         dir.path(),
         &env_of(&[("ANTHROPIC_API_KEY", "")]),
     )
@@ -102,7 +61,7 @@ fn missing_keys_and_bad_specs_are_explained() {
         error.to_string().starts_with("ANTHROPIC_API_KEY is not set"),
         "{error}"
     );
-    let error = resolve(None, Some("gpt-4.1"), None, dir.path(), &no_env)
+    let error = select("gpt-4.1", ModelOrigin::Env, dir.path(), &no_env)
         .err()
         .unwrap();
     assert!(
@@ -111,7 +70,7 @@ fn missing_keys_and_bad_specs_are_explained() {
             .contains("invalid model \"gpt-4.1\" (from ELPH_MODEL)"),
         "{error}"
     );
-    let error = resolve(Some("mystery/model"), None, None, dir.path(), &no_env)
+    let error = select("mystery/model", ModelOrigin::Flag, dir.path(), &no_env)
         .err()
         .unwrap();
     let text = error.to_string();
@@ -139,7 +98,7 @@ async fn builtin_providers_read_keys_and_base_urls_from_the_environment() {
         ("ANTHROPIC_BASE_URL", &anthropic.base_url()),
     ]);
 
-    let provider = resolve(Some("openai/gpt-4.1"), None, None, dir.path(), &env).unwrap();
+    let provider = select("openai/gpt-4.1", ModelOrigin::Flag, dir.path(), &env).unwrap();
     assert_eq!(
         (provider.provider_name(), provider.model_id()),
         ("openai", "gpt-4.1")
@@ -152,7 +111,7 @@ async fn builtin_providers_read_keys_and_base_urls_from_the_environment() {
     assert_eq!(openai.recorded()[0].header("authorization"), Some("Bearer sk-o"));
     assert_eq!(openai.requests()[0]["model"], json!("gpt-4.1"));
 
-    let provider = resolve(None, Some("anthropic/claude-sonnet-4-5"), None, dir.path(), &env).unwrap();
+    let provider = select("anthropic/claude-sonnet-4-5", ModelOrigin::Env, dir.path(), &env).unwrap();
     assert_eq!(provider.provider_name(), "anthropic");
     assert_eq!(provider.context_window(), 200_000);
     assert_eq!(
@@ -183,7 +142,7 @@ async fn custom_providers_from_the_catalog_reuse_the_adapters() {
     anthropic.enqueue(FakeReply::text("proxy answer"));
     let env = env_of(&[("LOCAL_KEY", "local-secret")]);
 
-    let provider = resolve(Some("local/qwen3/coder"), None, None, dir.path(), &env).unwrap();
+    let provider = select("local/qwen3/coder", ModelOrigin::Flag, dir.path(), &env).unwrap();
     assert_eq!(
         (provider.provider_name(), provider.model_id()),
         ("local", "qwen3/coder")
@@ -198,7 +157,7 @@ async fn custom_providers_from_the_catalog_reuse_the_adapters() {
         Some("Bearer local-secret")
     );
 
-    let provider = resolve(Some("proxy/claude-haiku-4-5"), None, None, dir.path(), &env).unwrap();
+    let provider = select("proxy/claude-haiku-4-5", ModelOrigin::Flag, dir.path(), &env).unwrap();
     assert_eq!(provider.context_window(), 200_000);
     assert_eq!(
         run(provider.as_ref(), &simple_request()).await.0.unwrap().text,
@@ -210,14 +169,14 @@ async fn custom_providers_from_the_catalog_reuse_the_adapters() {
         "no apiKeyEnv, no key"
     );
 
-    let error = resolve(Some("local/qwen3"), None, None, dir.path(), &no_env)
+    let error = select("local/qwen3", ModelOrigin::Flag, dir.path(), &no_env)
         .err()
         .unwrap();
     assert_eq!(
         error.to_string(),
         "LOCAL_KEY is not set; export it, or use --model scripted/PATH to run offline"
     );
-    let error = resolve(Some("other/x"), None, None, dir.path(), &no_env)
+    let error = select("other/x", ModelOrigin::Flag, dir.path(), &no_env)
         .err()
         .unwrap();
     assert!(error.to_string().ends_with("(found: local, proxy)"), "{error}");
@@ -246,7 +205,7 @@ fn bad_provider_files_name_the_file_and_the_problem() {
         // Named after the provider asked for: a file whose "name" cannot be read (or is refused)
         // is found by its name.
         write_provider(dir.path(), "x.json", def);
-        let error = resolve(Some("x/m"), None, None, dir.path(), &no_env)
+        let error = select("x/m", ModelOrigin::Flag, dir.path(), &no_env)
             .err()
             .unwrap();
         let text = error.to_string();
@@ -289,19 +248,19 @@ async fn a_broken_provider_file_is_skipped_and_named_only_when_asked_for() {
     let broken = dir.path().join("providers/broken.json");
     std::fs::write(&broken, "{\"name\": \"broken\", ").unwrap();
 
-    let provider = resolve(Some("good/m"), None, None, dir.path(), &no_env).unwrap();
+    let provider = select("good/m", ModelOrigin::Flag, dir.path(), &no_env).unwrap();
     assert_eq!(
         run(provider.as_ref(), &simple_request()).await.0.unwrap().text,
         "still works"
     );
 
-    let error = resolve(Some("newer/m"), None, None, dir.path(), &no_env)
+    let error = select("newer/m", ModelOrigin::Flag, dir.path(), &no_env)
         .err()
         .unwrap()
         .to_string();
     assert!(error.contains("newer.json"), "{error}");
     assert!(error.contains("unknown field `reasoning`"), "{error}");
-    let error = resolve(Some("broken/m"), None, None, dir.path(), &no_env)
+    let error = select("broken/m", ModelOrigin::Flag, dir.path(), &no_env)
         .err()
         .unwrap()
         .to_string();
@@ -309,7 +268,7 @@ async fn a_broken_provider_file_is_skipped_and_named_only_when_asked_for() {
         error.starts_with(&format!("provider file {}: ", broken.display())),
         "{error}"
     );
-    let error = resolve(Some("other/m"), None, None, dir.path(), &no_env)
+    let error = select("other/m", ModelOrigin::Flag, dir.path(), &no_env)
         .err()
         .unwrap()
         .to_string();
@@ -344,7 +303,7 @@ async fn headers_are_sent_with_variables_filled_in_and_never_shown() {
                            "X-Gateway-Key": "gw-${GATEWAY_TOKEN}"}}),
     );
     let env = env_of(&[("ROUTER_KEY", "sk-router"), ("GATEWAY_TOKEN", "tok-9731")]);
-    let provider = resolve(Some("router/m"), None, None, dir.path(), &env).unwrap();
+    let provider = select("router/m", ModelOrigin::Flag, dir.path(), &env).unwrap();
     run(provider.as_ref(), &simple_request()).await.0.unwrap();
     let request = &server.recorded()[0];
     assert_eq!(request.header("http-referer"), Some("https://elph.example"));
@@ -353,7 +312,7 @@ async fn headers_are_sent_with_variables_filled_in_and_never_shown() {
     assert_eq!(request.header("authorization"), Some("Bearer sk-router"));
 
     let env = env_of(&[("ROUTER_KEY", "sk-router")]);
-    let error = resolve(Some("router/m"), None, None, dir.path(), &env)
+    let error = select("router/m", ModelOrigin::Flag, dir.path(), &env)
         .err()
         .unwrap()
         .to_string();
@@ -374,7 +333,7 @@ async fn headers_are_sent_with_variables_filled_in_and_never_shown() {
             "router.json",
             json!({"name": "router", "api": "openai-chat", "baseUrl": server.base_url(), "headers": headers}),
         );
-        let error = resolve(Some("router/m"), None, None, dir.path(), &no_env)
+        let error = select("router/m", ModelOrigin::Flag, dir.path(), &no_env)
             .err()
             .unwrap()
             .to_string();
@@ -394,7 +353,7 @@ async fn a_provider_file_sets_its_stream_limits() {
         json!({"name": "slow", "api": "openai-chat", "baseUrl": format!("{}/v1", server.url()),
                "limits": {"idleTimeout": 0.3, "responseTimeout": 5}}),
     );
-    let provider = resolve(Some("slow/m"), None, None, dir.path(), &no_env).unwrap();
+    let provider = select("slow/m", ModelOrigin::Flag, dir.path(), &no_env).unwrap();
     let error = run(provider.as_ref(), &simple_request()).await.0.unwrap_err();
     let text = error.to_string();
     assert!(
@@ -412,7 +371,7 @@ async fn a_provider_file_sets_its_stream_limits() {
         "slow.json",
         json!({"name": "slow", "api": "openai-chat", "baseUrl": "http://h", "limits": {"idleTimeout": 0}}),
     );
-    let error = resolve(Some("slow/m"), None, None, dir.path(), &no_env)
+    let error = select("slow/m", ModelOrigin::Flag, dir.path(), &no_env)
         .err()
         .unwrap()
         .to_string();
