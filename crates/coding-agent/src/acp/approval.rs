@@ -11,7 +11,7 @@ use agent_client_protocol::v1::schema::{
 };
 use elph_agent::harness::ApprovalDecision;
 
-use super::updates::{status_update, tool_kind, tool_title};
+use super::updates::{status_update, tool_kind};
 use crate::session::PendingApproval;
 
 pub(crate) const ALLOW_ONCE: &str = "allow_once";
@@ -49,7 +49,7 @@ pub(super) async fn ask(cx: ConnectionTo<Client>, session_id: SessionId, questio
     let tool_call = ToolCallUpdate::new(
         request.tool_call_id.clone(),
         ToolCallUpdateFields::new()
-            .title(tool_title(&request.tool_name, &request.input))
+            .title(request.title.clone())
             .kind(tool_kind(&request.tool_name))
             .status(ToolCallStatus::Pending)
             .content(vec![reason])

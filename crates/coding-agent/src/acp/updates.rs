@@ -40,12 +40,22 @@ pub(crate) fn tool_title(tool_name: &str, input: &Value) -> String {
     }
 }
 
-/// The file a tool call works on, for the client to follow.
-pub(crate) fn tool_locations(input: &Value, project_dir: &Path) -> Vec<ToolCallLocation> {
-    match input.get("path").and_then(Value::as_str) {
-        Some(path) => vec![ToolCallLocation::new(project_dir.join(path))],
-        None => Vec::new(),
-    }
+/// The files a tool call works on, for the client to follow: the paths its tool parses out of the
+/// arguments for the file policy (none for other tools, or arguments that do not parse).
+pub(crate) fn tool_locations(tool_name: &str, input: &Value, project_dir: &Path) -> Vec<ToolCallLocation> {
+    let Some(tool) = elph_agent::tools::native::find(tool_name) else {
+        return Vec::new();
+    };
+    let Ok(call) = tool.parse(input.clone()) else {
+        return Vec::new();
+    };
+    call.accesses()
+        .into_iter()
+        .map(|access| match access.path.as_str() {
+            "." => ToolCallLocation::new(project_dir),
+            path => ToolCallLocation::new(project_dir.join(path)),
+        })
+        .collect()
 }
 
 /// The start of a tool call, as the client first sees it: `pending` until it runs (hooks and
@@ -54,7 +64,7 @@ pub(super) fn tool_call(tool_call_id: &str, tool_name: &str, input: &Value, proj
     ToolCall::new(tool_call_id.to_string(), tool_title(tool_name, input))
         .kind(tool_kind(tool_name))
         .status(ToolCallStatus::Pending)
-        .locations(tool_locations(input, project_dir))
+        .locations(tool_locations(tool_name, input, project_dir))
         .raw_input(input.clone())
 }
 

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use elph_agent::messages::ContentBlock;
-use elph_agent::tools::{Tool, ToolContext, ToolOutput};
+use elph_agent::tools::{ToolContext, ToolOutput, TypedTool};
 use rmcp::model::{CallToolResult, ContentBlock as McpContent, ResourceContents, Tool as McpToolSpec};
 use serde_json::{Value, json};
 
@@ -77,8 +77,11 @@ impl<T> Drop for AbortOnDrop<T> {
     }
 }
 
+/// An MCP tool's arguments are whatever JSON its server's schema allows: the server parses them.
 #[async_trait::async_trait]
-impl Tool for McpTool {
+impl TypedTool for McpTool {
+    type Args = Value;
+
     fn name(&self) -> &str {
         &self.name
     }
@@ -96,7 +99,7 @@ impl Tool for McpTool {
         !self.read_only
     }
 
-    async fn execute(&self, input: Value, _ctx: &ToolContext) -> ToolOutput {
+    async fn run(&self, input: Value, _ctx: &ToolContext) -> ToolOutput {
         let server_name = self.server.name().to_string();
         let arguments = match input {
             Value::Object(map) => map,

@@ -47,7 +47,10 @@ impl Approver for QueueApprover {
         let (reply, answer) = oneshot::channel();
         let pending = PendingApproval {
             request: request.clone(),
-            preview: super::preview::preview(&self.project_dir, &request.tool_name, &request.input),
+            preview: request
+                .change
+                .as_ref()
+                .map(|change| super::preview::preview(&self.project_dir, change)),
             reply,
         };
         if self.questions.send(pending).is_err() {

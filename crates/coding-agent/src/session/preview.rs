@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use serde_json::Value;
+use elph_agent::tools::ProposedChange;
 use similar::{ChangeTag, TextDiff};
 
 /// Most diff lines kept for the question.
@@ -39,22 +39,17 @@ pub struct ChangePreview {
     pub more: usize,
 }
 
-/// The preview for a call of `tool` with `input`, in the project `project_dir`; `None` for other
-/// tools and for arguments that are not a write or an edit.
-pub(crate) fn preview(project_dir: &Path, tool: &str, input: &Value) -> Option<ChangePreview> {
-    let path = input.get("path")?.as_str()?;
-    match tool {
-        "write_file" => {
-            let new = input.get("content")?.as_str()?;
+/// The preview of a proposed change (a call's [`ProposedChange`], parsed by its tool), in the
+/// project `project_dir`.
+pub(crate) fn preview(project_dir: &Path, change: &ProposedChange) -> ChangePreview {
+    match change {
+        ProposedChange::Write { path, content } => {
             let old = current_text(&project_dir.join(path)).unwrap_or_default();
-            Some(diff(&old, new))
+            diff(&old, content)
         }
-        "edit_file" => {
-            let old = input.get("old_text")?.as_str()?;
-            let new = input.get("new_text")?.as_str()?;
-            Some(diff(old, new))
-        }
-        _ => None,
+        ProposedChange::Edit {
+            old_text, new_text, ..
+        } => diff(old_text, new_text),
     }
 }
 
@@ -94,9 +89,14 @@ fn diff(old: &str, new: &str) -> ChangePreview {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
-
     use super::*;
+
+    fn write(path: &str, content: &str) -> ProposedChange {
+        ProposedChange::Write {
+            path: path.into(),
+            content: content.into(),
+        }
+    }
 
     fn kinds(preview: &ChangePreview) -> Vec<(DiffKind, &str)> {
         preview.lines.iter().map(|l| (l.kind, l.text.as_str())).collect()
@@ -105,8 +105,12 @@ mod tests {
     #[test]
     fn an_edit_is_its_old_and_new_text() {
         let dir = tempfile::tempdir().unwrap();
-        let input = json!({"path": "a.rs", "old_text": "let x = 1;\n", "new_text": "let x = 2;\n"});
-        let preview = preview(dir.path(), "edit_file", &input).unwrap();
+        let change = ProposedChange::Edit {
+            path: "a.rs".into(),
+            old_text: "let x = 1;\n".into(),
+            new_text: "let x = 2;\n".into(),
+        };
+        let preview = preview(dir.path(), &change);
         assert_eq!(
             kinds(&preview),
             [
@@ -122,24 +126,15 @@ mod tests {
     fn a_write_is_compared_with_the_current_file_and_bounded() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("notes.txt"), "one\ntwo\nthree\n").unwrap();
-        let input = json!({"path": "notes.txt", "content": "one\nTWO\nthree\n"});
-        let changed = preview(dir.path(), "write_file", &input).unwrap();
+        let changed = preview(dir.path(), &write("notes.txt", "one\nTWO\nthree\n"));
         assert!(kinds(&changed).contains(&(DiffKind::Removed, "two")));
         assert!(kinds(&changed).contains(&(DiffKind::Added, "TWO")));
         assert!(kinds(&changed).contains(&(DiffKind::Context, "one")));
 
         let long: String = (0..100).map(|n| format!("line {n}\n")).collect();
-        let input = json!({"path": "new.txt", "content": long});
-        let preview = preview(dir.path(), "write_file", &input).unwrap();
+        let preview = preview(dir.path(), &write("new.txt", &long));
         assert_eq!(preview.lines.len(), MAX_LINES);
         // The hunk header and 100 added lines, of which MAX_LINES - 1 are shown.
         assert_eq!(preview.more, 101 - MAX_LINES);
-    }
-
-    #[test]
-    fn other_tools_and_odd_arguments_have_none() {
-        let dir = tempfile::tempdir().unwrap();
-        assert_eq!(preview(dir.path(), "shell_exec", &json!({"command": "ls"})), None);
-        assert_eq!(preview(dir.path(), "write_file", &json!({"path": 3})), None);
     }
 }

@@ -56,7 +56,8 @@ pub enum Msg {
 #[derive(Debug)]
 pub enum Modal {
     Approval {
-        request: ApprovalRequest,
+        /// Boxed: the question's arguments, title and proposed change make it the largest modal.
+        request: Box<ApprovalRequest>,
         /// The diff of a write or an edit.
         preview: Option<crate::session::preview::ChangePreview>,
         reply: Option<oneshot::Sender<ApprovalDecision>>,

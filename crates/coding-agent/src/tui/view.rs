@@ -8,6 +8,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 
 use elph_agent::harness::ApprovalRequest;
+use elph_agent::tools::ProposedChange;
 
 use super::app::{App, Modal, TRUST_CHOICES, approval_choices};
 use super::transcript::{self, summarize_input};
@@ -245,7 +246,7 @@ fn approval_body(
     ])];
     match preview {
         Some(preview) => {
-            let path = request.input["path"].as_str().unwrap_or_default();
+            let path = request.change.as_ref().map_or("", ProposedChange::path);
             body.push(Line::from(Span::styled(
                 truncate(&format!("  {}", crate::terminal_text::escape(path)), inner),
                 Style::default().fg(Color::Cyan),

@@ -225,6 +225,8 @@ fn approval(app: &mut App) -> tokio::sync::oneshot::Receiver<ApprovalDecision> {
                 tool_call_id: "c1".into(),
                 tool_name: "shell_exec".into(),
                 input: json!({"command": "make"}),
+                title: "Run `make`".into(),
+                change: None,
                 reason: "hook 'ask-first' requested approval".into(),
                 offers_session: true,
             },

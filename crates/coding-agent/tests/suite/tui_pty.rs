@@ -488,6 +488,12 @@ fn a_template_is_in_the_palette_and_reaches_the_model_expanded() {
     assert_eq!(tui.exit_code(), 0, "screen:\n{}", tui.contents());
 }
 
+/// The full id in the screen's last "started session ID" notice.
+fn started_session(screen: &str) -> Option<String> {
+    let (_, after) = screen.rsplit_once("started session ")?;
+    Some(after.split_whitespace().next()?.to_string())
+}
+
 #[test]
 fn resume_shows_ids_that_tell_sessions_of_one_sitting_apart() {
     let env = TestEnv::new();
@@ -500,8 +506,13 @@ fn resume_shows_ids_that_tell_sessions_of_one_sitting_apart() {
         ("the third", "The third answer."),
     ] {
         model.server.enqueue(FakeReply::text(answer));
+        // The screen may still show the last "started session": wait for another session's id,
+        // or the question could be typed while `/new` still runs.
+        let before = started_session(&tui.contents());
         tui.send("/new");
-        tui.wait_for("started session");
+        tui.wait_until("a new session", |screen| {
+            started_session(screen).is_some_and(|id| Some(&id) != before.as_ref())
+        });
         tui.wait_idle();
         tui.send(question);
         tui.wait_for(&format!("● {answer}"));

@@ -190,6 +190,8 @@ fn approval_prompt() {
                 tool_call_id: "call-1".into(),
                 tool_name: "shell_exec".into(),
                 input: json!({"command": "rm -rf build"}),
+                title: "Run `rm -rf build`".into(),
+                change: None,
                 reason: reason.into(),
                 offers_session: true,
             },

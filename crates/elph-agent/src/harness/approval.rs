@@ -41,6 +41,10 @@ pub struct ApprovalRequest {
     pub tool_name: String,
     /// The arguments it would run with (after any hook rewrite), for the user to judge.
     pub input: Value,
+    /// What the call does, in the tool's words ([`crate::tools::TypedTool::title`]).
+    pub title: String,
+    /// The change to a file it proposes (`write_file`, `edit_file`), for a diff with the question.
+    pub change: Option<crate::tools::ProposedChange>,
     /// Why approval is needed, in words for the user.
     pub reason: String,
     /// Whether "yes for this session" means anything here. It does not for a write to a protected

@@ -12,7 +12,7 @@ use crate::hooks::events::pre_tool_use::{PreToolUse, PreToolUsePayload};
 use crate::hooks::reduce::Verdict;
 use crate::hooks::{HookEvent, HookPayload};
 use crate::messages::{ContentBlock, ToolCall};
-use crate::tools::{ToolContext, ToolOutput};
+use crate::tools::{Call, ToolContext, ToolOutput};
 
 /// The result the model receives for one call.
 pub(super) struct ToolCallDone {
@@ -104,13 +104,19 @@ impl AgentHarness {
             }
         }
 
+        // The arguments are parsed once, here, after the last schema check: the policy's paths,
+        // the approval question and the run all read this one value.
+        let parsed = match tool.parse(input.clone()) {
+            Ok(parsed) => parsed,
+            Err(error) => return self.finish_call(call, ToolOutput::error(error), false, false),
+        };
         let policy = ctx.policy.clone();
-        let access = AccessVerdict::judge(&policy, &call.name, &tool.accesses(&input));
+        let access = AccessVerdict::judge(&policy, &call.name, &parsed.accesses());
         if let Some(refusal) = access.refusal.clone() {
             return self.finish_call(call, ToolOutput::error(refusal), false, false);
         }
         let exact_call_approved = match self
-            .approve(call, &input, tool.mutates(), &access, hook_ask)
+            .approve(call, &input, parsed.as_ref(), tool.mutates(), &access, hook_ask)
             .await
         {
             Ok(approved) => approved,
@@ -126,7 +132,7 @@ impl AgentHarness {
             tool_call_id: call.id.clone(),
             tool_name: call.name.clone(),
         });
-        let output = tool.execute(input.clone(), &ctx).await;
+        let output = parsed.run(&ctx).await;
         self.post_tool(call, input, output).await
     }
 
@@ -137,6 +143,7 @@ impl AgentHarness {
         &mut self,
         call: &ToolCall,
         input: &Value,
+        parsed: &dyn Call,
         mutates: bool,
         access: &AccessVerdict,
         hook_ask: Option<Verdict>,
@@ -201,6 +208,8 @@ impl AgentHarness {
             tool_call_id: call.id.clone(),
             tool_name: call.name.clone(),
             input: input.clone(),
+            title: parsed.title(),
+            change: parsed.change(),
             reason: reason.clone(),
             offers_session: hook_ask.is_none() && !protected,
         };

@@ -165,8 +165,8 @@ pub fn one_line(text: &str) -> String {
     }
 }
 
-/// A tool the model can call. Dropping the `execute` future cancels the call and must stop any
-/// work it started (child processes included).
+/// A tool the model can call, as the catalog holds it. Tools are written as a [`TypedTool`] (one
+/// struct, one impl), which makes them a `Tool`; this face is what the harness and front ends see.
 #[async_trait::async_trait]
 pub trait Tool: Send + Sync {
     /// The name the model calls the tool by; unique in a catalog.
@@ -178,25 +178,29 @@ pub trait Tool: Send + Sync {
     /// Whether the tool changes files or runs commands; native approval asks or denies these.
     fn mutates(&self) -> bool;
     /// What the tool does, for front ends that show tool calls.
-    fn kind(&self) -> ToolKind {
-        ToolKind::Other
+    fn kind(&self) -> ToolKind;
+    /// Whether `plan` mode offers the tool.
+    fn offered_in_plan_mode(&self) -> bool;
+    /// Parses (schema-valid) arguments into the tool's own type, once; everything after — the file
+    /// policy, titles, the approval question, the run — reads the returned call. The error names
+    /// the tool and the problem.
+    fn parse(&self, input: Value) -> Result<Box<dyn Call + '_>, String>;
+
+    /// A short title for a call with these arguments, for front ends that have only the JSON (a
+    /// stored conversation, a call not yet checked); the tool's name when they do not parse.
+    fn title(&self, input: &Value) -> String {
+        self.parse(input.clone())
+            .map_or_else(|_| self.name().to_string(), |call| call.title())
     }
-    /// A short title for one call with these arguments: what it does, and to what.
-    fn title(&self, _input: &Value) -> String {
-        self.name().to_string()
+
+    /// Parses and runs one call, for a tool run directly (tests, benchmarks): a failure is an
+    /// `is_error` output, never a panic. Dropping the future cancels the call.
+    async fn execute(&self, input: Value, ctx: &ToolContext) -> ToolOutput {
+        match self.parse(input) {
+            Ok(call) => call.run(ctx).await,
+            Err(error) => ToolOutput::error(error),
+        }
     }
-    /// The paths a call with these (schema-valid) arguments will read or write, so the harness can
-    /// hold it to the file policy before it runs. Tools that touch no local path return none.
-    fn accesses(&self, _input: &Value) -> Vec<PathAccess> {
-        Vec::new()
-    }
-    /// Whether `plan` mode offers the tool: the tools that only read (and `shell_exec`, which
-    /// runs in the read-only sandbox there).
-    fn offered_in_plan_mode(&self) -> bool {
-        !self.mutates()
-    }
-    /// Runs one call with schema-valid `input`; a failure is an `is_error` output, never a panic.
-    async fn execute(&self, input: Value, ctx: &ToolContext) -> ToolOutput;
 }
 
 struct Entry {
@@ -353,3 +357,6 @@ impl ToolCatalog {
 
 pub mod native;
 mod schema;
+mod typed;
+
+pub use typed::{Call, ProposedChange, TypedTool};

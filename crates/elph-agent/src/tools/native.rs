@@ -2,15 +2,13 @@
 //! resolving and describing paths, `walk` for the bounded tree walk of `grep` and `find_path`,
 //! `process` for the bounded shell child of `shell_exec`).
 //!
-//! Every tool re-checks its arguments (the catalog's schema check is the first line, the typed
-//! parse here the second) and reports every failure as an error result, never a panic.
+//! Each tool is one struct and one `impl TypedTool`: its arguments are one type, whose schema the
+//! model sees and which the harness parses once (see [`super::TypedTool`]). Every failure is an
+//! error result, never a panic.
 
 use std::sync::Arc;
 
-use serde::de::DeserializeOwned;
-use serde_json::Value;
-
-use super::{Tool, ToolOutput};
+use super::Tool;
 
 mod beneath;
 mod bounded;
@@ -61,12 +59,6 @@ pub fn find(name: &str) -> Option<Arc<dyn Tool>> {
         .cloned()
 }
 
-/// Parses a tool's arguments into its typed form; the error result names the tool and the problem.
-fn parse_args<T: DeserializeOwned>(tool: &str, input: Value) -> Result<T, ToolOutput> {
-    serde_json::from_value(input)
-        .map_err(|error| ToolOutput::error(format!("invalid arguments for {tool}: {error}")))
-}
-
 /// Cuts `text` to at most `max` bytes on a character boundary; true when it cut.
 fn truncate_at_boundary(text: &mut String, max: usize) -> bool {
     if text.len() <= max {
@@ -82,26 +74,61 @@ fn truncate_at_boundary(text: &mut String, max: usize) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
     use crate::tools::ToolKind;
 
     #[test]
     fn each_native_tool_names_its_kind_and_titles_its_calls() {
-        let input = serde_json::json!({"path": "src/a.rs", "pattern": "fn", "glob": "*.rs", "command": "ls"});
+        let inputs = [
+            ("read_file", json!({"path": "src/a.rs"}), "Read src/a.rs"),
+            ("write_file", json!({"path": "a", "content": ""}), "Write a"),
+            (
+                "edit_file",
+                json!({"path": "a", "old_text": "x", "new_text": "y"}),
+                "Edit a",
+            ),
+            ("list_dir", json!({}), "List ."),
+            ("grep", json!({"pattern": "fn\nmain"}), "Search for fn…"),
+            ("find_path", json!({"glob": "*.rs"}), "Find *.rs"),
+            ("shell_exec", json!({"command": "ls"}), "Run `ls`"),
+        ];
         for tool in all() {
             assert_ne!(tool.kind(), ToolKind::Other, "{}", tool.name());
-            assert_ne!(
-                tool.title(&input),
-                tool.name(),
-                "{} has a title of its own",
-                tool.name()
-            );
+            let (_, input, title) = inputs
+                .iter()
+                .find(|(name, _, _)| *name == tool.name())
+                .expect("every tool has an example");
+            assert_eq!(&tool.title(input), title);
+            // Arguments that do not parse give the tool's name, not a guess.
+            assert_eq!(tool.title(&json!({"nonsense": 1})), tool.name());
             assert_eq!(
                 find(tool.name()).map(|found| found.name().to_string()),
                 Some(tool.name().to_string())
             );
         }
         assert!(find("mcp_git__status").is_none());
+    }
+
+    #[test]
+    fn a_parsed_call_carries_its_paths_and_change() {
+        let write = find("write_file").unwrap();
+        let call = write.parse(json!({"path": "a.txt", "content": "new"})).unwrap();
+        assert_eq!(call.accesses(), [crate::tools::PathAccess::write("a.txt")]);
+        assert_eq!(
+            call.change(),
+            Some(crate::tools::ProposedChange::Write {
+                path: "a.txt".into(),
+                content: "new".into()
+            })
+        );
+        let grep = find("grep").unwrap();
+        let call = grep.parse(json!({"pattern": "x"})).unwrap();
+        assert_eq!(call.accesses(), [crate::tools::PathAccess::read(".")]);
+        assert_eq!(call.change(), None);
+        let error = grep.parse(json!({"pattern": 3})).err().unwrap();
+        assert!(error.starts_with("invalid arguments for grep:"), "{error}");
     }
 
     #[test]

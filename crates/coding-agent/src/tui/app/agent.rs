@@ -57,7 +57,7 @@ impl App {
                 }
                 self.set_label("waiting for your approval");
                 self.modal = Some(Modal::Approval {
-                    request,
+                    request: Box::new(request),
                     preview,
                     reply: Some(reply),
                     selected: 0,

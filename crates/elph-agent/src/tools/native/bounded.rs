@@ -105,7 +105,7 @@ fn describe(duration: Duration) -> String {
 }
 
 /// Marks a tool's details when its deadline passed (the key is absent otherwise).
-pub(crate) fn mark_deadline(output: super::ToolOutput, reached: bool) -> super::ToolOutput {
+pub(crate) fn mark_deadline(output: crate::tools::ToolOutput, reached: bool) -> crate::tools::ToolOutput {
     let mut output = output;
     if reached && let Some(details) = output.details.as_object_mut() {
         details.insert("deadlineReached".into(), serde_json::Value::Bool(true));

@@ -2,17 +2,17 @@
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::beneath::{self, OpenError, Place};
-use super::{parse_args, paths};
-use crate::tools::{PathAccess, Tool, ToolContext, ToolKind, ToolOutput};
+use super::paths;
+use crate::tools::{PathAccess, ProposedChange, ToolContext, ToolKind, ToolOutput, TypedTool};
 
 pub struct EditFile;
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub struct Args {
     /// The file to edit: relative to the project folder, or absolute.
     #[schemars(length(min = 1))]
     path: String,
@@ -27,7 +27,9 @@ struct Args {
 }
 
 #[async_trait::async_trait]
-impl Tool for EditFile {
+impl TypedTool for EditFile {
+    type Args = Args;
+
     fn name(&self) -> &str {
         "edit_file"
     }
@@ -39,10 +41,6 @@ impl Tool for EditFile {
          first so the text matches what is really there."
     }
 
-    fn input_schema(&self) -> Value {
-        crate::tools::schema::input_schema::<Args>()
-    }
-
     fn mutates(&self) -> bool {
         true
     }
@@ -51,26 +49,23 @@ impl Tool for EditFile {
         ToolKind::Edit
     }
 
-    fn title(&self, input: &Value) -> String {
-        match input.get("path").and_then(Value::as_str) {
-            Some(path) => format!("Edit {path}"),
-            None => self.name().to_string(),
-        }
+    fn title(&self, args: &Args) -> String {
+        format!("Edit {}", args.path)
     }
 
-    fn accesses(&self, input: &Value) -> Vec<PathAccess> {
-        input["path"]
-            .as_str()
-            .map(PathAccess::write)
-            .into_iter()
-            .collect()
+    fn accesses(&self, args: &Args) -> Vec<PathAccess> {
+        vec![PathAccess::write(&args.path)]
     }
 
-    async fn execute(&self, input: Value, ctx: &ToolContext) -> ToolOutput {
-        let args: Args = match parse_args(self.name(), input) {
-            Ok(args) => args,
-            Err(error) => return error,
-        };
+    fn change(&self, args: &Args) -> Option<ProposedChange> {
+        Some(ProposedChange::Edit {
+            path: args.path.clone(),
+            old_text: args.old_text.clone(),
+            new_text: args.new_text.clone(),
+        })
+    }
+
+    async fn run(&self, args: Args, ctx: &ToolContext) -> ToolOutput {
         let path = &args.path;
         if args.old_text.is_empty() {
             return ToolOutput::error(

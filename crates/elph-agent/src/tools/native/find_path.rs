@@ -4,14 +4,14 @@ use std::sync::{Arc, Mutex};
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::json;
 
+use super::OUTPUT_CAP;
 use super::beneath::{self, Place};
 use super::bounded::{self, Budget, Ended};
 use super::paths::{self, Shown};
 use super::walk::{self, Flow, Kind, PathGlob};
-use super::{OUTPUT_CAP, parse_args};
-use crate::tools::{PathAccess, Tool, ToolContext, ToolKind, ToolOutput};
+use crate::tools::{PathAccess, ToolContext, ToolKind, ToolOutput, TypedTool};
 
 pub struct FindPath;
 
@@ -20,7 +20,7 @@ const MAX_PATHS: usize = 1000;
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub struct Args {
     /// The pattern: * ? [abc] {a,b} and ** are supported.
     #[schemars(length(min = 1))]
     glob: String,
@@ -31,8 +31,17 @@ struct Args {
     path: Option<String>,
 }
 
+impl Args {
+    /// The folder (or file) searched: the project folder unless given.
+    fn path(&self) -> &str {
+        self.path.as_deref().unwrap_or(".")
+    }
+}
+
 #[async_trait::async_trait]
-impl Tool for FindPath {
+impl TypedTool for FindPath {
+    type Args = Args;
+
     fn name(&self) -> &str {
         "find_path"
     }
@@ -47,10 +56,6 @@ impl Tool for FindPath {
          returns what it found by then."
     }
 
-    fn input_schema(&self) -> Value {
-        crate::tools::schema::input_schema::<Args>()
-    }
-
     fn mutates(&self) -> bool {
         false
     }
@@ -59,24 +64,20 @@ impl Tool for FindPath {
         ToolKind::Search
     }
 
-    fn title(&self, input: &Value) -> String {
-        format!("Find {}", input.get("glob").and_then(Value::as_str).unwrap_or(""))
+    fn title(&self, args: &Args) -> String {
+        format!("Find {}", args.glob)
     }
 
-    fn accesses(&self, input: &Value) -> Vec<PathAccess> {
-        vec![PathAccess::read(input["path"].as_str().unwrap_or("."))]
+    fn accesses(&self, args: &Args) -> Vec<PathAccess> {
+        vec![PathAccess::read(args.path())]
     }
 
-    async fn execute(&self, input: Value, ctx: &ToolContext) -> ToolOutput {
-        let args: Args = match parse_args(self.name(), input) {
-            Ok(args) => args,
-            Err(error) => return error,
-        };
+    async fn run(&self, args: Args, ctx: &ToolContext) -> ToolOutput {
         let glob = match PathGlob::new(&args.glob) {
             Ok(glob) => glob,
             Err(message) => return ToolOutput::error(message),
         };
-        let shown = args.path.unwrap_or_else(|| ".".to_string());
+        let shown = args.path().to_string();
         let place = match paths::place_for_read(ctx, self.name(), &shown) {
             Ok(place) => place,
             Err(refusal) => return ToolOutput::error(refusal),

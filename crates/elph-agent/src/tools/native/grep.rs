@@ -8,14 +8,14 @@ use std::time::Duration;
 use regex::bytes::{Regex, RegexBuilder};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::beneath::{self, OpenError, Place};
 use super::bounded::{self, Budget, Ended};
 use super::paths::{self, Shown};
 use super::walk::{self, Flow, Kind, PathGlob};
-use super::{OUTPUT_CAP, parse_args, truncate_at_boundary};
-use crate::tools::{PathAccess, Tool, ToolContext, ToolKind, ToolOutput, one_line};
+use super::{OUTPUT_CAP, truncate_at_boundary};
+use crate::tools::{PathAccess, ToolContext, ToolKind, ToolOutput, TypedTool, one_line};
 
 pub struct Grep;
 
@@ -26,7 +26,7 @@ const MAX_LINE_BYTES: usize = 400;
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub struct Args {
     /// The regular expression to search for (Rust regex syntax; escape literal characters such as
     /// ( [ . * with a backslash).
     #[schemars(length(min = 1))]
@@ -50,8 +50,17 @@ struct Args {
     max_results: Option<u64>,
 }
 
+impl Args {
+    /// The folder (or file) searched: the project folder unless given.
+    fn path(&self) -> &str {
+        self.path.as_deref().unwrap_or(".")
+    }
+}
+
 #[async_trait::async_trait]
-impl Tool for Grep {
+impl TypedTool for Grep {
+    type Args = Args;
+
     fn name(&self) -> &str {
         "grep"
     }
@@ -65,10 +74,6 @@ impl Tool for Grep {
          A search that runs past the read tools' deadline returns what it found by then."
     }
 
-    fn input_schema(&self) -> Value {
-        crate::tools::schema::input_schema::<Args>()
-    }
-
     fn mutates(&self) -> bool {
         false
     }
@@ -77,22 +82,15 @@ impl Tool for Grep {
         ToolKind::Search
     }
 
-    fn title(&self, input: &Value) -> String {
-        format!(
-            "Search for {}",
-            one_line(input.get("pattern").and_then(Value::as_str).unwrap_or(""))
-        )
+    fn title(&self, args: &Args) -> String {
+        format!("Search for {}", one_line(&args.pattern))
     }
 
-    fn accesses(&self, input: &Value) -> Vec<PathAccess> {
-        vec![PathAccess::read(input["path"].as_str().unwrap_or("."))]
+    fn accesses(&self, args: &Args) -> Vec<PathAccess> {
+        vec![PathAccess::read(args.path())]
     }
 
-    async fn execute(&self, input: Value, ctx: &ToolContext) -> ToolOutput {
-        let args: Args = match parse_args(self.name(), input) {
-            Ok(args) => args,
-            Err(error) => return error,
-        };
+    async fn run(&self, args: Args, ctx: &ToolContext) -> ToolOutput {
         let regex = match RegexBuilder::new(&args.pattern)
             .case_insensitive(args.case_insensitive)
             .build()
@@ -107,7 +105,7 @@ impl Tool for Grep {
         let max_results = args
             .max_results
             .map_or(DEFAULT_MAX_RESULTS, |max| max.clamp(1, MAX_MAX_RESULTS) as usize);
-        let shown = args.path.unwrap_or_else(|| ".".to_string());
+        let shown = args.path().to_string();
         let place = match paths::place_for_read(ctx, self.name(), &shown) {
             Ok(place) => place,
             Err(refusal) => return ToolOutput::error(refusal),

@@ -5,12 +5,12 @@ use std::sync::{Arc, Mutex};
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::beneath::{self, EntryKind, Place};
 use super::bounded::{self, Budget, Ended};
-use super::{OUTPUT_CAP, parse_args, paths};
-use crate::tools::{PathAccess, Tool, ToolContext, ToolKind, ToolOutput};
+use super::{OUTPUT_CAP, paths};
+use crate::tools::{PathAccess, ToolContext, ToolKind, ToolOutput, TypedTool};
 
 pub struct ListDir;
 
@@ -19,7 +19,7 @@ const MAX_ENTRIES: usize = 2000;
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub struct Args {
     /// The folder to list: relative to the project folder, or absolute. Default: "." (the project
     /// folder).
     #[serde(default)]
@@ -27,8 +27,17 @@ struct Args {
     path: Option<String>,
 }
 
+impl Args {
+    /// The folder listed: the project folder unless given.
+    fn path(&self) -> &str {
+        self.path.as_deref().unwrap_or(".")
+    }
+}
+
 #[async_trait::async_trait]
-impl Tool for ListDir {
+impl TypedTool for ListDir {
+    type Args = Args;
+
     fn name(&self) -> &str {
         "list_dir"
     }
@@ -39,10 +48,6 @@ impl Tool for ListDir {
          devices) are left out and counted. Use find_path to search a whole tree by name."
     }
 
-    fn input_schema(&self) -> Value {
-        crate::tools::schema::input_schema::<Args>()
-    }
-
     fn mutates(&self) -> bool {
         false
     }
@@ -51,23 +56,16 @@ impl Tool for ListDir {
         ToolKind::Search
     }
 
-    fn title(&self, input: &Value) -> String {
-        format!(
-            "List {}",
-            input.get("path").and_then(Value::as_str).unwrap_or(".")
-        )
+    fn title(&self, args: &Args) -> String {
+        format!("List {}", args.path())
     }
 
-    fn accesses(&self, input: &Value) -> Vec<PathAccess> {
-        vec![PathAccess::read(input["path"].as_str().unwrap_or("."))]
+    fn accesses(&self, args: &Args) -> Vec<PathAccess> {
+        vec![PathAccess::read(args.path())]
     }
 
-    async fn execute(&self, input: Value, ctx: &ToolContext) -> ToolOutput {
-        let args: Args = match parse_args(self.name(), input) {
-            Ok(args) => args,
-            Err(error) => return error,
-        };
-        let shown = args.path.unwrap_or_else(|| ".".to_string());
+    async fn run(&self, args: Args, ctx: &ToolContext) -> ToolOutput {
+        let shown = args.path().to_string();
         let place = match paths::place_for_read(ctx, self.name(), &shown) {
             Ok(place) => place,
             Err(refusal) => return ToolOutput::error(refusal),

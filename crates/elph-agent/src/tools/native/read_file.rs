@@ -6,19 +6,19 @@ use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::json;
 
+use super::OUTPUT_CAP;
 use super::beneath::{self, OpenError, Place};
 use super::bounded::{self, Budget, Ended};
 use super::paths::{self, BINARY_SNIFF_BYTES};
-use super::{OUTPUT_CAP, parse_args};
-use crate::tools::{PathAccess, Tool, ToolContext, ToolKind, ToolOutput};
+use crate::tools::{PathAccess, ToolContext, ToolKind, ToolOutput, TypedTool};
 
 pub struct ReadFile;
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub struct Args {
     /// The file to read: relative to the project folder, or absolute.
     #[schemars(length(min = 1))]
     path: String,
@@ -33,7 +33,9 @@ struct Args {
 }
 
 #[async_trait::async_trait]
-impl Tool for ReadFile {
+impl TypedTool for ReadFile {
+    type Args = Args;
+
     fn name(&self) -> &str {
         "read_file"
     }
@@ -46,10 +48,6 @@ impl Tool for ReadFile {
          refused (use list_dir for directories)."
     }
 
-    fn input_schema(&self) -> Value {
-        crate::tools::schema::input_schema::<Args>()
-    }
-
     fn mutates(&self) -> bool {
         false
     }
@@ -58,22 +56,15 @@ impl Tool for ReadFile {
         ToolKind::Read
     }
 
-    fn title(&self, input: &Value) -> String {
-        match input.get("path").and_then(Value::as_str) {
-            Some(path) => format!("Read {path}"),
-            None => self.name().to_string(),
-        }
+    fn title(&self, args: &Args) -> String {
+        format!("Read {}", args.path)
     }
 
-    fn accesses(&self, input: &Value) -> Vec<PathAccess> {
-        input["path"].as_str().map(PathAccess::read).into_iter().collect()
+    fn accesses(&self, args: &Args) -> Vec<PathAccess> {
+        vec![PathAccess::read(&args.path)]
     }
 
-    async fn execute(&self, input: Value, ctx: &ToolContext) -> ToolOutput {
-        let args: Args = match parse_args(self.name(), input) {
-            Ok(args) => args,
-            Err(error) => return error,
-        };
+    async fn run(&self, args: Args, ctx: &ToolContext) -> ToolOutput {
         let offset = args.offset.unwrap_or(1).max(1);
         let limit = args.limit.map(|limit| limit.max(1));
         let place = match paths::place_for_read(ctx, self.name(), &args.path) {

@@ -6,11 +6,10 @@ use std::time::Duration;
 use nix::sys::signal::Signal;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::json;
 
-use super::parse_args;
 use super::process;
-use crate::tools::{Tool, ToolContext, ToolKind, ToolOutput, one_line};
+use crate::tools::{ToolContext, ToolKind, ToolOutput, TypedTool, one_line};
 use elph_process::process::RunOutput;
 use elph_process::sandbox::SandboxPolicy;
 
@@ -21,7 +20,7 @@ pub const MAX_TIMEOUT_MS: u64 = 600_000;
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub struct Args {
     /// The shell command line, as typed in a POSIX shell (pipes, &&, redirections work).
     #[schemars(length(min = 1))]
     command: String,
@@ -33,7 +32,9 @@ struct Args {
 }
 
 #[async_trait::async_trait]
-impl Tool for ShellExec {
+impl TypedTool for ShellExec {
+    type Args = Args;
+
     fn name(&self) -> &str {
         "shell_exec"
     }
@@ -45,10 +46,6 @@ impl Tool for ShellExec {
          and everything it started are killed when the timeout expires. Background processes \
          that keep stdout or stderr open are killed shortly after the command exits; to leave a \
          server running, redirect its output (`server > server.log 2>&1 &`)."
-    }
-
-    fn input_schema(&self) -> Value {
-        crate::tools::schema::input_schema::<Args>()
     }
 
     fn mutates(&self) -> bool {
@@ -64,18 +61,11 @@ impl Tool for ShellExec {
         ToolKind::Execute
     }
 
-    fn title(&self, input: &Value) -> String {
-        format!(
-            "Run `{}`",
-            one_line(input.get("command").and_then(Value::as_str).unwrap_or(""))
-        )
+    fn title(&self, args: &Args) -> String {
+        format!("Run `{}`", one_line(&args.command))
     }
 
-    async fn execute(&self, input: Value, ctx: &ToolContext) -> ToolOutput {
-        let args: Args = match parse_args(self.name(), input) {
-            Ok(args) => args,
-            Err(error) => return error,
-        };
+    async fn run(&self, args: Args, ctx: &ToolContext) -> ToolOutput {
         if args.command.trim().is_empty() {
             return ToolOutput::error("command must not be empty");
         }

@@ -2,16 +2,16 @@
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::json;
 
-use super::{beneath, parse_args, paths};
-use crate::tools::{PathAccess, Tool, ToolContext, ToolKind, ToolOutput};
+use super::{beneath, paths};
+use crate::tools::{PathAccess, ProposedChange, ToolContext, ToolKind, ToolOutput, TypedTool};
 
 pub struct WriteFile;
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub struct Args {
     /// The file to write: relative to the project folder, or absolute.
     #[schemars(length(min = 1))]
     path: String,
@@ -20,7 +20,9 @@ struct Args {
 }
 
 #[async_trait::async_trait]
-impl Tool for WriteFile {
+impl TypedTool for WriteFile {
+    type Args = Args;
+
     fn name(&self) -> &str {
         "write_file"
     }
@@ -31,10 +33,6 @@ impl Tool for WriteFile {
          of an existing file, prefer edit_file."
     }
 
-    fn input_schema(&self) -> Value {
-        crate::tools::schema::input_schema::<Args>()
-    }
-
     fn mutates(&self) -> bool {
         true
     }
@@ -43,26 +41,22 @@ impl Tool for WriteFile {
         ToolKind::Edit
     }
 
-    fn title(&self, input: &Value) -> String {
-        match input.get("path").and_then(Value::as_str) {
-            Some(path) => format!("Write {path}"),
-            None => self.name().to_string(),
-        }
+    fn title(&self, args: &Args) -> String {
+        format!("Write {}", args.path)
     }
 
-    fn accesses(&self, input: &Value) -> Vec<PathAccess> {
-        input["path"]
-            .as_str()
-            .map(PathAccess::write)
-            .into_iter()
-            .collect()
+    fn accesses(&self, args: &Args) -> Vec<PathAccess> {
+        vec![PathAccess::write(&args.path)]
     }
 
-    async fn execute(&self, input: Value, ctx: &ToolContext) -> ToolOutput {
-        let args: Args = match parse_args(self.name(), input) {
-            Ok(args) => args,
-            Err(error) => return error,
-        };
+    fn change(&self, args: &Args) -> Option<ProposedChange> {
+        Some(ProposedChange::Write {
+            path: args.path.clone(),
+            content: args.content.clone(),
+        })
+    }
+
+    async fn run(&self, args: Args, ctx: &ToolContext) -> ToolOutput {
         let place = match paths::place_for_write(ctx, self.name(), &args.path) {
             Ok(place) => place,
             Err(refusal) => return ToolOutput::error(refusal),
