@@ -285,3 +285,75 @@ async fn a_system_without_pid_namespaces_is_said_and_refused_unless_accepted() {
         assert!(count(&result, "processes") > 6, "{who:?}: {result}");
     }
 }
+
+/// Where no mount namespace can give `read-only` its read-only view (the weaker path, accepted),
+/// the seccomp filter still refuses every change of metadata outside the project: `chmod`,
+/// `chown`, `touch -d` and `setfattr` on a file of the user's home fail, and the file keeps its
+/// mode and times. Unconfined, the same script changes them: the attempt is a real one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_mount_namespaces_read_only_still_refuses_metadata_changes() {
+    use std::os::unix::fs::MetadataExt;
+    let test = "without_mount_namespaces_read_only_still_refuses_metadata_changes";
+    if !landlock(test) {
+        return;
+    }
+    let deny = test_support::hook_scripts::test_support_binary("deny-namespaces");
+    for who in everyone(test) {
+        let env = TestEnv::new();
+        let helper = env.root.path().join("deny-namespaces");
+        std::fs::hard_link(&deny, &helper)
+            .or_else(|_| std::fs::copy(&deny, &helper).map(|_| ()))
+            .unwrap();
+        let victim = env.home.join("dotfile");
+        std::fs::write(&victim, "x").unwrap();
+        let script = format!(
+            "chmod 600 '{v}'; echo \"chmod=$?\"; chown {uid} '{v}'; echo \"chown=$?\"; \
+             touch -d 2001-01-01 '{v}'; echo \"utime=$?\"; \
+             /usr/bin/python3 -c \"import os; os.setxattr('{v}', 'user.x', b'1'); print('xattr=0')\"; \
+             echo done",
+            v = victim.display(),
+            uid = who.uid()
+        );
+        let run = |mode: &str| {
+            let elph = elph_as(&env, who);
+            let mut command = env.command(&helper);
+            command
+                .arg("--mount")
+                .arg(elph.get_program())
+                .args(elph.get_args())
+                .args([
+                    "sandbox",
+                    "--allow-weaker-sandbox",
+                    "--mode",
+                    mode,
+                    "--",
+                    "sh",
+                    "-c",
+                    &script,
+                ]);
+            output(command)
+        };
+        let before = std::fs::metadata(&victim).unwrap();
+        let confined = run("read-only");
+        let said = text(&confined.stdout);
+        assert!(
+            said.contains("done"),
+            "{who:?}: {said} {}",
+            text(&confined.stderr)
+        );
+        for changed in ["chmod=0", "chown=0", "utime=0", "xattr=0"] {
+            assert!(!said.contains(changed), "{who:?}: {changed}: {said}");
+        }
+        let after = std::fs::metadata(&victim).unwrap();
+        assert_eq!(
+            (before.mode(), before.mtime()),
+            (after.mode(), after.mtime()),
+            "{who:?}"
+        );
+        let control = text(&run("full-access").stdout);
+        assert!(
+            control.contains("chmod=0") && control.contains("utime=0"),
+            "{who:?}: control: {control}"
+        );
+    }
+}
