@@ -398,7 +398,7 @@ fn print_report(out: &mut impl Write, report: &Report, paths: &Paths) -> std::io
                     .failed_closed
                     .as_ref()
                     .is_some_and(|failed| failed.failed.hook_id == run.hook_id);
-                print_run(out, run, width, failed_closed)?;
+                print_run(out, run, width, failed_closed, hook.persistent)?;
                 if let Some(mode) = hook.sandbox {
                     writeln!(out, "    ran in the {mode} sandbox")?;
                 }
@@ -451,6 +451,7 @@ fn print_run(
     run: &HookRun,
     width: usize,
     stopped_the_chain: bool,
+    persistent: bool,
 ) -> std::io::Result<()> {
     let (mark, how) = match run.status {
         // A decision can come with another exit code than 0 (a Claude Code hook blocks with
@@ -481,7 +482,7 @@ fn print_run(
             "{indent}outcome: {}",
             shorten(&compact(&without_nulls(outcome)), 600)
         )?,
-        (RunStatus::Ok, None, _) => writeln!(out, "{indent}outcome: none (empty stdout: no change)")?,
+        (RunStatus::Ok, None, _) => writeln!(out, "{indent}outcome: none ({})", why_no_change(run, persistent))?,
         (RunStatus::Skipped, _, Some(cause)) => writeln!(out, "{indent}{cause}")?,
         (_, _, Some(cause)) if stopped_the_chain => writeln!(out, "{indent}failed closed: {cause}")?,
         (_, _, Some(cause)) => writeln!(out, "{indent}failed open: {cause}")?,
@@ -497,6 +498,20 @@ fn print_run(
         }
     }
     Ok(())
+}
+
+/// Why a run that succeeded changed nothing, as it happened: a persistent hook answers a line
+/// with only its request id, a one-shot hook prints nothing; a Claude Code hook can also print
+/// text that is no decision (its notes say what became of it).
+fn why_no_change(run: &HookRun, persistent: bool) -> &'static str {
+    let process = run.process.as_ref();
+    if persistent {
+        "its answer held only its requestId: no change"
+    } else if process.is_some_and(|process| process.stdout_bytes == 0) {
+        "empty stdout: no change"
+    } else {
+        "no decision on stdout: no change"
+    }
 }
 
 fn print_reduced(out: &mut impl Write, report: &Report) -> std::io::Result<()> {

@@ -575,3 +575,33 @@ fn a_payload_is_read_with_the_bounds_of_a_config_file() {
         "{err}"
     );
 }
+
+/// "No change" is worded as it happened: a one-shot hook that printed nothing, and a persistent
+/// hook that answered a line holding only its request id (its stdout was not empty).
+#[test]
+fn a_run_that_changed_nothing_says_how_it_said_so() {
+    let world = World::new();
+    let silent = world.script("silent.sh", "cat > /dev/null");
+    let answers = world.script(
+        "answers.sh",
+        r#"while IFS= read -r line; do
+  id=${line#'{"requestId":'}; printf '{"requestId":%s}\n' "${id%%,*}"
+done"#,
+    );
+    world.home_hooks(json!([
+        {"id": "silent", "event": "stop", "command": silent},
+        {"id": "answers", "event": "stop", "command": answers, "persistent": true},
+    ]));
+    let (code, out, err) = world.hooks_test(&["stop"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let section = |id: &str| {
+        let start = out.find(&format!("✓ {id} ")).unwrap_or_else(|| panic!("{id} ran: {out}"));
+        out[start..].lines().nth(1).unwrap_or_default().to_string()
+    };
+    assert_eq!(section("silent"), "    outcome: none (empty stdout: no change)", "{out}");
+    assert_eq!(
+        section("answers"),
+        "    outcome: none (its answer held only its requestId: no change)",
+        "{out}"
+    );
+}

@@ -565,7 +565,11 @@ mod binary {
         let text = String::from_utf8_lossy(&test.stdout);
         assert!(test.status.success(), "{text}");
         assert!(text.contains("persistent: one process for the session"), "{text}");
-        assert!(text.contains("outcome: none (empty stdout: no change)"), "{text}");
+        assert!(
+            text.contains("outcome: none (its answer held only its requestId: no change)"),
+            "{text}"
+        );
+        assert!(!text.contains("empty stdout"), "the hook answered a line: {text}");
         let pid: i32 = std::fs::read_to_string(&log)
             .unwrap()
             .split_whitespace()
