@@ -230,6 +230,24 @@ impl Tokio {
         assert!(self.answer.ends_with(b"}\n"));
         let _ = self.child.id();
     }
+
+    /// The same round trip under a deadline, as the host bounds each one: what the timer adds.
+    fn round_trip_with_deadline(&mut self, runtime: &tokio::runtime::Runtime, fixture: &Fixture) {
+        self.next += 1;
+        let line = fixture.line(self.next);
+        runtime.block_on(async {
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+            tokio::time::timeout_at(deadline, async {
+                self.stdin.write_all(&line).await.unwrap();
+                self.stdin.flush().await.unwrap();
+                self.answer.clear();
+                self.stdout.read_until(b'\n', &mut self.answer).await.unwrap();
+            })
+            .await
+            .unwrap();
+        });
+        assert!(self.answer.ends_with(b"}\n"));
+    }
 }
 
 fn current_thread() -> tokio::runtime::Runtime {
@@ -380,6 +398,7 @@ fn time(f: impl FnOnce()) -> f64 {
 struct Figures {
     bare: f64,
     tokio: f64,
+    deadline: f64,
     host: f64,
     marginal: f64,
 }
@@ -398,10 +417,11 @@ fn measure(fixture: &Fixture, agent: &AgentRun) -> Vec<(&'static str, Figures)> 
             tokio.round_trip(&runtime, fixture);
             through(&runtime, &host, &fixture.payload);
         }
-        let (mut b, mut t, mut h) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut b, mut t, mut d, mut h) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for _ in 0..ROUNDS {
             b.push(time(|| bare.round_trip(fixture)));
             t.push(time(|| tokio.round_trip(&runtime, fixture)));
+            d.push(time(|| tokio.round_trip_with_deadline(&runtime, fixture)));
             h.push(time(|| through(&runtime, &host, &fixture.payload)));
         }
         let mut marginal = Vec::new();
@@ -414,13 +434,15 @@ fn measure(fixture: &Fixture, agent: &AgentRun) -> Vec<(&'static str, Figures)> 
         for _ in 0..RUNS {
             let without = agent.run(&runtime, fixture, &without_host);
             let with = agent.run(&runtime, fixture, &with_host);
-            marginal.push((with - without).as_secs_f64() * 1e6 / (TOOL_CALLS * HOOKS) as f64);
+            // As seconds, not a `Duration`: on a busy machine a run with hooks can be the faster.
+            marginal.push((with.as_secs_f64() - without.as_secs_f64()) * 1e6 / (TOOL_CALLS * HOOKS) as f64);
         }
         all.push((
             *name,
             Figures {
                 bare: median(&mut b),
                 tokio: median(&mut t),
+                deadline: median(&mut d),
                 host: median(&mut h),
                 marginal: median(&mut marginal),
             },
@@ -429,11 +451,17 @@ fn measure(fixture: &Fixture, agent: &AgentRun) -> Vec<(&'static str, Figures)> 
     all
 }
 
-/// The host's own pieces, each repeated on its own: building a payload line, validating an
-/// answer, appending a run record to the log.
-fn pieces(fixture: &Fixture) -> [(&'static str, f64); 3] {
+/// The host's own pieces, each repeated on its own: serializing the payload, building a payload
+/// line, validating an answer, appending a run record to the log (one write per run, and one
+/// write for an event's ten runs, per run).
+fn pieces(fixture: &Fixture) -> [(&'static str, f64); 5] {
     const N: usize = 2000;
     let per = |total: f64| total / N as f64;
+    let serialize = per(time(|| {
+        for _ in 0..N {
+            std::hint::black_box(fixture.payload.to_stdin_bytes());
+        }
+    }));
     let build = per(time(|| {
         for id in 0..N as u64 {
             std::hint::black_box(fixture.line(id));
@@ -453,10 +481,23 @@ fn pieces(fixture: &Fixture) -> [(&'static str, f64); 3] {
             log.append(&run);
         }
     }));
+    let batched = per(time(|| {
+        for _ in 0..N / HOOKS {
+            let mut batch = log.batch();
+            for _ in 0..HOOKS {
+                batch.push(&run);
+            }
+        }
+    }));
     [
+        ("serialize the payload", serialize),
         ("build the payload line", build),
         ("validate an answer ({})", validate),
-        ("append to the run log", append),
+        ("append to the run log, one write per run", append),
+        (
+            "append to the run log, one write per event of 10 runs (per run)",
+            batched,
+        ),
     ]
 }
 
@@ -475,10 +516,12 @@ fn summary() {
         for (name, f) in &figures {
             let verdict = |ratio: f64| if ratio <= target { "ok" } else { "MISSED" };
             println!(
-                "    {name:>9}: bare {:>6.1}  tokio pipe {:>6.1} ({:.2}x)  host event {:>6.1} ({:.2}x, target <= {target}x: {})  marginal {:>6.1} ({:.2}x: {})",
+                "    {name:>9}: bare {:>6.1}  tokio pipe {:>6.1} ({:.2}x)  + deadline {:>6.1} ({:.2}x)  host event {:>6.1} ({:.2}x, target <= {target}x: {})  marginal {:>6.1} ({:.2}x: {})",
                 f.bare,
                 f.tokio,
                 f.tokio / f.bare,
+                f.deadline,
+                f.deadline / f.bare,
                 f.host,
                 f.host / f.bare,
                 verdict(f.host / f.bare),

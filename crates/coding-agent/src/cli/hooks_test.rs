@@ -482,7 +482,9 @@ fn print_run(
             "{indent}outcome: {}",
             shorten(&compact(&without_nulls(outcome)), 600)
         )?,
-        (RunStatus::Ok, None, _) => writeln!(out, "{indent}outcome: none ({})", why_no_change(run, persistent))?,
+        (RunStatus::Ok, None, _) => {
+            writeln!(out, "{indent}outcome: none ({})", why_no_change(run, persistent))?
+        }
         (RunStatus::Skipped, _, Some(cause)) => writeln!(out, "{indent}{cause}")?,
         (_, _, Some(cause)) if stopped_the_chain => writeln!(out, "{indent}failed closed: {cause}")?,
         (_, _, Some(cause)) => writeln!(out, "{indent}failed open: {cause}")?,

@@ -194,12 +194,12 @@ impl HookHost {
             runs: Vec::with_capacity(hooks.len()),
             diagnostics: Vec::new(),
         };
+        // Written when the chain ends, or is abandoned half-way: one write per event.
+        let mut log = self.log.as_ref().map(RunLog::batch);
+        let mut stdin_bytes = StdinBytes::default();
         for hook in hooks {
             // Tool and context hooks see the payload as the previous hook left it.
-            let stdin = match hook.protocol {
-                Protocol::Elph => chain.payload().to_stdin_bytes(),
-                Protocol::ClaudeCode => claude_code::stdin_bytes(chain.payload()),
-            };
+            let stdin = stdin_bytes.of(hook.protocol, chain.payload());
             let mut run = if stdin.len() - 1 > hook.max_input_bytes {
                 let mut run = HookRun::skipped(
                     &hook.id,
@@ -215,7 +215,7 @@ impl HookHost {
             } else if let Some(cause) = self.changed_since_trusted(hook) {
                 HookRun::skipped(&hook.id, event, cause)
             } else {
-                let (exchange, env_file) = self.run_hook(hook, event, &session_id, &stdin).await;
+                let (exchange, env_file) = self.run_hook(hook, event, &session_id, stdin).await;
                 match exchange {
                     Exchange::Ran { output, notes } => {
                         let mut run = match hook.protocol {
@@ -259,13 +259,16 @@ impl HookHost {
                 }
             };
             run.fail_closed = hook.fail_closed;
+            if run.outcome.is_some() {
+                stdin_bytes.changed();
+            }
             let flow = chain.record(&mut run);
             // A guard that could not decide has stopped the operation: the rest of the chain
             // would run for nothing.
             let stopped_by_guard = run.fail_closed && run.status != RunStatus::Ok;
             ran.diagnostics.extend(diagnostics_of(&run));
-            if let Some(log) = &self.log {
-                log.append(&run);
+            if let Some(log) = &mut log {
+                log.push(&run);
             }
             ran.runs.push(run);
             if flow == ChainFlow::Stop || stopped_by_guard {
@@ -380,6 +383,30 @@ impl HookHost {
             env.push(("TMPDIR".into(), dir.clone().into_os_string()));
         }
         env
+    }
+}
+
+/// The payload as a hook reads it on stdin, in each protocol, made once and again only after a
+/// hook's outcome may have changed it: a chain of hooks that change nothing serializes it once.
+#[derive(Default)]
+struct StdinBytes {
+    elph: Option<Vec<u8>>,
+    claude_code: Option<Vec<u8>>,
+}
+
+impl StdinBytes {
+    fn of(&mut self, protocol: Protocol, payload: &HookPayload) -> &[u8] {
+        match protocol {
+            Protocol::Elph => self.elph.get_or_insert_with(|| payload.to_stdin_bytes()),
+            Protocol::ClaudeCode => self
+                .claude_code
+                .get_or_insert_with(|| claude_code::stdin_bytes(payload)),
+        }
+    }
+
+    /// The payload may have changed: make the bytes again at the next hook.
+    fn changed(&mut self) {
+        *self = StdinBytes::default();
     }
 }
 

@@ -5,6 +5,9 @@
 //! duration, how the run ended and the cause of a failure — never the payload or the hook's output,
 //! which may hold user data. Writing the log never fails a hook run: errors are swallowed. The log
 //! rotates by size (see `logrotate`).
+//!
+//! The host writes one event's lines together ([`RunLog::batch`]): one `write` per event, not per
+//! hook, since a write to the file costs more than the rest of a persistent hook's bookkeeping.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -93,26 +96,64 @@ impl RunLog {
 
     /// Appends one line for `run`. Errors are swallowed: the log never fails a hook run.
     pub fn append(&self, run: &HookRun) {
-        let _ = self.try_append(&RunLogEntry::from_run(run, OffsetDateTime::now_utc()));
+        let mut batch = self.batch();
+        batch.push(run);
     }
 
-    fn try_append(&self, entry: &RunLogEntry) -> std::io::Result<()> {
-        let mut line = serde_json::to_vec(entry)?;
-        line.push(b'\n');
+    /// A batch of lines that is written in one `write` when it is dropped: at the end of an
+    /// event's chain, or half-way when the chain is abandoned (a cancelled turn), so the runs that
+    /// finished are logged either way.
+    pub fn batch(&self) -> LogBatch<'_> {
+        LogBatch {
+            log: self,
+            lines: Vec::new(),
+        }
+    }
+
+    fn try_append(&self, lines: &[u8]) -> std::io::Result<()> {
         let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
         let open = match file.take() {
             Some(open) => open,
             None => RotatingFile::open(&self.path, crate::logrotate::max_bytes())?,
         };
-        // One write per line: appends of whole lines do not interleave between processes.
+        // One write of whole lines: appends of whole lines do not interleave between processes.
         let open = file.insert(open);
-        let written = open.write_all(&line);
+        let written = open.write_all(lines);
         if written.is_err() {
             *file = None;
         }
         written
     }
+}
 
+/// Lines for the log, written together when dropped (see [`RunLog::batch`]). Each line is made
+/// when its run is pushed, with that moment's time.
+pub struct LogBatch<'a> {
+    log: &'a RunLog,
+    lines: Vec<u8>,
+}
+
+impl LogBatch<'_> {
+    /// Adds the line for `run`.
+    pub fn push(&mut self, run: &HookRun) {
+        let entry = RunLogEntry::from_run(run, OffsetDateTime::now_utc());
+        let start = self.lines.len();
+        match serde_json::to_writer(&mut self.lines, &entry) {
+            Ok(()) => self.lines.push(b'\n'),
+            Err(_) => self.lines.truncate(start),
+        }
+    }
+}
+
+impl Drop for LogBatch<'_> {
+    fn drop(&mut self) {
+        if !self.lines.is_empty() {
+            let _ = self.log.try_append(&self.lines);
+        }
+    }
+}
+
+impl RunLog {
     /// Reads every well-formed line of the log and its rotated files, oldest first (for tests);
     /// a missing file is empty.
     pub fn read(&self) -> Vec<RunLogEntry> {
@@ -160,6 +201,22 @@ mod tests {
             time.len() >= 20 && time.as_bytes()[10] == b'T' && time.ends_with('Z'),
             "{time}"
         );
+    }
+
+    #[test]
+    fn a_batch_writes_its_lines_together_when_dropped() {
+        let data = tempfile::tempdir().unwrap();
+        let log = RunLog::new(data.path());
+        let mut batch = log.batch();
+        for id in ["first", "second", "third"] {
+            batch.push(&HookRun::skipped(id, HookEvent::PreToolUse, "x"));
+        }
+        assert!(log.read().is_empty(), "nothing is written before the event's end");
+        drop(batch);
+        let ids: Vec<String> = log.read().into_iter().map(|entry| entry.hook_id).collect();
+        assert_eq!(ids, ["first", "second", "third"]);
+        drop(log.batch());
+        assert_eq!(log.read().len(), 3, "an empty batch writes nothing");
     }
 
     #[test]

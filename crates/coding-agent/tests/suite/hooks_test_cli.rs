@@ -595,10 +595,16 @@ done"#,
     let (code, out, err) = world.hooks_test(&["stop"]);
     assert_eq!(code, 0, "{out}{err}");
     let section = |id: &str| {
-        let start = out.find(&format!("✓ {id} ")).unwrap_or_else(|| panic!("{id} ran: {out}"));
+        let start = out
+            .find(&format!("✓ {id} "))
+            .unwrap_or_else(|| panic!("{id} ran: {out}"));
         out[start..].lines().nth(1).unwrap_or_default().to_string()
     };
-    assert_eq!(section("silent"), "    outcome: none (empty stdout: no change)", "{out}");
+    assert_eq!(
+        section("silent"),
+        "    outcome: none (empty stdout: no change)",
+        "{out}"
+    );
     assert_eq!(
         section("answers"),
         "    outcome: none (its answer held only its requestId: no change)",

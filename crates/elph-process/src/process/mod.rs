@@ -29,6 +29,8 @@ mod capture;
 mod child;
 mod foreground;
 mod group;
+#[cfg(test)]
+mod one_path;
 mod run;
 mod spawn;
 
