@@ -26,10 +26,11 @@
 //! written by the parent after it returns (what an unconfined child could cost without a fork,
 //! and how long its group would go unregistered), `process::spawn` and a blocking wait (our spawn
 //! alone), and `process::run` (the whole hook). In one run on the 2-core machine at a load average
-//! of 13-16 (fastest / median, µs): bare 634 / 940, fork + setsid 821 / 1,281, posix_spawn + setsid
-//! + the parent's record 650 / 1,002, process::spawn + wait 934 / 1,529, process::run 961 / 1,482
-//! (1.52×); the posix_spawned group went unregistered for 26 µs (median; 0.7 ms at worst), 0.43 ms
-//! (2.1 ms) beside two busy loops. Why the fork stays: docs/architecture.md, "Starting a child".
+//! of 13-16 (fastest / median, µs): bare 634 / 940, fork and setsid 821 / 1,281, posix_spawn with
+//! setsid and the parent's record 650 / 1,002, process::spawn and a wait 934 / 1,529, process::run
+//! 961 / 1,482, that is 1.52×; the posix_spawned group went unregistered for 26 µs (median; 0.7 ms
+//! at worst), 0.43 ms (2.1 ms) beside two busy loops. Why the fork stays: docs/architecture.md,
+//! "Starting a child".
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,

@@ -41,9 +41,9 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 /// Whether `code` names `pattern` itself, not a longer name ending in it (`AvailableCommand::new(`).
 fn names(code: &str, pattern: &str) -> bool {
     code.match_indices(pattern).any(|(at, _)| {
-        !code[..at]
-            .chars()
-            .next_back()
+        !code
+            .get(..at)
+            .and_then(|before| before.chars().next_back())
             .is_some_and(|before| before.is_alphanumeric() || before == '_')
     })
 }
