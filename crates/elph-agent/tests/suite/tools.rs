@@ -416,6 +416,8 @@ async fn list_dir_errors_are_clear() {
 
 fn grep_fixture() -> Project {
     let project = Project::new();
+    // A git repository ignoring its build output and dependencies, as grep and ripgrep read it.
+    project.write(".gitignore", "target/\nnode_modules/\n");
     project.write("src/main.rs", "fn main() {\n    let needle = 1;\n}\n");
     project.write("src/lib.rs", "// Needle in a comment\npub fn f() {}\n");
     project.write("README.md", "needle in the docs\r\n");

@@ -44,10 +44,6 @@ impl Budget {
         }
         false
     }
-
-    pub fn cancel(&self) -> &Cancel {
-        &self.cancel
-    }
 }
 
 /// How the work ended.

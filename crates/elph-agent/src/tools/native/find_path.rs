@@ -1,7 +1,9 @@
 //! `find_path`: the paths below a folder that match a glob, sorted and capped.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
+use ignore::WalkState;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
@@ -10,7 +12,7 @@ use super::OUTPUT_CAP;
 use super::beneath::{self, Place};
 use super::bounded::{self, Budget, Ended};
 use super::paths::{self, Shown};
-use super::walk::{self, Flow, Kind, PathGlob};
+use super::walk::{self, Filters, FirstInOrder, PathGlob, Tally};
 use crate::tools::{PathAccess, ToolContext, ToolKind, ToolOutput, TypedTool};
 
 pub struct FindPath;
@@ -29,6 +31,14 @@ pub struct Args {
     #[serde(default)]
     #[schemars(length(min = 1))]
     path: Option<String>,
+    /// Also find what .gitignore, .ignore or .git/info/exclude leave out (build output, virtual
+    /// environments, dependencies). Default: false.
+    #[serde(default)]
+    include_ignored: bool,
+    /// Also find hidden files and folders (names starting with '.'); nothing inside .git is ever
+    /// found. Default: false.
+    #[serde(default)]
+    include_hidden: bool,
 }
 
 impl Args {
@@ -50,10 +60,12 @@ impl TypedTool for FindPath {
         "Find files and folders by name or path pattern, recursively. A glob without '/' matches \
          names at any depth (\"*.rs\", \"Cargo.toml\"); a glob with '/' matches the whole path from \
          `path` (\"src/**/*.rs\"), where `*` stays inside one folder and `**` crosses folders. \
-         Returns sorted paths, folders with a trailing '/', at most 1000. Skips special files \
-         (FIFOs, sockets, devices), the .git, target and node_modules folders, and /proc, /sys and \
-         /dev unless the search starts there. A search that runs past the read tools' deadline \
-         returns what it found by then."
+         Returns sorted paths, folders with a trailing '/', at most 1000. Like ripgrep, it leaves \
+         out what .gitignore, .ignore and .git/info/exclude ignore, and hidden files and folders; \
+         set `include_ignored` or `include_hidden` to find those too. Never lists .git's contents \
+         or special files (FIFOs, sockets, devices), and enters /proc, /sys and /dev only when the \
+         search starts there. A search that runs past the read tools' deadline returns what it \
+         found by then."
     }
 
     fn mutates(&self) -> bool {
@@ -82,23 +94,44 @@ impl TypedTool for FindPath {
             Ok(place) => place,
             Err(refusal) => return ToolOutput::error(refusal),
         };
-        let state = Arc::new(Mutex::new(Walked::default()));
-        let task_state = state.clone();
+        let walked = Arc::new(Walked {
+            glob,
+            filters: Filters {
+                include_ignored: args.include_ignored,
+                include_hidden: args.include_hidden,
+            },
+            // One more than shown, to know that there were more.
+            paths: FirstInOrder::new(MAX_PATHS + 1),
+            tally: Tally::default(),
+            checked: AtomicBool::new(false),
+        });
+        let task = walked.clone();
         let task_shown = shown.clone();
         let ended = bounded::run(ctx.read_deadline, move |budget| {
-            find(&place, &task_shown, &glob, budget, &task_state)
+            task.find(&place, &task_shown, budget)
         })
         .await;
-        let Walked {
-            paths: mut found,
-            unreadable,
-            special,
-        } = std::mem::take(&mut *bounded::lock(&state));
         let deadline_reached = match ended {
             Ok(ended) => ended == Ended::Deadline,
             Err(message) => return ToolOutput::error(message),
         };
-        found.sort();
+        let (unreadable, special) = walked.tally.counts();
+        let show = Shown::new(&shown);
+        // Paths not yet checked beneath the root (a walk stuck past the deadline) are not shown.
+        let checked = walked.checked.load(Ordering::Relaxed);
+        let mut found: Vec<String> = walked
+            .paths
+            .take()
+            .into_iter()
+            .filter(|_| checked)
+            .map(|(relative, is_dir)| {
+                let mut path = show.show(&walk::shown_relative(&relative));
+                if is_dir.first().copied().unwrap_or(false) {
+                    path.push('/');
+                }
+                path
+            })
+            .collect();
         let mut truncated = found.len() > MAX_PATHS;
         found.truncate(MAX_PATHS);
         let mut text = String::new();
@@ -151,52 +184,78 @@ impl TypedTool for FindPath {
     }
 }
 
-/// What the walk found so far (shared with the caller for the deadline).
-#[derive(Default)]
+/// One walk's question and what it found so far (shared with the caller for the deadline).
 struct Walked {
-    /// Up to MAX_PATHS + 1 matching paths, as shown to the model.
-    paths: Vec<String>,
-    unreadable: usize,
-    special: usize,
+    glob: PathGlob,
+    filters: Filters,
+    /// The first matching paths below the root, each with whether it is a folder.
+    paths: FirstInOrder<bool>,
+    tally: Tally,
+    /// Set once every path kept was checked to be there beneath the judged root.
+    checked: AtomicBool,
 }
 
-fn find(
-    place: &Place,
-    shown: &str,
-    glob: &PathGlob,
-    budget: &Budget,
-    state: &Mutex<Walked>,
-) -> Result<(), String> {
-    match beneath::is_dir(place) {
-        Ok(Some(true)) => {}
-        Ok(Some(false)) => return Err(format!("cannot search {shown}: it is a file, not a directory")),
-        Ok(None) => {
-            let missing = std::io::Error::from(std::io::ErrorKind::NotFound);
-            return Err(paths::describe_io("search", shown, &missing));
+impl Walked {
+    fn find(&self, place: &Place, shown: &str, budget: &Budget) -> Result<(), String> {
+        match beneath::is_dir(place) {
+            Ok(Some(true)) => {}
+            Ok(Some(false)) => return Err(format!("cannot search {shown}: it is a file, not a directory")),
+            Ok(None) => {
+                let missing = std::io::Error::from(std::io::ErrorKind::NotFound);
+                return Err(paths::describe_io("search", shown, &missing));
+            }
+            Err(error) => return Err(paths::describe_io("search", shown, &error)),
         }
-        Err(error) => return Err(paths::describe_io("search", shown, &error)),
+        let root = place.real();
+        walk::walker(root, self.filters).run(|| {
+            Box::new(move |entry| {
+                if budget.exhausted() {
+                    return WalkState::Quit;
+                }
+                let entry = match entry {
+                    Ok(entry) => entry,
+                    Err(error) => {
+                        if walk::is_unreadable(&error) {
+                            self.tally.unreadable();
+                        }
+                        return WalkState::Continue;
+                    }
+                };
+                let (Some(kind), Ok(relative)) = (entry.file_type(), entry.path().strip_prefix(root)) else {
+                    return WalkState::Continue;
+                };
+                if entry.depth() == 0 {
+                    return WalkState::Continue;
+                }
+                if self.paths.beyond(relative) {
+                    return if kind.is_dir() {
+                        WalkState::Skip
+                    } else {
+                        WalkState::Continue
+                    };
+                }
+                if !self.glob.matches(relative) {
+                    return WalkState::Continue;
+                }
+                if !(kind.is_dir() || kind.is_file() || kind.is_symlink()) {
+                    self.tally.special();
+                    return WalkState::Continue;
+                }
+                self.paths.add(relative.to_path_buf(), vec![kind.is_dir()]);
+                WalkState::Continue
+            })
+        });
+        // The walk lists folders by their paths; a folder swapped for a link during it could have
+        // listed names from elsewhere. Only paths that are there beneath the judged root, with no
+        // link on the way, are shown.
+        self.paths.retain(|relative| {
+            let there = matches!(beneath::is_dir(&place.below(relative)), Ok(Some(_)));
+            if !there {
+                self.tally.unreadable();
+            }
+            there
+        });
+        self.checked.store(true, Ordering::Relaxed);
+        Ok(())
     }
-    let dir = beneath::open_dir(place).map_err(|error| paths::describe_io("search", shown, &error))?;
-    let show = Shown::new(shown);
-    let unreadable = walk::walk(place.real(), dir, budget, &mut |entry| {
-        if !glob.matches(entry) {
-            return Flow::Continue;
-        }
-        let mut walked = bounded::lock(state);
-        if entry.kind == Kind::Other {
-            walked.special += 1;
-            return Flow::Continue;
-        }
-        let mut path = show.show(&entry.relative);
-        if entry.kind == Kind::Dir {
-            path.push('/');
-        }
-        walked.paths.push(path);
-        if walked.paths.len() > MAX_PATHS {
-            return Flow::Stop;
-        }
-        Flow::Continue
-    });
-    bounded::lock(state).unreadable = unreadable;
-    Ok(())
 }

@@ -1,11 +1,13 @@
 //! `grep`: search file contents with a regular expression, recursively, as `path:line:text`.
 
-use std::io::{BufRead, BufReader};
-use std::os::fd::AsFd as _;
-use std::sync::{Arc, Mutex};
+use std::io::{self, Read};
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
-use regex::bytes::{Regex, RegexBuilder};
+use grep_regex::{RegexMatcher, RegexMatcherBuilder};
+use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkMatch};
+use ignore::WalkState;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
@@ -13,7 +15,7 @@ use serde_json::json;
 use super::beneath::{self, OpenError, Place};
 use super::bounded::{self, Budget, Ended};
 use super::paths::{self, Shown};
-use super::walk::{self, Flow, Kind, PathGlob};
+use super::walk::{self, Filters, FirstInOrder, PathGlob, Tally};
 use super::{OUTPUT_CAP, truncate_at_boundary};
 use crate::tools::{PathAccess, ToolContext, ToolKind, ToolOutput, TypedTool, one_line};
 
@@ -48,6 +50,14 @@ pub struct Args {
     #[serde(default)]
     #[schemars(range(min = 1, max = MAX_MAX_RESULTS))]
     max_results: Option<u64>,
+    /// Also search files that .gitignore, .ignore or .git/info/exclude leave out (build output,
+    /// virtual environments, dependencies). Default: false.
+    #[serde(default)]
+    include_ignored: bool,
+    /// Also search hidden files and folders (names starting with '.'); .git itself is never
+    /// searched. Default: false.
+    #[serde(default)]
+    include_hidden: bool,
 }
 
 impl Args {
@@ -68,10 +78,12 @@ impl TypedTool for Grep {
     fn description(&self) -> &str {
         "Search file contents for a regular expression (Rust regex syntax, like ripgrep), \
          recursively from a folder or in one file. Prints one `path:line:text` line per matching \
-         line, in path order. Skips binary files, special files (FIFOs, sockets, devices), the \
-         .git, target and node_modules folders, and /proc, /sys and /dev unless the search starts \
-         there. Use `glob` to limit the files searched (for example \"*.rs\" or \"src/**/*.ts\"). \
-         A search that runs past the read tools' deadline returns what it found by then."
+         line, in path order. Like ripgrep, it skips what .gitignore, .ignore and \
+         .git/info/exclude leave out, hidden files and folders, and binary files; set \
+         `include_ignored` or `include_hidden` to search those too. Never searches .git, special \
+         files (FIFOs, sockets, devices), or /proc, /sys and /dev unless the search starts there. \
+         Use `glob` to limit the files searched (for example \"*.rs\" or \"src/**/*.ts\"). A \
+         search that runs past the read tools' deadline returns what it found by then."
     }
 
     fn mutates(&self) -> bool {
@@ -91,11 +103,14 @@ impl TypedTool for Grep {
     }
 
     async fn run(&self, args: Args, ctx: &ToolContext) -> ToolOutput {
-        let regex = match RegexBuilder::new(&args.pattern)
+        // As ripgrep builds it: a line never contains its terminator, which lets the search
+        // look for the pattern's literals first and confirm only the lines that hold them.
+        let matcher = match RegexMatcherBuilder::new()
             .case_insensitive(args.case_insensitive)
-            .build()
+            .line_terminator(Some(b'\n'))
+            .build(&args.pattern)
         {
-            Ok(regex) => regex,
+            Ok(matcher) => matcher,
             Err(error) => return ToolOutput::error(format!("invalid regular expression: {error}")),
         };
         let glob = match args.glob.as_deref().map(PathGlob::new).transpose() {
@@ -106,59 +121,52 @@ impl TypedTool for Grep {
             .max_results
             .map_or(DEFAULT_MAX_RESULTS, |max| max.clamp(1, MAX_MAX_RESULTS) as usize);
         let shown = args.path().to_string();
-        let place = match paths::place_for_read(ctx, self.name(), &shown) {
+        let place = match paths::place_for_read(ctx, TypedTool::name(self), &shown) {
             Ok(place) => place,
             Err(refusal) => return ToolOutput::error(refusal),
         };
-        let search = Search {
-            regex,
+        let search = Arc::new(Search {
+            matcher,
             glob,
-            max_results,
-            found: Arc::new(Mutex::new(Found {
-                max_results,
-                ..Found::default()
-            })),
-        };
-        let found = search.found.clone();
+            filters: Filters {
+                include_ignored: args.include_ignored,
+                include_hidden: args.include_hidden,
+            },
+            // One more than shown, to know that there were more.
+            found: FirstInOrder::new(max_results + 1),
+            tally: Tally::default(),
+        });
+        let task = search.clone();
         let task_shown = shown.clone();
         let ended = bounded::run(ctx.read_deadline, move |budget| {
-            search.run(&place, &task_shown, budget)
+            task.run(&place, &task_shown, budget)
         })
         .await;
-        let found = std::mem::take(&mut *bounded::lock(&found));
+        let found = Found {
+            lines: search.found.take(),
+            counts: search.tally.counts(),
+            max_results,
+        };
         match ended {
-            Ok(Ended::Finished) => found.into_output(None),
-            Ok(Ended::Deadline) => found.into_output(Some(ctx.read_deadline)),
+            Ok(Ended::Finished) => found.into_output(&shown, None),
+            Ok(Ended::Deadline) => found.into_output(&shown, Some(ctx.read_deadline)),
             Err(message) => ToolOutput::error(message),
         }
     }
 }
 
+/// One matching line: its number and its text (cut, lossily decoded).
+type Line = (u64, String);
+
 struct Search {
-    regex: Regex,
+    matcher: RegexMatcher,
     glob: Option<PathGlob>,
-    max_results: usize,
-    /// Shared with the caller, which takes what is there when the deadline passes.
-    found: Arc<Mutex<Found>>,
+    filters: Filters,
+    /// The matching lines by path below the root (the empty path for a single file): shared with
+    /// the caller, which takes what is there when the deadline passes.
+    found: FirstInOrder<Line>,
+    tally: Tally,
 }
-
-#[derive(Default)]
-struct Found {
-    text: String,
-    matches: usize,
-    files: usize,
-    /// Stopped at max_results.
-    hit_max: bool,
-    /// Stopped at the output cap.
-    hit_cap: bool,
-    unreadable: usize,
-    /// FIFOs, sockets and devices passed over.
-    special: usize,
-    max_results: usize,
-}
-
-/// Lines read between two looks at the budget.
-const LINES_PER_CHECK: u64 = 256;
 
 impl Search {
     fn run(&self, place: &Place, shown: &str, budget: &Budget) -> Result<(), String> {
@@ -172,103 +180,146 @@ impl Search {
                     )),
                     Err(OpenError::Io(error)) => Err(paths::describe_io("search", shown, &error)),
                     opened => {
-                        self.search_file(opened, shown, budget);
+                        self.search_file(&mut searcher(), opened, PathBuf::new(), budget);
                         Ok(())
                     }
                 };
             }
             Ok(None) => {
-                let missing = std::io::Error::from(std::io::ErrorKind::NotFound);
+                let missing = io::Error::from(io::ErrorKind::NotFound);
                 return Err(paths::describe_io("search", shown, &missing));
             }
             Err(error) => return Err(paths::describe_io("search", shown, &error)),
         }
-        let dir = beneath::open_dir(place).map_err(|error| paths::describe_io("search", shown, &error))?;
-        let show = Shown::new(shown);
-        let unreadable = walk::walk(place.real(), dir, budget, &mut |entry| {
-            if entry.kind == Kind::Other {
-                bounded::lock(&self.found).special += 1;
-                return Flow::Continue;
-            }
-            if entry.kind != Kind::File || self.glob.as_ref().is_some_and(|glob| !glob.matches(entry)) {
-                return Flow::Continue;
-            }
-            let opened = beneath::open_regular_in(entry.parent.as_fd(), Some(entry.file_name.as_os_str()));
-            if self.search_file(opened, &show.show(&entry.relative), budget) {
-                Flow::Continue
-            } else {
-                Flow::Stop
-            }
+        let root = place.real();
+        walk::walker(root, self.filters).run(|| {
+            let mut searcher = searcher();
+            Box::new(move |entry| {
+                if budget.exhausted() {
+                    return WalkState::Quit;
+                }
+                let entry = match entry {
+                    Ok(entry) => entry,
+                    Err(error) => {
+                        if walk::is_unreadable(&error) {
+                            self.tally.unreadable();
+                        }
+                        return WalkState::Continue;
+                    }
+                };
+                let (Some(kind), Ok(relative)) = (entry.file_type(), entry.path().strip_prefix(root)) else {
+                    return WalkState::Continue;
+                };
+                if entry.depth() == 0 {
+                    return WalkState::Continue;
+                }
+                if self.found.beyond(relative) {
+                    return if kind.is_dir() {
+                        WalkState::Skip
+                    } else {
+                        WalkState::Continue
+                    };
+                }
+                if kind.is_dir() || kind.is_symlink() {
+                    return WalkState::Continue;
+                }
+                if !kind.is_file() {
+                    self.tally.special();
+                    return WalkState::Continue;
+                }
+                if self.glob.as_ref().is_some_and(|glob| !glob.matches(relative)) {
+                    return WalkState::Continue;
+                }
+                // Opened beneath the judged root, never by the walk's path: a link swapped in
+                // anywhere on the way makes the open fail instead of leading elsewhere.
+                let opened = beneath::open_found_file(&place.below(relative));
+                self.search_file(&mut searcher, opened, relative.to_path_buf(), budget);
+                WalkState::Continue
+            })
         });
-        bounded::lock(&self.found).unreadable += unreadable;
         Ok(())
     }
 
-    /// Appends the matching lines of one opened file; false once no more results are wanted.
-    fn search_file(&self, opened: Result<std::fs::File, OpenError>, shown: &str, budget: &Budget) -> bool {
+    /// Searches one opened file and keeps its matching lines under `relative`.
+    fn search_file(
+        &self,
+        searcher: &mut Searcher,
+        opened: Result<std::fs::File, OpenError>,
+        relative: PathBuf,
+        budget: &Budget,
+    ) {
         let file = match opened {
             Ok(file) => file,
-            Err(OpenError::Special) => {
-                bounded::lock(&self.found).special += 1;
-                return true;
-            }
-            Err(OpenError::Directory) => return true,
-            Err(OpenError::Io(_)) => {
-                bounded::lock(&self.found).unreadable += 1;
-                return true;
-            }
+            Err(OpenError::Special) => return self.tally.special(),
+            Err(OpenError::Directory) => return,
+            Err(OpenError::Io(_)) => return self.tally.unreadable(),
         };
-        let mut reader = BufReader::with_capacity(64 * 1024, file);
-        match reader.fill_buf() {
-            Ok(head) if paths::looks_binary(head) => return true,
-            Ok(_) => {}
-            Err(_) => {
-                bounded::lock(&self.found).unreadable += 1;
-                return true;
-            }
+        let mut lines = Lines {
+            lines: Vec::new(),
+            // No file needs more lines than can be shown, plus one to know there were more.
+            limit: self.found.limit(),
+            binary: false,
+            budget,
+        };
+        let searched = searcher.search_reader(&self.matcher, Budgeted { file, budget }, &mut lines);
+        if searched.is_err() && !budget.exhausted() {
+            self.tally.unreadable();
         }
-        let mut line = Vec::new();
-        let mut number = 0u64;
-        let mut matched_here = false;
-        loop {
-            line.clear();
-            match reader.read_until(b'\n', &mut line) {
-                Ok(0) | Err(_) => return true,
-                Ok(_) => {}
-            }
-            number += 1;
-            if number.is_multiple_of(LINES_PER_CHECK) && budget.exhausted() {
-                return false;
-            }
-            let content = trim_line_end(&line);
-            if !self.regex.is_match(content) {
-                continue;
-            }
-            let mut found = bounded::lock(&self.found);
-            if found.matches >= self.max_results {
-                found.hit_max = true;
-                return false;
-            }
-            let mut text = String::from_utf8_lossy(content).into_owned();
-            if truncate_at_boundary(&mut text, MAX_LINE_BYTES) {
-                text.push_str(" […]");
-            }
-            let entry = format!("{shown}:{number}:{text}\n");
-            if found.text.len() + entry.len() > OUTPUT_CAP {
-                found.hit_cap = true;
-                return false;
-            }
-            found.text.push_str(&entry);
-            found.matches += 1;
-            if !matched_here {
-                matched_here = true;
-                found.files += 1;
-            }
-            drop(found);
-            if budget.cancel().is_set() {
-                return false;
-            }
+        if !lines.binary {
+            self.found.add(relative, lines.lines);
         }
+    }
+}
+
+/// A searcher as ripgrep sets one up for a recursive search: line numbers, and a file with a NUL
+/// byte is binary and left (its lines are not reported).
+fn searcher() -> Searcher {
+    SearcherBuilder::new()
+        .line_number(true)
+        .binary_detection(BinaryDetection::quit(b'\0'))
+        .build()
+}
+
+/// A file read under the budget: a read after the deadline or a cancellation fails, which ends
+/// the search of one huge file as it ends the walk.
+struct Budgeted<'a> {
+    file: std::fs::File,
+    budget: &'a Budget,
+}
+
+impl Read for Budgeted<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.budget.exhausted() {
+            return Err(io::Error::other("the search was stopped"));
+        }
+        self.file.read(buf)
+    }
+}
+
+/// Collects one file's matching lines.
+struct Lines<'a> {
+    lines: Vec<Line>,
+    limit: usize,
+    binary: bool,
+    budget: &'a Budget,
+}
+
+impl Sink for Lines<'_> {
+    type Error = io::Error;
+
+    fn matched(&mut self, _searcher: &Searcher, found: &SinkMatch<'_>) -> Result<bool, io::Error> {
+        let content = trim_line_end(found.bytes());
+        let mut text = String::from_utf8_lossy(content).into_owned();
+        if truncate_at_boundary(&mut text, MAX_LINE_BYTES) {
+            text.push_str(" […]");
+        }
+        self.lines.push((found.line_number().unwrap_or(0), text));
+        Ok(self.lines.len() < self.limit && !self.budget.exhausted())
+    }
+
+    fn binary_data(&mut self, _searcher: &Searcher, _offset: u64) -> Result<bool, io::Error> {
+        self.binary = true;
+        Ok(false)
     }
 }
 
@@ -277,46 +328,80 @@ fn trim_line_end(line: &[u8]) -> &[u8] {
     line.strip_suffix(b"\r").unwrap_or(line)
 }
 
+/// What the search found, in path order, and what it passed over.
+struct Found {
+    lines: Vec<(PathBuf, Vec<Line>)>,
+    /// Unreadable files or folders, and special files.
+    counts: (usize, usize),
+    max_results: usize,
+}
+
 impl Found {
-    /// The result; `deadline` when it passed before the search finished.
-    fn into_output(mut self, deadline: Option<Duration>) -> ToolOutput {
-        let truncated = self.hit_max || self.hit_cap || deadline.is_some();
-        if let Some(deadline) = deadline {
-            if self.matches == 0 {
-                self.text.push_str("No matches found before the deadline.\n");
+    /// The result; `deadline` when it passed before the search finished. `shown` is the searched
+    /// path as the model gave it.
+    fn into_output(self, shown: &str, deadline: Option<Duration>) -> ToolOutput {
+        let show = Shown::new(shown);
+        let mut text = String::new();
+        let (mut matches, mut files) = (0, 0);
+        let (mut hit_max, mut hit_cap) = (false, false);
+        'files: for (relative, lines) in &self.lines {
+            let path = if relative.as_os_str().is_empty() {
+                shown.to_string()
+            } else {
+                show.show(&walk::shown_relative(relative))
+            };
+            let mut counted = false;
+            for (number, line) in lines {
+                if matches >= self.max_results {
+                    hit_max = true;
+                    break 'files;
+                }
+                let entry = format!("{path}:{number}:{line}\n");
+                if text.len() + entry.len() > OUTPUT_CAP {
+                    hit_cap = true;
+                    break 'files;
+                }
+                text.push_str(&entry);
+                matches += 1;
+                if !counted {
+                    counted = true;
+                    files += 1;
+                }
             }
-            self.text.push_str(&bounded::deadline_note(deadline));
-        } else if self.matches == 0 {
-            self.text.push_str("No matches found.");
-        } else if self.hit_max {
-            self.text.push_str(&format!(
+        }
+        let truncated = hit_max || hit_cap || deadline.is_some();
+        if let Some(deadline) = deadline {
+            if matches == 0 {
+                text.push_str("No matches found before the deadline.\n");
+            }
+            text.push_str(&bounded::deadline_note(deadline));
+        } else if matches == 0 {
+            text.push_str("No matches found.");
+        } else if hit_max {
+            text.push_str(&format!(
                 "[stopped after {} matches; narrow the pattern, path or glob, or raise max_results]",
                 self.max_results
             ));
-        } else if self.hit_cap {
-            self.text.push_str(&format!(
-                "[output truncated at 64 KiB after {} matches; narrow the pattern, path or glob]",
-                self.matches
+        } else if hit_cap {
+            text.push_str(&format!(
+                "[output truncated at 64 KiB after {matches} matches; narrow the pattern, path or glob]"
             ));
         } else {
-            self.text.pop();
+            text.pop();
         }
-        if self.unreadable > 0 {
-            self.text.push_str(&format!(
-                "\n[{} files or folders could not be read]",
-                self.unreadable
-            ));
+        let (unreadable, special) = self.counts;
+        if unreadable > 0 {
+            text.push_str(&format!("\n[{unreadable} files or folders could not be read]"));
         }
-        if self.special > 0 {
-            self.text.push_str(&format!(
-                "\n[{} special files (FIFOs, sockets, devices) were skipped]",
-                self.special
+        if special > 0 {
+            text.push_str(&format!(
+                "\n[{special} special files (FIFOs, sockets, devices) were skipped]"
             ));
         }
         bounded::mark_deadline(
-            ToolOutput::text(self.text).with_details(json!({
-                "matches": self.matches,
-                "files": self.files,
+            ToolOutput::text(text).with_details(json!({
+                "matches": matches,
+                "files": files,
                 "truncated": truncated,
             })),
             deadline.is_some(),

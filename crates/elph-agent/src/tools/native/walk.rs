@@ -1,159 +1,152 @@
-//! The tree walk behind `grep` and `find_path`: depth first, in name order (so results are
-//! stable), never following symbolic links into folders, skipping `.git`, `target` and
-//! `node_modules`, never entering `/proc`, `/sys` or `/dev` unless the walk starts inside them,
-//! and stopping early when asked to, when the deadline passes or when the call is cancelled.
+//! The tree walk behind `grep` and `find_path`: ripgrep's own walker (the `ignore` crate), in
+//! parallel, with ripgrep's rules for what to leave out — `.gitignore` (inside a git repository),
+//! `.ignore`, `.rgignore`, `.git/info/exclude`, the global git excludes, hidden files — unless the
+//! call asks for ignored or hidden files. It never follows a symbolic link, never enters `.git`,
+//! and never enters `/proc`, `/sys` or `/dev` unless the walk starts inside them.
+//!
+//! Threads find entries in no fixed order; [`FirstInOrder`] keeps the first results in path order
+//! and tells the walk what it may skip, so the result of a capped search is the same on every run.
 //! Also the glob rule both tools share.
 
-use std::ffi::OsString;
-use std::os::fd::{AsFd as _, OwnedFd};
+use std::collections::BTreeMap;
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use globset::{GlobBuilder, GlobMatcher};
+use ignore::{WalkBuilder, WalkParallel};
 
-use super::beneath::{self, EntryKind};
-use super::bounded::{Budget, PSEUDO_ROOTS};
+use super::bounded::{PSEUDO_ROOTS, lock};
 
-/// Folders that are never entered: version control data, build output, installed packages.
-pub(crate) const SKIPPED_DIRS: &[&str] = &[".git", "target", "node_modules"];
-
-/// What kind of entry the walk found. Links are reported as links and never followed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-    File,
-    Dir,
-    Link,
-    Other,
+/// What a walk leaves out besides `.git` and the pseudo file systems.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Filters {
+    /// Also walk what ignore files leave out.
+    pub include_ignored: bool,
+    /// Also walk hidden files and folders (names starting with '.').
+    pub include_hidden: bool,
 }
 
-/// One entry below the root.
-#[derive(Debug)]
-pub struct Entry {
-    /// The path from the root, with '/' separators.
-    pub relative: String,
-    pub full: PathBuf,
-    pub name: String,
-    /// The name as the file system has it (`name` is for people and globs).
-    pub file_name: OsString,
-    pub kind: Kind,
-    /// The folder holding the entry, held open: the entry is opened beneath it, never by its path.
-    pub parent: Arc<OwnedFd>,
-}
-
-/// What the visitor wants next.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Flow {
-    Continue,
-    Stop,
-}
-
-/// Set when the tool call's future is dropped, so a walk on a blocking thread stops soon after.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Cancel(Arc<AtomicBool>);
-
-impl Cancel {
-    pub(crate) fn is_set(&self) -> bool {
-        self.0.load(Ordering::Relaxed)
-    }
-
-    pub fn set(&self) {
-        self.0.store(true, Ordering::Relaxed);
-    }
-
-    /// A guard that sets the flag when dropped: hold it across the await of the walk.
-    pub(crate) fn on_drop(&self) -> CancelOnDrop {
-        CancelOnDrop(self.clone())
-    }
-}
-
-pub(crate) struct CancelOnDrop(Cancel);
-
-impl Drop for CancelOnDrop {
-    fn drop(&mut self) {
-        self.0.0.store(true, Ordering::Relaxed);
-    }
-}
-
-/// Visits every entry below the folder `root_dir` (whose real path is `root`; not the root
-/// itself) until the budget is spent. Returns how many folders could not be read. Each folder is
-/// opened beneath the one holding it without following links, so a folder swapped for a link
-/// during the walk is counted as unreadable rather than followed.
-pub fn walk(root: &Path, root_dir: OwnedFd, budget: &Budget, visit: &mut dyn FnMut(&Entry) -> Flow) -> usize {
-    // The root is a real path and links are never followed, so entries' full paths are real too
-    // and the pseudo file systems are recognised by their paths.
-    let skipped_pseudo: Vec<&Path> = PSEUDO_ROOTS
+/// The parallel walk of the folder at `root` (its real path). Entries' paths are `root` joined
+/// with the path below it; links are reported as links and never followed.
+pub(crate) fn walker(root: &Path, filters: Filters) -> WalkParallel {
+    // The root is a real path and links are never followed, so entries' paths are real too and
+    // the pseudo file systems are recognised by their paths.
+    let skipped_pseudo: Vec<PathBuf> = PSEUDO_ROOTS
         .iter()
-        .map(Path::new)
+        .map(PathBuf::from)
         .filter(|pseudo| !root.starts_with(pseudo))
         .collect();
-    let mut unreadable = 0;
-    let mut stack: Vec<Entry> = Vec::new();
-    push_children(Ok(root_dir), root, "", &mut stack, &mut unreadable);
-    while let Some(entry) = stack.pop() {
-        if budget.exhausted() {
-            break;
-        }
-        if entry.kind == Kind::Dir
-            && (SKIPPED_DIRS.contains(&entry.name.as_str()) || skipped_pseudo.contains(&entry.full.as_path()))
-        {
-            continue;
-        }
-        if visit(&entry) == Flow::Stop {
-            break;
-        }
-        if entry.kind == Kind::Dir {
-            let opened = beneath::open_dir_in(entry.parent.as_fd(), &entry.file_name);
-            push_children(opened, &entry.full, &entry.relative, &mut stack, &mut unreadable);
-        }
+    let mut builder = WalkBuilder::new(root);
+    builder
+        .standard_filters(!filters.include_ignored)
+        .hidden(!filters.include_hidden)
+        .follow_links(false)
+        // As many threads as ripgrep would use (the cores, at most 12).
+        .threads(0)
+        .filter_entry(move |entry| {
+            let is_dir = entry.file_type().is_some_and(|kind| kind.is_dir());
+            !(is_dir && (entry.file_name() == ".git" || skipped_pseudo.iter().any(|p| p == entry.path())))
+        });
+    if !filters.include_ignored {
+        builder.add_custom_ignore_filename(".rgignore");
     }
-    unreadable
+    builder.build_parallel()
 }
 
-/// Pushes the entries of the open folder `dir` (at `path`) so that they pop in name order.
-fn push_children(
-    dir: std::io::Result<OwnedFd>,
-    path: &Path,
-    relative: &str,
-    stack: &mut Vec<Entry>,
-    unreadable: &mut usize,
-) {
-    let Ok(dir) = dir else {
-        *unreadable += 1;
-        return;
-    };
-    let Ok(listed) = beneath::entries(&dir) else {
-        *unreadable += 1;
-        return;
-    };
-    let parent = Arc::new(dir);
-    let mut children: Vec<Entry> = listed
-        .into_iter()
-        .map(|(file_name, kind)| {
-            let name = file_name.to_string_lossy().into_owned();
-            let kind = match kind {
-                EntryKind::Link => Kind::Link,
-                EntryKind::Dir => Kind::Dir,
-                EntryKind::File => Kind::File,
-                EntryKind::Other => Kind::Other,
-            };
-            let relative = if relative.is_empty() {
-                name.clone()
-            } else {
-                format!("{relative}/{name}")
-            };
-            Entry {
-                relative,
-                full: path.join(&file_name),
-                name,
-                file_name,
-                kind,
-                parent: parent.clone(),
+/// The first results of a walk in path order, out of a parallel walk that finds them in any order.
+///
+/// Results come in groups, one per path (a file's matching lines, or one found path). Once `limit`
+/// results are held, every path that sorts after the last one held can be skipped — with a folder,
+/// all it holds, which sorts right after it — so the walk does no more reading than an ordered one
+/// would, and which results are kept does not depend on which thread found what first: a path is
+/// only ever skipped when at least `limit` results sort before it.
+pub(crate) struct FirstInOrder<T> {
+    limit: usize,
+    held: Mutex<Held<T>>,
+    /// Set once `limit` results are held (the lock-free check of a walk that finds little).
+    full: AtomicBool,
+}
+
+struct Held<T> {
+    groups: BTreeMap<PathBuf, Vec<T>>,
+    count: usize,
+}
+
+impl<T> FirstInOrder<T> {
+    /// Keeps at least the first `limit` results (more only when one group holds them).
+    pub fn new(limit: usize) -> Self {
+        FirstInOrder {
+            limit,
+            held: Mutex::new(Held {
+                groups: BTreeMap::new(),
+                count: 0,
+            }),
+            full: AtomicBool::new(false),
+        }
+    }
+
+    /// How many results it keeps.
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// Whether `path` sorts after every result that will be kept: it and all below it can be
+    /// skipped.
+    pub fn beyond(&self, path: &Path) -> bool {
+        if !self.full.load(Ordering::Relaxed) {
+            return false;
+        }
+        let held = lock(&self.held);
+        held.groups
+            .last_key_value()
+            .is_some_and(|(last, _)| path > last.as_path())
+    }
+
+    /// Adds the results found at `path`.
+    pub fn add(&self, path: PathBuf, results: Vec<T>) {
+        if results.is_empty() {
+            return;
+        }
+        let mut held = lock(&self.held);
+        held.count += results.len();
+        if let Some(replaced) = held.groups.insert(path, results) {
+            held.count -= replaced.len();
+        }
+        // Drop the last group while enough results sort before it.
+        loop {
+            let last_len = held.groups.last_key_value().map_or(0, |(_, last)| last.len());
+            if held.groups.is_empty() || held.count - last_len < self.limit {
+                break;
             }
-        })
-        .collect();
-    children.sort_by(|a, b| b.name.cmp(&a.name));
-    stack.extend(children);
+            held.groups.pop_last();
+            held.count -= last_len;
+        }
+        if held.count >= self.limit {
+            self.full.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Keeps only the groups `keep` says yes to.
+    pub fn retain(&self, mut keep: impl FnMut(&Path) -> bool) {
+        let mut held = lock(&self.held);
+        held.groups.retain(|path, _| keep(path));
+        held.count = held.groups.values().map(Vec::len).sum();
+    }
+
+    /// Takes what is held, in path order.
+    pub fn take(&self) -> Vec<(PathBuf, Vec<T>)> {
+        let mut held = lock(&self.held);
+        held.count = 0;
+        std::mem::take(&mut held.groups).into_iter().collect()
+    }
+}
+
+/// A path below the walk's root as the model sees it: '/' separators.
+pub(crate) fn shown_relative(relative: &Path) -> String {
+    relative.to_string_lossy().into_owned()
 }
 
 /// A glob as the tools take it. Without a '/', it matches an entry's name at any depth
@@ -183,101 +176,164 @@ impl PathGlob {
         Ok(PathGlob { matcher, whole_path })
     }
 
-    pub fn matches(&self, entry: &Entry) -> bool {
+    /// Whether the entry at `relative` (from the search root) matches.
+    pub fn matches(&self, relative: &Path) -> bool {
         if self.whole_path {
-            self.matcher.is_match(&entry.relative)
+            self.matcher.is_match(relative)
         } else {
-            self.matcher.is_match(&entry.name)
+            relative
+                .file_name()
+                .is_some_and(|name: &OsStr| self.matcher.is_match(name))
         }
+    }
+}
+
+/// Counts shared by the walk's threads.
+#[derive(Debug, Default)]
+pub(crate) struct Tally {
+    /// Folders or files that could not be read.
+    unreadable: std::sync::atomic::AtomicUsize,
+    /// FIFOs, sockets and devices passed over.
+    special: std::sync::atomic::AtomicUsize,
+}
+
+impl Tally {
+    pub fn unreadable(&self) {
+        self.unreadable.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn special(&self) {
+        self.special.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn counts(&self) -> (usize, usize) {
+        (
+            self.unreadable.load(Ordering::Relaxed),
+            self.special.load(Ordering::Relaxed),
+        )
+    }
+}
+
+/// Whether a walk error is a folder or file that could not be read (rather than, say, a bad line
+/// in an ignore file, which ripgrep reports and walks on).
+pub(crate) fn is_unreadable(error: &ignore::Error) -> bool {
+    error.io_error().is_some()
+}
+
+/// Set when the tool call's future is dropped, so a walk on a blocking thread stops soon after.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Cancel(Arc<AtomicBool>);
+
+impl Cancel {
+    pub(crate) fn is_set(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    pub fn set(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+
+    /// A guard that sets the flag when dropped: hold it across the await of the walk.
+    pub(crate) fn on_drop(&self) -> CancelOnDrop {
+        CancelOnDrop(self.clone())
+    }
+}
+
+pub(crate) struct CancelOnDrop(Cancel);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.0.store(true, Ordering::Relaxed);
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use ignore::WalkState;
+
     use super::*;
 
-    fn entry(relative: &str) -> Entry {
-        let name = relative.rsplit('/').next().unwrap().to_string();
-        Entry {
-            relative: relative.into(),
-            full: PathBuf::from(relative),
-            file_name: OsString::from(&name),
-            name,
-            kind: Kind::File,
-            parent: Arc::new(open("/")),
-        }
-    }
-
-    fn open(path: &str) -> OwnedFd {
-        std::fs::File::open(path).unwrap().into()
+    /// The entries right below `root` (the walk goes no deeper).
+    fn names_below(root: &str) -> Vec<String> {
+        let seen = Mutex::new(Vec::new());
+        walker(Path::new(root), Filters::default()).run(|| {
+            Box::new(|entry| {
+                let Ok(entry) = entry else {
+                    return WalkState::Continue;
+                };
+                if entry.depth() == 0 {
+                    return WalkState::Continue;
+                }
+                lock(&seen).push(entry.file_name().to_string_lossy().into_owned());
+                WalkState::Skip
+            })
+        });
+        seen.into_inner().unwrap()
     }
 
     #[test]
     fn pseudo_file_systems_are_entered_only_when_asked_for() {
-        // From '/', in name order "dev" comes before "etc": stop at "etc" and see that nothing
-        // below /dev was visited.
-        let budget = Budget::new(std::time::Duration::from_secs(60), Cancel::default());
-        let mut seen = Vec::new();
-        walk(Path::new("/"), open("/"), &budget, &mut |entry| {
-            if entry.relative == "etc" {
-                return Flow::Stop;
-            }
-            seen.push(entry.relative.clone());
-            Flow::Continue
-        });
-        assert!(
-            !seen.iter().any(|path| path == "dev" || path.starts_with("dev/")),
-            "{seen:?}"
-        );
+        let from_root = names_below("/");
+        assert!(from_root.iter().any(|name| name == "usr"), "{from_root:?}");
+        for pseudo in ["dev", "proc", "sys"] {
+            assert!(!from_root.iter().any(|name| name == pseudo), "{from_root:?}");
+        }
         // Asked for, /dev is walked.
-        let mut inside = 0;
-        walk(Path::new("/dev"), open("/dev"), &budget, &mut |_| {
-            inside += 1;
-            Flow::Continue
-        });
-        assert!(inside > 0);
+        assert!(!names_below("/dev").is_empty());
     }
 
     #[test]
-    fn a_spent_budget_stops_the_walk() {
-        let cancel = Cancel::default();
-        cancel.set();
-        let budget = Budget::new(std::time::Duration::from_secs(60), cancel);
-        let mut visited = 0;
-        walk(Path::new("/usr"), open("/usr"), &budget, &mut |_| {
-            visited += 1;
-            Flow::Continue
-        });
-        assert_eq!(visited, 0);
+    fn first_in_order_keeps_the_first_results_whatever_order_they_come_in() {
+        let paths = ["b/x", "a", "c", "b", "a/z", "d"];
+        for rotation in 0..paths.len() {
+            let kept = FirstInOrder::new(3);
+            for (n, path) in paths.iter().cycle().skip(rotation).take(paths.len()).enumerate() {
+                if !kept.beyond(Path::new(path)) {
+                    kept.add(PathBuf::from(path), vec![n]);
+                }
+            }
+            let order: Vec<String> = kept
+                .take()
+                .into_iter()
+                .map(|(path, _)| path.to_string_lossy().into_owned())
+                .collect();
+            // Component order: a folder's contents right after it, before its next sibling.
+            assert_eq!(order, ["a", "a/z", "b"], "rotation {rotation}");
+        }
+        let kept = FirstInOrder::new(2);
+        kept.add(PathBuf::from("m"), vec![1, 2]);
+        assert!(kept.beyond(Path::new("n")));
+        assert!(kept.beyond(Path::new("m/inner")));
+        assert!(!kept.beyond(Path::new("l/deep")));
     }
 
     #[test]
     fn globs_without_a_slash_match_names_at_any_depth() {
         let glob = PathGlob::new("*.rs").unwrap();
-        assert!(glob.matches(&entry("a.rs")));
-        assert!(glob.matches(&entry("src/deep/b.rs")));
-        assert!(!glob.matches(&entry("src/b.rsx")));
+        assert!(glob.matches(Path::new("a.rs")));
+        assert!(glob.matches(Path::new("src/deep/b.rs")));
+        assert!(!glob.matches(Path::new("src/b.rsx")));
     }
 
     #[test]
     fn globs_with_a_slash_match_the_whole_path() {
         let glob = PathGlob::new("src/*.rs").unwrap();
-        assert!(glob.matches(&entry("src/a.rs")));
-        assert!(!glob.matches(&entry("src/x/a.rs")));
-        assert!(!glob.matches(&entry("lib/src/a.rs")));
+        assert!(glob.matches(Path::new("src/a.rs")));
+        assert!(!glob.matches(Path::new("src/x/a.rs")));
+        assert!(!glob.matches(Path::new("lib/src/a.rs")));
         let deep = PathGlob::new("**/*.rs").unwrap();
-        assert!(deep.matches(&entry("a.rs")));
-        assert!(deep.matches(&entry("x/y/a.rs")));
+        assert!(deep.matches(Path::new("a.rs")));
+        assert!(deep.matches(Path::new("x/y/a.rs")));
         let anchored = PathGlob::new("/Cargo.toml").unwrap();
-        assert!(anchored.matches(&entry("Cargo.toml")));
-        assert!(!anchored.matches(&entry("crates/a/Cargo.toml")));
+        assert!(anchored.matches(Path::new("Cargo.toml")));
+        assert!(!anchored.matches(Path::new("crates/a/Cargo.toml")));
     }
 
     #[test]
     fn braces_and_classes_work_and_bad_globs_are_errors() {
         let glob = PathGlob::new("*.{rs,toml}").unwrap();
-        assert!(glob.matches(&entry("Cargo.toml")));
-        assert!(glob.matches(&entry("a/b.rs")));
+        assert!(glob.matches(Path::new("Cargo.toml")));
+        assert!(glob.matches(Path::new("a/b.rs")));
         assert!(PathGlob::new("a[").unwrap_err().contains("invalid glob"));
         assert!(PathGlob::new("").is_err());
     }
