@@ -73,6 +73,7 @@ impl Setup {
             fail_closed: false,
             max_input_bytes: elph_agent::hooks::limits::MAX_INPUT_BYTES,
             max_output_bytes: elph_agent::hooks::limits::MAX_STDOUT_BYTES,
+            env: Default::default(),
         };
         let persistent = |i: usize| HookDefinition {
             id: format!("line-{i}"),

@@ -16,6 +16,7 @@ pub mod mcp;
 pub(crate) mod model_choice;
 pub(crate) mod notices;
 pub mod paths;
+pub(crate) mod permissions;
 pub(crate) mod protected_paths;
 pub(crate) mod runtime;
 pub(crate) mod sandbox;

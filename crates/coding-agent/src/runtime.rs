@@ -113,6 +113,12 @@ impl Runtime {
             let _ = events.send(AgentEvent::Notice { message: line });
         }
         config.shell_env = crate::sandbox::shell_env_policy(&paths, &settings);
+        let (permissions, permission_notices) = crate::permissions::session_rules(&paths, &settings);
+        config.permissions = permissions;
+        for message in permission_notices {
+            tracing::warn!(%message, "permissions");
+            let _ = events.send(AgentEvent::Notice { message });
+        }
         let host = Arc::new(
             HookHost::new(set, paths.project_dir.clone(), &paths.data_dir)
                 .with_sandbox_base(config.sandbox.clone())

@@ -30,6 +30,9 @@ pub struct Settings {
     /// Bounds across all hooks.
     #[serde(default)]
     pub hooks: HooksSettings,
+    /// Permission rules: which calls run without a question, are asked about, or are refused.
+    #[serde(default)]
+    pub(crate) permissions: crate::permissions::PermissionsSettings,
     #[serde(rename = "$schema")]
     pub schema: Option<String>,
 }
@@ -204,6 +207,9 @@ impl Settings {
                     figure(threshold)
                 ),
             });
+        }
+        if let Err(reason) = settings.permissions.check() {
+            return Err(SettingsError { path, reason });
         }
         if let Some(seconds) = settings.read_tools.deadline_seconds
             && !(seconds > 0.0 && seconds <= ReadToolsSettings::MAX_DEADLINE_SECONDS)

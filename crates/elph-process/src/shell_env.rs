@@ -15,6 +15,11 @@
 //! 4. the user's `include` patterns: variables of Elph's environment that match come back, even if
 //!    step 2 or 3 removed them (the way to hand a command one token on purpose);
 //! 5. the user's `set` values, last.
+//!
+//! The CA bundle and proxy variables ([`CA_AND_PROXY_VARS`]) belong to the small sets too: `inherit:
+//! core` keeps them, and hooks and MCP servers get them ([`ca_and_proxy_environment`]), so a tool
+//! that downloads behind a corporate proxy or a private CA works there as it does in the user's
+//! shell. A proxy value with a user name or password is still a secret (step 2) and stays behind.
 
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
@@ -37,6 +42,35 @@ pub(crate) const CORE_VARS: [&str; 14] = [
     "HOME", "LOGNAME", "PATH", "SHELL", "USER", "USERNAME", "TMPDIR", "TEMP", "TMP", "LANG", "LC_ALL",
     "LC_CTYPE", "TERM", "TZ",
 ];
+
+/// The variables that point tools at a private CA or a proxy: passed to hooks, MCP servers and
+/// shell commands (also under `inherit: core`), except a value that is a URL with credentials.
+pub const CA_AND_PROXY_VARS: [&str; 14] = [
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "NODE_EXTRA_CA_CERTS",
+    "REQUESTS_CA_BUNDLE",
+    "CURL_CA_BUNDLE",
+    "PIP_CERT",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "all_proxy",
+    "no_proxy",
+];
+
+/// The CA and proxy variables of `parent` that are set, without those whose value carries a
+/// password (`http://user:pw@proxy:3128`): the environment hooks and MCP servers get them from.
+pub fn ca_and_proxy_environment(parent: &dyn Fn(&str) -> Option<OsString>) -> Vec<(OsString, OsString)> {
+    CA_AND_PROXY_VARS
+        .iter()
+        .filter_map(|name| parent(name).map(|value| (OsString::from(name), value)))
+        .filter(|(_, value)| !url_with_userinfo(&value.to_string_lossy()))
+        .collect()
+}
 
 /// Name fragments that mark a variable as a secret wherever they appear (case-insensitive).
 /// `PWD` marks `MYSQL_PWD` and `DB_PWD`, never `PWD` and `OLDPWD` themselves.
@@ -184,7 +218,10 @@ impl ShellEnvPolicy {
     fn inherits(&self, name: &OsStr) -> bool {
         match self.inherit {
             Inherit::All => true,
-            Inherit::Core => CORE_VARS.iter().any(|core| OsStr::new(core) == name),
+            Inherit::Core => CORE_VARS
+                .iter()
+                .chain(&CA_AND_PROXY_VARS)
+                .any(|core| OsStr::new(core) == name),
             Inherit::None => false,
         }
     }
@@ -407,6 +444,44 @@ mod tests {
             user.apply(vars),
             env(&[("HOME", "/h"), ("NPM_TOKEN", "t"), ("PATH", "/opt/bin")])
         );
+    }
+
+    #[test]
+    fn ca_and_proxy_variables_pass_under_core_and_to_hooks_but_not_a_proxy_with_a_password() {
+        let vars = env(&[
+            ("PATH", "/bin"),
+            ("SSL_CERT_FILE", "/etc/corp-ca.pem"),
+            ("NODE_EXTRA_CA_CERTS", "/etc/corp-ca.pem"),
+            ("https_proxy", "http://proxy.corp:3128"),
+            ("HTTPS_PROXY", "http://me:hunter2@proxy.corp:3128"),
+            ("NO_PROXY", "localhost,.corp"),
+            ("EDITOR", "vi"),
+        ]);
+        let core = ShellEnvPolicy {
+            inherit: Inherit::Core,
+            ..ShellEnvPolicy::default()
+        };
+        assert_eq!(
+            names(&core.apply(vars.clone())),
+            [
+                "NODE_EXTRA_CA_CERTS",
+                "NO_PROXY",
+                "PATH",
+                "SSL_CERT_FILE",
+                "https_proxy"
+            ]
+        );
+        let lookup = |name: &str| {
+            vars.iter()
+                .find(|(key, _)| key == name)
+                .map(|(_, value)| value.clone())
+        };
+        let hooks = ca_and_proxy_environment(&lookup);
+        assert_eq!(
+            names(&hooks),
+            ["SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "NO_PROXY", "https_proxy"]
+        );
+        assert!(!format!("{hooks:?}").contains("hunter2"));
     }
 
     #[test]

@@ -9,27 +9,40 @@ use agent_client_protocol::v1::schema::{
     SessionId, SessionNotification, SessionUpdate, ToolCallContent, ToolCallStatus, ToolCallUpdate,
     ToolCallUpdateFields,
 };
-use elph_agent::harness::ApprovalDecision;
+use elph_agent::harness::{ApprovalDecision, ApprovalRequest};
 
 use super::updates::{status_update, tool_kind};
 use crate::session::PendingApproval;
 
 pub(crate) const ALLOW_ONCE: &str = "allow_once";
 pub(crate) const ALLOW_SESSION: &str = "allow_session";
+pub(crate) const ALLOW_RULE: &str = "allow_rule";
 pub(crate) const REJECT: &str = "reject";
 
-/// Allow once, allow for this session (only where that means something: not for a protected write
-/// or a hook's ask, which are approved one call at a time), reject.
-fn options(offers_session: bool) -> Vec<PermissionOption> {
+/// Allow once (for a re-run the sandbox refused: run it again with the one permission it lacked),
+/// allow for this session and always allow (saves the suggested rule) only where that means
+/// something, reject.
+fn options(request: &ApprovalRequest) -> Vec<PermissionOption> {
+    let once = match request.escalation {
+        Some(escalation) => format!("Run it again {}", escalation.describe()),
+        None => "Allow once".to_string(),
+    };
     let mut options = vec![PermissionOption::new(
         ALLOW_ONCE,
-        "Allow once",
+        once,
         PermissionOptionKind::AllowOnce,
     )];
-    if offers_session {
+    if request.offers_session {
         options.push(PermissionOption::new(
             ALLOW_SESSION,
             "Allow always (this session)",
+            PermissionOptionKind::AllowAlways,
+        ));
+    }
+    if let Some(rule) = &request.suggested_rule {
+        options.push(PermissionOption::new(
+            ALLOW_RULE,
+            format!("Always allow {rule} (saved in settings.json)"),
             PermissionOptionKind::AllowAlways,
         ));
     }
@@ -55,13 +68,13 @@ pub(super) async fn ask(cx: ConnectionTo<Client>, session_id: SessionId, questio
             .content(vec![reason])
             .raw_input(request.input.clone()),
     );
-    let permission =
-        RequestPermissionRequest::new(session_id.clone(), tool_call, options(request.offers_session));
+    let permission = RequestPermissionRequest::new(session_id.clone(), tool_call, options(request));
     let decision = match cx.send_request(permission).block_task().await {
         Ok(response) => match response.outcome {
             RequestPermissionOutcome::Selected(selected) => match &*selected.option_id.0 {
                 ALLOW_ONCE => ApprovalDecision::AllowOnce,
                 ALLOW_SESSION => ApprovalDecision::AllowForSession,
+                ALLOW_RULE if request.suggested_rule.is_some() => ApprovalDecision::AllowAlways,
                 _ => ApprovalDecision::Deny,
             },
             // The turn was cancelled while the question was open.

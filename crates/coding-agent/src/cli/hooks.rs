@@ -91,6 +91,11 @@ fn print_list(out: &mut impl Write, set: &HookSet) -> std::io::Result<()> {
                 if hook.fail_closed {
                     command.push_str("  (fail-closed)");
                 }
+                if !hook.env.is_empty() {
+                    // Names only: a value may be a secret.
+                    let names: Vec<&str> = hook.env.keys().map(String::as_str).collect();
+                    command.push_str(&format!("  (env: {})", names.join(", ")));
+                }
                 let escape = |text: &str| crate::terminal_text::escape(text).into_owned();
                 [
                     escape(&hook.id),

@@ -81,6 +81,7 @@ pub(super) fn run(cwd: Option<&Path>, args: ImportArgs) -> anyhow::Result<u8> {
 
     // Targets in the order first seen, each with the hooks it gets.
     let mut targets: Vec<(PathBuf, Vec<HookConfig>, HooksFile)> = Vec::new();
+    let mut rule_targets = super::import_rules::RuleTargets::default();
     for source in &sources {
         // Bounded, and never blocked by a FIFO or a device in place of the file.
         let text = match elph_config::read_config(&source.settings) {
@@ -154,6 +155,21 @@ pub(super) fn run(cwd: Option<&Path>, args: ImportArgs) -> anyhow::Result<u8> {
         for line in &imported.skipped {
             eprintln!("! {}: {line}", source.settings.display());
         }
+        match crate::hooks::claude_code::permissions::import(&settings, target) {
+            Ok(imported) => {
+                for line in &imported.skipped {
+                    eprintln!("! {}: {line}", source.settings.display());
+                }
+                rule_targets.add(&paths, target, imported.rules);
+            }
+            Err(why) => {
+                eprintln!(
+                    "elph hooks import: {}: {why}; nothing was imported",
+                    source.settings.display()
+                );
+                return Ok(exit::ERROR);
+            }
+        }
         for hook in imported.hooks {
             let same = |other: &HookConfig| {
                 other.event == hook.event
@@ -191,6 +207,7 @@ pub(super) fn run(cwd: Option<&Path>, args: ImportArgs) -> anyhow::Result<u8> {
         write_atomically(&target, &text)?;
         writeln!(out, "{}: added {count} hook(s)", target.display())?;
     }
+    rule_targets.finish(&mut out, args.write)?;
     Ok(exit::SUCCESS)
 }
 

@@ -5,6 +5,7 @@ mod doctor;
 mod hooks;
 mod hooks_import;
 mod hooks_test;
+mod import_rules;
 mod man;
 mod run;
 mod sandbox;

@@ -86,6 +86,12 @@ pub struct HookConfig {
     /// Not on observation-only events (sessionStart, postCompact, stop, sessionEnd).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub fail_closed: bool,
+    /// Variables set for this hook, on top of the ones every hook gets (docs/hooks.md, "The
+    /// environment of a hook"). A value may take Elph's own variables as `${NAME}` or
+    /// `${NAME:-default}`; ELPH_HOOK_ID, ELPH_SESSION_ID and ELPH_PROJECT_DIR cannot be replaced.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    #[schemars(extend("propertyNames" = {"pattern": "^[A-Za-z_][A-Za-z0-9_]*$"}))]
+    pub env: std::collections::BTreeMap<String, String>,
     /// The largest payload sent to this hook, in bytes (default 131072); a larger one is not sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = MIN_CONFIGURABLE_BYTES, max = MAX_CONFIGURABLE_BYTES))]

@@ -1,5 +1,6 @@
 //! Discovery: the home file, then the project file (only when trusted), merged into one ordered set.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -59,6 +60,17 @@ pub struct HookDefinition {
     pub max_input_bytes: usize,
     /// The most stdout it may print, in bytes.
     pub max_output_bytes: usize,
+    /// Its own variables as written (`${NAME}` expanded when it runs). Names only when
+    /// serialized: values may be secrets.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty", serialize_with = "names_only")]
+    pub env: BTreeMap<String, String>,
+}
+
+fn names_only<S: serde::Serializer>(
+    env: &BTreeMap<String, String>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.collect_seq(env.keys())
 }
 
 fn as_millis<S: serde::Serializer>(duration: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
@@ -335,6 +347,7 @@ fn definition(config: HookConfig, source: &Path, scope: HookScope, path_var: &st
         max_output_bytes: config.max_output_bytes.map_or(MAX_STDOUT_BYTES, |bytes| {
             usize::try_from(bytes).unwrap_or(MAX_STDOUT_BYTES)
         }),
+        env: config.env,
     }
 }
 

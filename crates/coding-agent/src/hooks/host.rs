@@ -11,7 +11,7 @@
 //! untrusted project. `/reload` builds a new set and swaps it in with `replace_set`, in one step; a
 //! dispatch that is already running keeps the set it started with.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
@@ -298,6 +298,18 @@ impl HookHost {
         // After a signal, every hook shares the shutdown's short overall deadline.
         let timeout =
             crate::shutdown::bound_hook_timeout(hook.timeout.clamp(Duration::from_millis(1), MAX_TIMEOUT));
+        let own_env = match self.own_environment(hook) {
+            Ok(env) => env,
+            Err(reason) => {
+                let mut output = ProcessOutput::nothing(Duration::ZERO);
+                output.spawn_error = Some(reason);
+                let exchange = Exchange::Ran {
+                    output,
+                    notes: Vec::new(),
+                };
+                return (exchange, None);
+            }
+        };
         if hook.persistent {
             // The environment and sandbox only matter when a process starts: most events go to
             // one that is running.
@@ -307,7 +319,7 @@ impl HookHost {
                     let sandbox = self.sandbox_of(hook);
                     Launch {
                         cwd: &self.project_dir,
-                        env: self.environment(hook, session_id, sandbox.as_ref()),
+                        env: self.environment(hook, &own_env, session_id, sandbox.as_ref()),
                         sandbox,
                     }
                 })
@@ -315,7 +327,7 @@ impl HookHost {
             return (exchange, None);
         }
         let sandbox = self.sandbox_of(hook);
-        let mut env = self.environment(hook, session_id, sandbox.as_ref());
+        let mut env = self.environment(hook, &own_env, session_id, sandbox.as_ref());
         let env_file = (hook.protocol == Protocol::ClaudeCode && event == HookEvent::SessionStart)
             .then(|| {
                 // Where the hook may write, sandboxed or not.
@@ -357,16 +369,36 @@ impl HookHost {
         hook.sandbox.map(|mode| self.sandbox_base.with_mode(mode))
     }
 
-    /// The hook's whole environment: the allowlist, Elph's variables, and for a sandboxed hook the
-    /// one temp dir it may write as `TMPDIR`.
+    /// The hook's own `env`, each `${NAME}` taken from Elph's environment; why not, when a
+    /// variable it names is unset (the run then fails as a hook that could not start).
+    fn own_environment(&self, hook: &HookDefinition) -> Result<BTreeMap<String, String>, String> {
+        let lookup = |name: &str| {
+            self.parent_env
+                .get(name)
+                .map(|value| value.to_string_lossy().into_owned())
+        };
+        hook.env
+            .iter()
+            .map(|(name, value)| {
+                crate::mcp::expand::expand(value, &lookup)
+                    .map(|expanded| (name.clone(), expanded))
+                    .map_err(|error| format!("cannot set env {name} of hook {}: {error}", hook.id))
+            })
+            .collect()
+    }
+
+    /// The hook's whole environment: the allowlist, its own `env` (`own_env`, expanded), Elph's
+    /// variables, and for a sandboxed hook the one temp dir it may write as `TMPDIR`.
     fn environment(
         &self,
         hook: &HookDefinition,
+        own_env: &BTreeMap<String, String>,
         session_id: &str,
         sandbox: Option<&SandboxPolicy>,
     ) -> Vec<(OsString, OsString)> {
         let mut env = process::hook_environment(
             &|name| self.parent_env.get(name),
+            own_env,
             &hook.id,
             session_id,
             &self.project_dir,

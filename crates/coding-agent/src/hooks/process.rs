@@ -48,6 +48,9 @@ pub const ENV_ALLOWLIST: &[&str] = &[
     "WINDIR",
 ];
 
+/// The variables Elph sets for every hook, whatever its `env` says.
+const ELPH_VARS: [&str; 3] = ["ELPH_HOOK_ID", "ELPH_SESSION_ID", "ELPH_PROJECT_DIR"];
+
 /// The herdr integration's variables, passed on when set.
 pub const HERDR_VARS: &[&str] = &[
     "HERDR_ENV",
@@ -56,19 +59,41 @@ pub const HERDR_VARS: &[&str] = &[
     "HERDR_BIN_PATH",
 ];
 
-/// The whole environment of a hook: the allowlisted variables of `parent` that are set, then
-/// `ELPH_HOOK_ID`, `ELPH_SESSION_ID` (when `session_id` is not empty) and `ELPH_PROJECT_DIR`.
+/// The variables of `parent` every child Elph starts outside the shell gets (hooks, MCP
+/// servers): the allowlist, the CA and proxy variables (a proxy URL with a password left out).
+pub(crate) fn allowlisted_environment(
+    parent: &dyn Fn(&str) -> Option<OsString>,
+) -> Vec<(OsString, OsString)> {
+    let mut env: Vec<(OsString, OsString)> = ENV_ALLOWLIST
+        .iter()
+        .filter_map(|name| parent(name).map(|value| (OsString::from(name), value)))
+        .collect();
+    env.extend(elph_process::shell_env::ca_and_proxy_environment(parent));
+    env
+}
+
+/// The whole environment of a hook: the allowlisted variables of `parent` that are set (see
+/// [`allowlisted_environment`], and Herdr's), then the hook's own `env` (`configured`, already
+/// expanded), then `ELPH_HOOK_ID`, `ELPH_SESSION_ID` (when `session_id` is not empty) and
+/// `ELPH_PROJECT_DIR`, which a hook's `env` cannot replace.
 pub(crate) fn hook_environment(
     parent: &dyn Fn(&str) -> Option<OsString>,
+    configured: &std::collections::BTreeMap<String, String>,
     hook_id: &str,
     session_id: &str,
     project_dir: &Path,
 ) -> Vec<(OsString, OsString)> {
-    let mut env: Vec<(OsString, OsString)> = ENV_ALLOWLIST
-        .iter()
-        .chain(HERDR_VARS)
-        .filter_map(|name| parent(name).map(|value| (OsString::from(name), value)))
-        .collect();
+    let mut env = allowlisted_environment(parent);
+    env.extend(
+        HERDR_VARS
+            .iter()
+            .filter_map(|name| parent(name).map(|value| (OsString::from(name), value))),
+    );
+    for (name, value) in configured {
+        env.retain(|(known, _)| known != name.as_str());
+        env.push((name.into(), value.into()));
+    }
+    env.retain(|(name, _)| !ELPH_VARS.iter().any(|elph| name == *elph));
     env.push(("ELPH_HOOK_ID".into(), hook_id.into()));
     if !session_id.is_empty() {
         env.push(("ELPH_SESSION_ID".into(), session_id.into()));
@@ -292,24 +317,46 @@ mod tests {
                 "HOME" => Some("/home/u".into()),
                 "PATH" => Some("/usr/bin".into()),
                 "HERDR_PANE_ID" => Some("7".into()),
+                "SSL_CERT_FILE" => Some("/etc/ca.pem".into()),
+                "HTTPS_PROXY" => Some("http://u:pw@proxy:3128".into()),
                 "OPENAI_API_KEY" => Some("sk-secret".into()),
                 _ => None,
             }
         };
-        let env = hook_environment(&parent, "audit", "s-1", Path::new("/p"));
+        let none = std::collections::BTreeMap::new();
+        let env = hook_environment(&parent, &none, "audit", "s-1", Path::new("/p"));
         let names: Vec<_> = env.iter().map(|(k, _)| k.to_str().unwrap()).collect();
         assert_eq!(
             names,
             [
                 "HOME",
                 "PATH",
+                "SSL_CERT_FILE",
                 "HERDR_PANE_ID",
                 "ELPH_HOOK_ID",
                 "ELPH_SESSION_ID",
                 "ELPH_PROJECT_DIR"
             ]
         );
-        let without_session = hook_environment(&parent, "audit", "", Path::new("/p"));
+        let own: std::collections::BTreeMap<String, String> = [
+            ("PATH", "/opt/bin"),
+            ("LOG_LEVEL", "debug"),
+            ("ELPH_HOOK_ID", "forged"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let env = hook_environment(&parent, &own, "audit", "s-1", Path::new("/p"));
+        let value = |name: &str| {
+            env.iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.to_str().unwrap())
+        };
+        assert_eq!(value("PATH"), Some("/opt/bin"));
+        assert_eq!(value("LOG_LEVEL"), Some("debug"));
+        assert_eq!(value("ELPH_HOOK_ID"), Some("audit"));
+        assert_eq!(env.iter().filter(|(k, _)| k == "ELPH_HOOK_ID").count(), 1);
+        let without_session = hook_environment(&parent, &none, "audit", "", Path::new("/p"));
         assert!(!without_session.iter().any(|(k, _)| k == "ELPH_SESSION_ID"));
     }
 

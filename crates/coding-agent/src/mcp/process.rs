@@ -18,7 +18,7 @@ use elph_process::process::{ChildStdin, ChildStdout, Input, Output, ProcessGroup
 use tokio::io::AsyncReadExt;
 use tokio::sync::watch;
 
-use crate::hooks::process::{ENV_ALLOWLIST, describe_spawn_error, signal_name};
+use crate::hooks::process::{allowlisted_environment, describe_spawn_error, signal_name};
 
 /// How much of the server's stderr is kept for error messages.
 const STDERR_TAIL: usize = 2048;
@@ -30,10 +30,7 @@ pub(crate) fn server_environment(
     project_dir: &Path,
     configured: &BTreeMap<String, String>,
 ) -> Vec<(OsString, OsString)> {
-    let mut env: BTreeMap<OsString, OsString> = ENV_ALLOWLIST
-        .iter()
-        .filter_map(|name| parent(name).map(|value| (OsString::from(name), value)))
-        .collect();
+    let mut env: BTreeMap<OsString, OsString> = allowlisted_environment(parent).into_iter().collect();
     env.insert("ELPH_PROJECT_DIR".into(), project_dir.as_os_str().to_owned());
     for (name, value) in configured {
         env.insert(name.into(), value.into());

@@ -1,7 +1,7 @@
 //! Approval questions as session events: the harness asks the session's approver, which puts the
 //! question into the event stream and waits for the front end's answer.
 
-use elph_agent::harness::{ApprovalDecision, ApprovalRequest, Approver};
+use elph_agent::harness::{AgentEvent, ApprovalDecision, ApprovalRequest, Approver};
 use tokio::sync::{mpsc, oneshot};
 
 use std::path::PathBuf;
@@ -39,6 +39,10 @@ pub(super) struct QueueApprover {
     pub(super) questions: mpsc::UnboundedSender<PendingApproval>,
     /// Where relative paths in a write's arguments lead, for its preview.
     pub(super) project_dir: PathBuf,
+    /// Where an "always allow" answer saves its rule (settings.json).
+    pub(super) config_dir: PathBuf,
+    /// Where the notice that says where the rule went (or why it could not be saved) goes.
+    pub(super) notices: mpsc::UnboundedSender<AgentEvent>,
 }
 
 #[async_trait::async_trait]
@@ -56,6 +60,18 @@ impl Approver for QueueApprover {
         if self.questions.send(pending).is_err() {
             return None;
         }
-        Some(answer.await.unwrap_or(ApprovalDecision::Deny))
+        let decision = answer.await.unwrap_or(ApprovalDecision::Deny);
+        if decision == ApprovalDecision::AllowAlways
+            && let Some(rule) = &request.suggested_rule
+        {
+            // The harness allows it for this session either way; only the next sessions depend on
+            // the file.
+            let message = match crate::permissions::save_allow_rule(&self.config_dir, rule) {
+                Ok(path) => format!("added the allow rule {rule} to {}", path.display()),
+                Err(error) => format!("the allow rule {rule} holds for this session only: {error}"),
+            };
+            let _ = self.notices.send(AgentEvent::Notice { message });
+        }
+        Some(decision)
     }
 }

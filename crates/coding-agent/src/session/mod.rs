@@ -134,6 +134,8 @@ impl Session {
             Approvals::Asked => Arc::new(approval::QueueApprover {
                 questions: questions_tx,
                 project_dir: paths.project_dir.clone(),
+                config_dir: paths.config_dir.clone(),
+                notices: agent_tx.clone(),
             }),
             Approvals::Nobody => Arc::new(NoApprover),
         };

@@ -72,6 +72,28 @@ pub(crate) fn named_files(
     named
 }
 
+/// The files inside `project` that the values of a hook's `env` name (a value as a whole, or
+/// each part of a `:`-separated list such as `PYTHONPATH`), relative to the project or `folder`:
+/// a variable can point a tool at a file it then runs (`BASH_ENV`, `NODE_OPTIONS=--require=…`).
+pub(crate) fn named_in_env<'a>(
+    values: impl IntoIterator<Item = &'a str>,
+    project: &Path,
+    folder: &Path,
+) -> Named {
+    let mut named = Named::default();
+    for value in values {
+        for word in std::iter::once(value)
+            .chain(value.split(':'))
+            .chain(value.split_whitespace())
+        {
+            if !word.is_empty() {
+                named.path_word(project, folder, word);
+            }
+        }
+    }
+    named
+}
+
 impl Named {
     /// Pins `path` if it is an existing regular file inside the project; true when it is.
     fn take(&mut self, project: &Path, path: &Path) -> bool {

@@ -80,25 +80,29 @@ pub(crate) const TRUST_CHOICES: [&str; 2] = [
     "No, keep its hooks and MCP servers off",
 ];
 
-const APPROVAL_CHOICES: [(&str, ApprovalDecision); 3] = [
-    ("Yes, once", ApprovalDecision::AllowOnce),
-    ("Yes, for this session", ApprovalDecision::AllowForSession),
-    ("No, deny", ApprovalDecision::Deny),
-];
-
-/// A protected write or a hook's `ask` is approved one call at a time: no "for this session".
-const PER_CALL_CHOICES: [(&str, ApprovalDecision); 2] = [
-    ("Yes, once", ApprovalDecision::AllowOnce),
-    ("No, deny", ApprovalDecision::Deny),
-];
-
-/// The answers offered to `request`, in order.
-pub(crate) fn approval_choices(request: &ApprovalRequest) -> &'static [(&'static str, ApprovalDecision)] {
+/// The answers offered to `request`, in order: once; for the session and, for one plain command,
+/// always (which saves an allow rule) where the question is the approval policy's; no. A
+/// protected write, a hook's `ask`, an ask rule and a re-run the sandbox refused are approved one
+/// call at a time.
+pub(crate) fn approval_choices(request: &ApprovalRequest) -> Vec<(String, ApprovalDecision)> {
+    let mut choices = vec![(
+        match request.escalation {
+            Some(escalation) => format!("Yes, run it again {}", escalation.describe()),
+            None => "Yes, once".to_string(),
+        },
+        ApprovalDecision::AllowOnce,
+    )];
     if request.offers_session {
-        &APPROVAL_CHOICES
-    } else {
-        &PER_CALL_CHOICES
+        choices.push(("Yes, for this session".into(), ApprovalDecision::AllowForSession));
     }
+    if let Some(rule) = &request.suggested_rule {
+        choices.push((
+            format!("Yes, always allow {rule} (saved in settings.json)"),
+            ApprovalDecision::AllowAlways,
+        ));
+    }
+    choices.push(("No, deny".into(), ApprovalDecision::Deny));
+    choices
 }
 
 /// The agent is working on a command.
@@ -528,6 +532,9 @@ impl App {
             KeyCode::Char('y') if matches!(modal, Modal::Approval { .. }) => choose = Some(0),
             KeyCode::Char('a') if matches!(modal, Modal::Approval { request, .. } if request.offers_session) => {
                 choose = Some(1)
+            }
+            KeyCode::Char('A') if matches!(modal, Modal::Approval { request, .. } if request.suggested_rule.is_some()) => {
+                choose = Some(count - 2)
             }
             KeyCode::Char('n') if matches!(modal, Modal::Approval { .. }) => choose = Some(count - 1),
             KeyCode::Char('y') if matches!(modal, Modal::Trust { .. }) => choose = Some(0),

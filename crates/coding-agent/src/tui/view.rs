@@ -198,16 +198,14 @@ fn modal_lines(modal: &Modal, width: usize) -> Vec<Line<'static>> {
             preview,
             ..
         } => {
-            let labels: Vec<&str> = approval_choices(request)
-                .iter()
-                .map(|(label, _)| *label)
-                .collect();
+            let choices = approval_choices(request);
+            let labels: Vec<&str> = choices.iter().map(|(label, _)| label.as_str()).collect();
             let mut body = approval_body(request, preview.as_ref(), inner);
             body.extend(choice_lines(&labels, *selected));
-            let footer = if labels.len() == 3 {
-                "Enter choose · 1/2/3 · Esc deny"
-            } else {
-                "Enter choose · 1/2 · Esc deny · this exact call only"
+            let footer = match labels.len() {
+                4 => "Enter choose · 1/2/3/4 · Esc deny",
+                3 => "Enter choose · 1/2/3 · Esc deny",
+                _ => "Enter choose · 1/2 · Esc deny · this exact call only",
             };
             ("Approve tool call", body, footer)
         }

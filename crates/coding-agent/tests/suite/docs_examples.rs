@@ -839,7 +839,11 @@ fn hooks_md_names_every_native_tool_limit_and_inherited_variable() {
             "docs/hooks.md should say the {what} limit: {text}"
         );
     }
-    for name in ENV_ALLOWLIST.iter().chain(HERDR_VARS) {
+    for name in ENV_ALLOWLIST
+        .iter()
+        .chain(HERDR_VARS)
+        .chain(&elph_process::shell_env::CA_AND_PROXY_VARS)
+    {
         assert!(
             hooks_md.contains(&format!("`{name}`")),
             "docs/hooks.md should list {name} among the variables a hook gets"

@@ -68,6 +68,7 @@ impl Fixture {
             fail_closed: false,
             max_input_bytes: elph_agent::hooks::limits::MAX_INPUT_BYTES,
             max_output_bytes: elph_agent::hooks::limits::MAX_STDOUT_BYTES,
+            env: Default::default(),
         }
     }
 

@@ -253,6 +253,7 @@ fn persistent_hook(program: &Path, project: &Path) -> HookDefinition {
         fail_closed: true,
         max_input_bytes: elph_agent::hooks::limits::MAX_INPUT_BYTES,
         max_output_bytes: elph_agent::hooks::limits::MAX_STDOUT_BYTES,
+        env: Default::default(),
     }
 }
 

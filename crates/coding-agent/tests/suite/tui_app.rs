@@ -229,6 +229,8 @@ fn approval(app: &mut App) -> tokio::sync::oneshot::Receiver<ApprovalDecision> {
                 change: None,
                 reason: "hook 'ask-first' requested approval".into(),
                 offers_session: true,
+                suggested_rule: None,
+                escalation: None,
             },
             reply,
         }),

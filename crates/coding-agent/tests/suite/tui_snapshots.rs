@@ -194,6 +194,8 @@ fn approval_prompt() {
                 change: None,
                 reason: reason.into(),
                 offers_session: true,
+                suggested_rule: None,
+                escalation: None,
             },
             reply,
         }),

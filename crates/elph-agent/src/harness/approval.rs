@@ -51,6 +51,32 @@ pub struct ApprovalRequest {
     /// place or a hook's `ask`: those are approved one call at a time, so a front end offers only
     /// yes (once) and no.
     pub offers_session: bool,
+    /// The allow rule "always allow" would add (`shell_exec(git status*)`), when the question is
+    /// the approval policy's about one plain command; a front end that offers it saves the rule.
+    pub suggested_rule: Option<String>,
+    /// Set when the command already ran and the sandbox refused it: yes runs it once more with
+    /// this one extra permission.
+    pub escalation: Option<Escalation>,
+}
+
+/// The one permission a re-run of a refused command gets, for that run only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Escalation {
+    /// The network (the sandbox stays otherwise).
+    Network,
+    /// No sandbox at all.
+    Unconfined,
+}
+
+impl Escalation {
+    /// What the re-run gets, in words for the user.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Escalation::Network => "with the network on",
+            Escalation::Unconfined => "outside the sandbox",
+        }
+    }
 }
 
 /// The user's answer to an [`ApprovalRequest`].
@@ -61,6 +87,9 @@ pub enum ApprovalDecision {
     AllowOnce,
     /// Allow this tool for the rest of the session.
     AllowForSession,
+    /// Add the request's `suggested_rule` to the allow rules: this session at once, and the front
+    /// end saves it for the next ones.
+    AllowAlways,
     /// Do not run it; the model is told the user refused.
     Deny,
 }

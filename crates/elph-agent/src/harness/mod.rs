@@ -7,8 +7,10 @@
 mod access;
 pub mod approval;
 mod compaction;
+mod escalation;
 pub mod events;
 pub mod mode;
+pub mod permissions;
 mod tool_call;
 pub mod transcript;
 
@@ -33,7 +35,7 @@ use crate::hooks::{HookEvent, HookPayload, HookRegistry, Listed};
 use crate::messages::Message;
 use crate::policy::{FilePolicy, WriteScope};
 use crate::tools::{DEFAULT_READ_DEADLINE, ToolCatalog, ToolContext};
-pub use approval::{ApprovalDecision, ApprovalPolicy, ApprovalRequest, Approver, NoApprover};
+pub use approval::{ApprovalDecision, ApprovalPolicy, ApprovalRequest, Approver, Escalation, NoApprover};
 pub use compaction::{CompactOutcome, CompactionSettings};
 pub use events::AgentEvent;
 pub use mode::{AgentMode, PLAN_MODE_PROMPT};
@@ -59,6 +61,8 @@ pub struct HarnessConfig {
     pub max_turns: u32,
     /// Which tool calls need the user's approval.
     pub approval: ApprovalPolicy,
+    /// The permission rules, which decide before `approval` does (deny > ask > allow > policy).
+    pub permissions: permissions::PermissionRules,
     /// When the context is compacted.
     pub compaction: CompactionSettings,
     /// The most context all beforeAgent hooks together may add to one turn's requests.
@@ -90,6 +94,7 @@ impl HarnessConfig {
             system_prompt: DEFAULT_SYSTEM_PROMPT.to_string(),
             max_turns: DEFAULT_MAX_TURNS,
             approval: ApprovalPolicy::Auto,
+            permissions: permissions::PermissionRules::default(),
             compaction: CompactionSettings::default(),
             max_added_context_bytes: crate::hooks::limits::DEFAULT_MAX_ADDED_CONTEXT_BYTES,
             mode: AgentMode::Build,

@@ -4,6 +4,7 @@ use serde_json::Value;
 
 use super::access::AccessVerdict;
 use super::approval::{ApprovalDecision, ApprovalPolicy, ApprovalRequest};
+use super::permissions::{self, RuleKind};
 use super::{AgentEvent, AgentHarness, AgentMode};
 use crate::hooks::Listed;
 use crate::hooks::events::post_tool_use::{PostToolUse, ToolResultPayload};
@@ -133,12 +134,13 @@ impl AgentHarness {
             tool_name: call.name.clone(),
         });
         let output = parsed.run(&ctx).await;
+        let output = self.escalate(call, &input, &tool, &ctx, output).await;
         self.post_tool(call, input, output).await
     }
 
-    /// Native approval, with the file policy's questions and a hook's `ask` on top. `Ok(true)` when
-    /// the user approved this exact call (a protected write may go ahead), `Err(reason)` when the
-    /// call may not run.
+    /// Native approval, with the permission rules, the file policy's questions and a hook's `ask`
+    /// on top. `Ok(true)` when the user approved this exact call (a protected write may go ahead),
+    /// `Err(reason)` when the call may not run.
     async fn approve(
         &mut self,
         call: &ToolCall,
@@ -152,6 +154,28 @@ impl AgentHarness {
         let outside_key = format!("{} outside the project", call.name);
         let protected = !access.protected.is_empty();
         let reads_outside = !access.outside_reads.is_empty();
+        let verdict = self
+            .config
+            .permissions
+            .decide(&call.name, input, &access.judged)
+            .map(|verdict| {
+                (
+                    verdict.kind,
+                    verdict.rule.text.clone(),
+                    verdict.rule.source.clone(),
+                )
+            });
+        let (allowed_by_rule, asked_by_rule) = match verdict {
+            Some((RuleKind::Deny, rule, source)) => {
+                return Err(format!(
+                    "Tool call denied by the permission rule {rule} (in {source}); it applies whatever \
+                     the approval policy is."
+                ));
+            }
+            Some((RuleKind::Ask, rule, source)) => (false, Some(format!("{rule} (in {source})"))),
+            Some((RuleKind::Allow, _, _)) => (true, None),
+            None => (false, None),
+        };
         if protected && policy != ApprovalPolicy::Ask {
             return Err(format!(
                 "Tool call refused: {} would write {}, which the agent may change only when the user \
@@ -161,49 +185,60 @@ impl AgentHarness {
                 policy_name(policy)
             ));
         }
-        if policy == ApprovalPolicy::Deny && mutates {
+        let by_policy = !allowed_by_rule && asked_by_rule.is_none();
+        if by_policy && policy == ApprovalPolicy::Deny && mutates {
             return Err(format!(
                 "Tool call denied: {} changes files or runs commands, and the approval policy is deny.",
                 call.name
             ));
         }
-        if policy == ApprovalPolicy::Deny && reads_outside {
+        if by_policy && policy == ApprovalPolicy::Deny && reads_outside {
             return Err(format!(
                 "Tool call denied: {} would read outside the project ({}), and the approval policy is deny.",
                 call.name,
                 access.outside_reads.join(", ")
             ));
         }
-        let asks_for_change =
-            mutates && policy == ApprovalPolicy::Ask && !self.allowed_for_session.contains(&call.name);
-        let asks_for_read = reads_outside
+        let asks_for_change = by_policy
+            && mutates
+            && policy == ApprovalPolicy::Ask
+            && !self.allowed_for_session.contains(&call.name);
+        let asks_for_read = by_policy
+            && reads_outside
             && policy == ApprovalPolicy::Ask
             && !self.allowed_for_session.contains(&outside_key);
-        if !protected && !asks_for_change && !asks_for_read && hook_ask.is_none() {
+        if !protected && !asks_for_change && !asks_for_read && hook_ask.is_none() && asked_by_rule.is_none() {
             return Ok(false);
         }
-        let reason = match &hook_ask {
-            Some(verdict) => verdict.describe("approval requested"),
-            None if protected => format!(
+        let reason = match (&hook_ask, &asked_by_rule) {
+            (Some(verdict), _) => verdict.describe("approval requested"),
+            _ if protected => format!(
                 "{} writes {}: approve only this exact call, and only if you asked for it",
                 call.name,
                 access.protected.join(", ")
             ),
-            None if asks_for_read => format!(
+            (None, Some(rule)) => format!("{} is asked about by the permission rule {rule}", call.name),
+            (None, None) if asks_for_read => format!(
                 "{} reads outside the project: {} (approval policy: ask)",
                 call.name,
                 access.outside_reads.join(", ")
             ),
-            None => format!(
+            (None, None) => format!(
                 "{} changes files or runs commands (approval policy: ask)",
                 call.name
             ),
         };
-        self.emit(AgentEvent::ApprovalNeeded {
-            tool_call_id: call.id.clone(),
-            tool_name: call.name.clone(),
-            reason: reason.clone(),
-        });
+        // Only the policy's own questions are remembered for the session or as a rule: a hook's
+        // ask, an ask rule and a protected write are approved one call at a time.
+        let per_call = hook_ask.is_some() || protected || asked_by_rule.is_some();
+        let suggested_rule = (!per_call && asks_for_change && !reads_outside && call.name == "shell_exec")
+            .then(|| {
+                input
+                    .get("command")
+                    .and_then(Value::as_str)
+                    .and_then(permissions::suggested_prefix)
+            })
+            .flatten();
         let request = ApprovalRequest {
             tool_call_id: call.id.clone(),
             tool_name: call.name.clone(),
@@ -211,14 +246,14 @@ impl AgentHarness {
             title: parsed.title(),
             change: parsed.change(),
             reason: reason.clone(),
-            offers_session: hook_ask.is_none() && !protected,
+            offers_session: !per_call,
+            suggested_rule,
+            escalation: None,
         };
-        match self.approver.approve(&request).await {
+        match self.ask(&request).await {
             Some(ApprovalDecision::AllowOnce) => Ok(protected),
             Some(ApprovalDecision::AllowForSession) => {
-                // A hook's ask and a protected write are per call: only the native policy's
-                // questions are remembered.
-                if hook_ask.is_none() && !protected {
+                if !per_call {
                     if mutates {
                         self.allowed_for_session.insert(call.name.clone());
                     }
@@ -228,11 +263,41 @@ impl AgentHarness {
                 }
                 Ok(protected)
             }
+            Some(ApprovalDecision::AllowAlways) => {
+                self.remember_rule(&request);
+                Ok(protected)
+            }
             Some(ApprovalDecision::Deny) => Err(format!("Tool call denied by the user ({reason}).")),
             None => Err(format!(
                 "Tool call denied: it needs approval ({reason}), and there is no one to approve it in this mode."
             )),
         }
+    }
+
+    /// "Always allow": the suggested rule joins this session's allow rules at once (the front
+    /// end saves it for the next sessions); "yes for this session" is not implied.
+    fn remember_rule(&mut self, request: &ApprovalRequest) {
+        let Some(text) = &request.suggested_rule else {
+            return;
+        };
+        let base = permissions::RuleBase {
+            project_dir: self.config.project_dir.clone(),
+            home: std::env::var_os("HOME").map(std::path::PathBuf::from),
+        };
+        match permissions::PermissionRule::parse(text, &base, "this session") {
+            Ok(rule) => self.config.permissions.add(RuleKind::Allow, rule),
+            Err(error) => self.notice(error.to_string()),
+        }
+    }
+
+    /// Puts `request` to the user (an event says a question waits); `None` when nobody can answer.
+    pub(super) async fn ask(&mut self, request: &ApprovalRequest) -> Option<ApprovalDecision> {
+        self.emit(AgentEvent::ApprovalNeeded {
+            tool_call_id: request.tool_call_id.clone(),
+            tool_name: request.tool_name.clone(),
+            reason: request.reason.clone(),
+        });
+        self.approver.approve(request).await
     }
 
     async fn post_tool(&mut self, call: &ToolCall, input: Value, output: ToolOutput) -> ToolCallDone {

@@ -18,6 +18,7 @@ mod limits;
 mod mount_view;
 mod pid_namespace;
 mod privileges;
+mod refusal;
 mod seccomp;
 mod unix_sockets;
 mod weaker;
@@ -32,6 +33,7 @@ pub use confine::{
 pub use limits::Limits;
 pub use pid_namespace::pid_namespaces_available;
 pub use privileges::{make_self_undumpable, user_namespaces_available};
+pub use refusal::Refused;
 pub use unix_sockets::socket_variable;
 pub use weaker::{MissingProtection, missing_protections};
 
@@ -277,7 +279,6 @@ impl SandboxPolicy {
     /// Whether a process under this policy may write `path` (absolute, already normalized: no
     /// `..`; symlinks are the caller's to resolve). This is the same rule the kernel enforces,
     /// for the native tools that write files themselves.
-    #[cfg(test)]
     pub(crate) fn allows_write(&self, path: &Path) -> bool {
         match self.mode {
             SandboxMode::FullAccess => true,

@@ -13,6 +13,7 @@
 
 pub(crate) mod answer;
 pub(crate) mod payload;
+pub(crate) mod permissions;
 pub(crate) mod plain;
 pub(crate) mod settings;
 pub(crate) mod tools;

@@ -35,6 +35,7 @@ fn elph_event(claude: &str) -> Option<HookEvent> {
 /// in use (they are avoided).
 pub(crate) fn import(settings: &Value, taken: &[String], target: Target) -> Result<Imported, String> {
     let mut out = Imported::default();
+    let env = env_block(settings, &mut out.skipped)?;
     let Some(hooks) = settings.get("hooks") else {
         return Ok(out);
     };
@@ -119,11 +120,59 @@ pub(crate) fn import(settings: &Value, taken: &[String], target: Target) -> Resu
                     fail_closed: false,
                     max_input_bytes: None,
                     max_output_bytes: None,
+                    env: env.clone(),
                 });
             }
         }
     }
     Ok(out)
+}
+
+/// The settings file's `env` block: Claude Code sets it for the whole session, so every hook of
+/// the file gets it as its own `env`. Its shell commands got it too; in Elph that is
+/// `shellEnvironment.set` of settings.json, which an import does not write (said in `skipped`).
+fn env_block(
+    settings: &Value,
+    skipped: &mut Vec<String>,
+) -> Result<std::collections::BTreeMap<String, String>, String> {
+    let mut env = std::collections::BTreeMap::new();
+    let Some(block) = settings.get("env") else {
+        return Ok(env);
+    };
+    let Value::Object(block) = block else {
+        return Err("\"env\" is not an object of variables".into());
+    };
+    for (name, value) in block {
+        let valid_name = name
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        let text = match value {
+            Value::String(text) => text.clone(),
+            Value::Number(number) => number.to_string(),
+            Value::Bool(flag) => flag.to_string(),
+            other => {
+                skipped.push(format!("env.{name}: {other} is not a string; left out"));
+                continue;
+            }
+        };
+        if !valid_name {
+            skipped.push(format!("env.{name}: not a variable name Elph can set; left out"));
+            continue;
+        }
+        env.insert(name.clone(), text);
+    }
+    if !env.is_empty() {
+        let names: Vec<&str> = env.keys().map(String::as_str).collect();
+        skipped.push(format!(
+            "env ({}): given to each hook imported from this file as its \"env\"; Claude Code also \
+             gave it to its shell commands, which in Elph is \"shellEnvironment\": {{\"set\": …}} \
+             in your settings.json (not written by the import)",
+            names.join(", ")
+        ));
+    }
+    Ok(env)
 }
 
 #[expect(clippy::expect_used, reason = "an invariant of the function")]
@@ -299,6 +348,35 @@ mod tests {
         ] {
             assert!(skipped.contains(expected), "{expected} in:\n{skipped}");
         }
+    }
+
+    #[test]
+    fn the_env_block_becomes_each_hooks_env_and_what_it_cannot_carry_is_said() {
+        let settings = json!({
+            "env": {"HOOK_MODE": "ask", "RETRIES": 3, "LIST": ["a"], "BAD-NAME": "x"},
+            "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+                {"type": "command", "command": "a.sh"},
+                {"type": "command", "command": "b.sh"}
+            ]}]}
+        });
+        let imported = import(&settings, &[], Target::Project).unwrap();
+        for hook in &imported.hooks {
+            assert_eq!(
+                hook.env,
+                [("HOOK_MODE", "ask"), ("RETRIES", "3")]
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .into()
+            );
+        }
+        let skipped = imported.skipped.join("\n");
+        for expected in ["env.LIST", "env.BAD-NAME", "shellEnvironment"] {
+            assert!(skipped.contains(expected), "{expected} in:\n{skipped}");
+        }
+        assert!(
+            import(&json!({"env": "x"}), &[], Target::Project)
+                .unwrap_err()
+                .contains("\"env\" is not an object")
+        );
     }
 
     #[test]

@@ -158,12 +158,20 @@ fn render(
     }
     let truncated = result.stdout.omitted() > 0 || result.stderr.omitted() > 0;
     let failed = result.timed_out || result.exit_code != Some(0) || !appeared.is_empty();
+    // Which permission the sandbox withheld, for the harness to offer a re-run with it (`ask`).
+    let refused = if !appeared.is_empty() {
+        Some(elph_process::sandbox::Refused::Filesystem)
+    } else if failed {
+        sandbox.refused_in(&text, cwd)
+    } else {
+        None
+    };
     let output = if failed {
         ToolOutput::error(text)
     } else {
         ToolOutput::text(text)
     };
-    output.with_details(json!({
+    let mut details = json!({
         "exitCode": result.exit_code,
         "signal": result.signal,
         "timedOut": result.timed_out,
@@ -171,5 +179,9 @@ fn render(
         "stdoutBytes": result.stdout.total(),
         "stderrBytes": result.stderr.total(),
         "durationMs": result.duration.as_millis() as u64,
-    }))
+    });
+    if let Some(refused) = refused {
+        details["sandboxRefused"] = json!(refused.as_str());
+    }
+    output.with_details(details)
 }
