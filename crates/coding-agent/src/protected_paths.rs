@@ -79,15 +79,14 @@ pub(crate) fn protected_paths(
     }
     for root in &roots {
         // A repository a command makes here (`git init && … > .git/hooks/pre-commit`) would be
-        // the model's to configure; a missing `.git` is refused after the command that makes it.
+        // the model's to configure. An empty `.git` folder stands in for it, held read-only: git
+        // takes an empty `.git` for no repository and looks further up, as it did before.
+        // (Deeper, a repository made in the session is refused after the command: `repositories`
+        // in elph-process.)
         let dot_git = root.join(".git");
-        if std::fs::symlink_metadata(&dot_git).is_err() {
-            found.add(
-                &dot_git,
-                "a git repository made in the session (git runs its hooks and the commands its config \
-                 names outside the sandbox, the next time you use git)",
-                false,
-            );
+        let folder_or_missing = std::fs::symlink_metadata(&dot_git).map_or(true, |m| m.is_dir());
+        if folder_or_missing && gitdir_of(&dot_git).is_none() {
+            found.add(&dot_git, PLACEHOLDER_WHY, true);
         }
         if let Some(gitdir) = enclosing_repository(root) {
             protect_repository(&mut found, &gitdir);
@@ -129,6 +128,11 @@ pub(crate) fn protected_paths(
     found.0
 }
 
+/// Why the empty `.git` at the top of a root that is no repository is held.
+pub(crate) const PLACEHOLDER_WHY: &str = "the place of a git repository, which the session must not \
+     make (git runs a repository's hooks and the commands its config names outside the sandbox, the \
+     next time you use git there)";
+
 const ELPH_WHY: &str = "the project's .elph folder (hooks, MCP servers and settings run from it)";
 
 #[derive(Default)]
@@ -163,6 +167,11 @@ fn protect_repository(found: &mut Found, gitdir: &Path) {
         // is set, which takes writing `config`, which is held.
         if dir.join("config.worktree").exists() {
             found.add(&dir.join("config.worktree"), &git_why("config"), false);
+        }
+        // A `commondir` moves where git reads the config and hooks from; a new one is refused
+        // after the command (`repositories` in elph-process).
+        if dir.join("commondir").exists() {
+            found.add(&dir.join("commondir"), &git_why("commondir"), false);
         }
         found.add(&dir.join("hooks"), &git_why("hooks"), true);
         found.add(&dir.join("info"), &git_why("info folder"), true);
@@ -200,6 +209,10 @@ fn common_dir(gitdir: &Path) -> PathBuf {
 fn gitdir_of(dot_git: &Path) -> Option<PathBuf> {
     let metadata = std::fs::symlink_metadata(dot_git).ok()?;
     if metadata.is_dir() {
+        // An empty `.git` (Elph's stand-in) is no repository for git either.
+        if std::fs::symlink_metadata(dot_git.join("HEAD")).is_err() {
+            return None;
+        }
         return std::fs::canonicalize(dot_git).ok();
     }
     let text = std::fs::read_to_string(dot_git).ok()?;

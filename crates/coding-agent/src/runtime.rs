@@ -112,6 +112,8 @@ impl Runtime {
             tracing::warn!(%line, "sandbox");
             let _ = events.send(AgentEvent::Notice { message: line });
         }
+        // Before anything sandboxed runs: what a command makes later is compared with this.
+        config.sandbox.start_session();
         config.shell_env = crate::sandbox::shell_env_policy(&paths, &settings);
         let (permissions, permission_notices) = crate::permissions::session_rules(&paths, &settings);
         config.permissions = permissions;
@@ -237,6 +239,12 @@ impl Runtime {
 
     pub(crate) fn store(&self) -> Option<&Arc<SessionStore>> {
         self.store.as_ref()
+    }
+
+    /// Ends the session's sandbox (see `SandboxPolicy::end_session`): what its commands left
+    /// running is killed and what they left behind refused; one line each for what was refused.
+    pub(crate) fn end_sandbox(&self) -> Vec<String> {
+        self.harness.config().sandbox.end_session()
     }
 
     pub(crate) fn harness(&self) -> &AgentHarness {

@@ -60,6 +60,9 @@ pub struct TrustFile {
     pub(crate) key_warnings: Vec<String>,
     /// Each absolute key as written, with the folder it names.
     pub(crate) canonical_keys: BTreeMap<String, PathBuf>,
+    /// Each trusted key that is now a symbolic link: where it points, and the warning about it
+    /// (also in `key_warnings`), which a session in that folder shows where trust is decided.
+    pub(crate) link_keys: Vec<(PathBuf, String)>,
     pub raw: Map<String, Value>,
 }
 
@@ -87,6 +90,7 @@ impl TrustFile {
         let mut directories = BTreeMap::new();
         let mut key_warnings = Vec::new();
         let mut canonical_keys = BTreeMap::new();
+        let mut link_keys = Vec::new();
         let mut resolver = keys::Resolver::default();
         match raw.get("directories") {
             None | Some(Value::Null) => {}
@@ -113,13 +117,15 @@ impl TrustFile {
                     // A trusted folder that has since been replaced by a symbolic link: the link's
                     // target is decided by its own entries, never by this one.
                     if *trusted && keys::ends_in_link(&expanded) {
-                        key_warnings.push(format!(
+                        let warning = format!(
                             "trust.json key \"{key}\" is now a symbolic link to {}; it trusts nothing \
                              (a trusted folder replaced by a link must not pass its trust to where the \
                              link points). If you mean to trust {0}, run `elph trust {}`",
                             canonical.display(),
                             crate::diagnostics::shell_quote(&canonical)
-                        ));
+                        );
+                        key_warnings.push(warning.clone());
+                        link_keys.push((canonical, warning));
                         continue;
                     }
                     match directories.get(&canonical) {
@@ -148,6 +154,7 @@ impl TrustFile {
             directories,
             key_warnings,
             canonical_keys,
+            link_keys,
             raw,
         })
     }
@@ -202,6 +209,10 @@ pub struct TrustDecision {
     /// Whether the trusted content is pinned, and whether it changed since (then `trusted` is false).
     #[serde(skip_serializing_if = "PinState::is_unpinned")]
     pub pin: PinState,
+    /// Trusted keys for this folder or a parent that are now symbolic links (they trust nothing),
+    /// said where the decision is made: at the start of a session and in `elph trust --status`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub link_warnings: Vec<String>,
 }
 
 /// Content pinning for one decision (see [`pins`]).
@@ -500,6 +511,7 @@ impl TrustStore {
                 },
                 default: DefaultTrust::Ask,
                 pin: PinState::Unpinned,
+                link_warnings: Vec::new(),
             },
         }
     }
@@ -591,6 +603,7 @@ impl TrustStore {
             directories: mut decided,
             key_warnings,
             canonical_keys,
+            link_keys,
             mut raw,
         } = file;
         let directories = raw
@@ -632,6 +645,7 @@ impl TrustStore {
             directories: decided,
             key_warnings,
             canonical_keys,
+            link_keys,
             raw: Map::new(),
         };
         let mut decision = decide_with(&written, &project);
@@ -805,6 +819,12 @@ pub(crate) fn decide_with(file: &TrustFile, project: &Path) -> TrustDecision {
         source,
         default: file.default,
         pin: PinState::Unpinned,
+        link_warnings: file
+            .link_keys
+            .iter()
+            .filter(|(target, _)| project.starts_with(target))
+            .map(|(_, warning)| warning.clone())
+            .collect(),
     }
 }
 

@@ -70,15 +70,22 @@ pub(super) fn run(cwd: Option<&Path>, args: SandboxCommandArgs) -> anyhow::Resul
         .enable_all()
         .build()
         .context("cannot start the runtime that watches the command")?;
-    let status = runtime
-        .block_on(elph_process::process::run_in_foreground(
-            &program,
-            &rest,
-            &paths.project_dir,
-            &env,
-            &policy,
-        ))
-        .map_err(|error| anyhow::anyhow!("{}", describe_spawn_error(&program, &error)))?;
+    // What the command leaves behind is refused as a `shell_exec` command's is, once it is gone.
+    policy.start_session();
+    let missing_before = policy.missing_now();
+    let status = runtime.block_on(elph_process::process::run_in_foreground(
+        &program,
+        &rest,
+        &paths.project_dir,
+        &env,
+        &policy,
+    ));
+    let mut refused = policy.refuse_appeared(&missing_before);
+    refused.extend(policy.end_session());
+    for line in &refused {
+        eprintln!("elph sandbox: {line}");
+    }
+    let status = status.map_err(|error| anyhow::anyhow!("{}", describe_spawn_error(&program, &error)))?;
     Ok(
         match (
             status.code(),

@@ -215,8 +215,19 @@ impl HookHost {
             } else if let Some(cause) = self.changed_since_trusted(hook) {
                 HookRun::skipped(&hook.id, event, cause)
             } else {
+                // What a sandboxed hook leaves behind is refused as a command's is.
+                let confined = self
+                    .sandbox_of(hook)
+                    .filter(SandboxPolicy::is_confined)
+                    .map(|policy| {
+                        let missing = policy.missing_now();
+                        (policy, missing)
+                    });
                 let (exchange, env_file) = self.run_hook(hook, event, &session_id, stdin).await;
-                match exchange {
+                let refused = confined
+                    .map(|(policy, missing)| policy.refuse_appeared(&missing))
+                    .unwrap_or_default();
+                let mut run = match exchange {
                     Exchange::Ran { output, notes } => {
                         let mut run = match hook.protocol {
                             Protocol::Elph => record(hook, event, &output),
@@ -256,7 +267,9 @@ impl HookHost {
                         run
                     }
                     Exchange::Skipped(cause) => HookRun::skipped(&hook.id, event, cause),
-                }
+                };
+                run.notes.extend(refused);
+                run
             };
             run.fail_closed = hook.fail_closed;
             if run.outcome.is_some() {

@@ -39,6 +39,13 @@ impl HookLoader {
         let store = TrustStore::new(&self.paths.config_dir);
         let decision = store.decide(&self.paths.project_dir);
         let mut kept: Vec<Diagnostic> = decision.diagnostic(store.path()).into_iter().collect();
+        // Said where trust is decided, not only in `elph trust --status`.
+        kept.extend(
+            decision
+                .link_warnings
+                .iter()
+                .map(|warning| Diagnostic::new(warning.clone()).in_file(store.path())),
+        );
         let home = self.read(self.paths.home_hooks_file(), HookScope::Home, &mut kept);
         let project = decision
             .trusted

@@ -1,6 +1,6 @@
 //! What each operation does, once for every front end.
 
-use elph_agent::harness::AgentMode;
+use elph_agent::harness::{AgentEvent, AgentMode};
 use elph_agent::hooks::CompactTrigger;
 
 use super::{ModelOutcome, Op, Outcome, Session, SessionChoice, SessionEvent, TrustOutcome};
@@ -53,8 +53,18 @@ impl Session {
         self.channels
             .pump(self.runtime.harness_mut().end_session(reason))
             .await;
+        self.end_sandbox();
         let storage_error = self.runtime.harness().storage_error().map(str::to_string);
         self.channels.emit(SessionEvent::Ended { storage_error });
+    }
+
+    /// Ends the sandbox of the session that ends, and says what it refused there.
+    fn end_sandbox(&self) {
+        for message in self.runtime.end_sandbox() {
+            tracing::warn!(%message, "sandbox");
+            self.channels
+                .emit(SessionEvent::Agent(AgentEvent::Notice { message }));
+        }
     }
 
     /// `/trust` (true) or `/untrust` (false). Asking for the state the project is already in
@@ -136,6 +146,7 @@ impl Session {
         self.channels
             .pump(self.runtime.harness_mut().end_session(reason))
             .await;
+        self.end_sandbox();
         self.runtime = runtime;
         self.announce();
         let source = self.runtime.source();

@@ -41,6 +41,7 @@ mod permission_rules;
 mod persistent;
 mod persistent_protocol;
 mod protected_e2e;
+mod protected_repos;
 mod providers_e2e;
 mod reload;
 mod run_e2e;

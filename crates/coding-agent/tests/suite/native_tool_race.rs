@@ -2,7 +2,8 @@
 //! `write_file` and `read_file` on `d/…`, a process confined by `elph sandbox` keeps exchanging the
 //! project folder `d` with a symbolic link to CONFIG_DIR, and with one to a folder outside the
 //! project (`renameat2(RENAME_EXCHANGE)`, both names inside the project). Whatever the timing,
-//! nothing may be written or read outside the project, and no temp file may be left behind.
+//! nothing may be written or read outside the project, and no temp file may be left behind. As
+//! root and as a user that is not (see `sandbox_users`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -12,7 +13,7 @@ use serde_json::{Value, json};
 use test_support::env::TestEnv;
 use test_support::fake_model::{FakeModelServer, FakeReply, Wire};
 
-use super::run_e2e::{elph, run_elph};
+use super::sandbox_users::{Who, elph_as, everyone, run_as};
 
 /// Tool calls per run: hundreds, so that many of them fall inside the swap window.
 const CALLS: usize = 300;
@@ -61,9 +62,9 @@ fn compile_swapper(dir: &Path) -> PathBuf {
     binary
 }
 
-/// Starts the swapper under `elph sandbox` in the project and waits until it runs.
-fn start_swapper(env: &TestEnv, swapper: &Path) -> Child {
-    let mut command = env.command(&elph());
+/// Starts the swapper under `elph sandbox` in the project, as `who`, and waits until it runs.
+fn start_swapper(env: &TestEnv, who: Who, swapper: &Path) -> Child {
+    let mut command = elph_as(env, who);
     command
         .args(["sandbox", "--"])
         .arg(swapper)
@@ -121,7 +122,7 @@ fn tool_results(server: &FakeModelServer) -> Vec<String> {
 }
 
 /// One answer with `CALLS` calls of `tool` on `input`, then "done".
-async fn run_calls(env: &TestEnv, tool: &str, input: Value, approval: &str) -> Vec<String> {
+async fn run_calls(env: &TestEnv, who: Who, tool: &str, input: Value, approval: &str) -> Vec<String> {
     let server = FakeModelServer::start(Wire::OpenAi).await;
     let mut reply = FakeReply::tool_call(tool, input.clone());
     for _ in 1..CALLS {
@@ -129,7 +130,7 @@ async fn run_calls(env: &TestEnv, tool: &str, input: Value, approval: &str) -> V
     }
     server.enqueue(reply);
     server.enqueue(FakeReply::text("done"));
-    let output = run_elph(env, &server, &["--approval", approval, "race"]).await;
+    let output = run_as(env, who, &server, &[], &["--approval", approval, "race"]).await;
     assert!(
         output.status.success(),
         "{}",
@@ -163,9 +164,21 @@ async fn a_folder_swapped_for_a_link_never_redirects_write_file_or_read_file() {
     if !super::sandbox_e2e::landlock("a_folder_swapped_for_a_link_never_redirects_write_file_or_read_file") {
         return;
     }
+    for who in everyone("a_folder_swapped_for_a_link_never_redirects_write_file_or_read_file") {
+        race_as(who).await;
+    }
+}
+
+async fn race_as(who: Who) {
     let env = TestEnv::new();
     let outside = env.evidence("outside");
     std::fs::create_dir_all(&outside).unwrap();
+    // Writable by the user who is not root too: only Elph may keep a write out of it.
+    std::fs::set_permissions(
+        &outside,
+        <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o777),
+    )
+    .unwrap();
     std::fs::create_dir_all(env.project.join("d")).unwrap();
     std::fs::write(env.project.join("d/secret.txt"), "PROJECT-TEXT\n").unwrap();
     std::fs::write(env.config_dir.join("secret.txt"), "CONFIG-SECRET\n").unwrap();
@@ -174,26 +187,27 @@ async fn a_folder_swapped_for_a_link_never_redirects_write_file_or_read_file() {
     std::os::unix::fs::symlink(&outside, env.project.join("to-outside")).unwrap();
     let swapper = compile_swapper(env.root.path());
 
-    let child = start_swapper(&env, &swapper);
+    let child = start_swapper(&env, who, &swapper);
     let writes = run_calls(
         &env,
+        who,
         "write_file",
         json!({"path": "d/hooks.json", "content": "{\"hooks\": [{\"id\": \"planted\", \"event\": \"sessionStart\", \"command\": \"/bin/true\"}]}"}),
         "auto",
     )
     .await;
-    let reads = run_calls(&env, "read_file", json!({"path": "d/secret.txt"}), "deny").await;
+    let reads = run_calls(&env, who, "read_file", json!({"path": "d/secret.txt"}), "deny").await;
     let swapped = stop_swapper(&env, child);
 
     // Nothing landed outside: not in CONFIG_DIR (a home hook the next session would run), not in
     // the outside folder, and no temp file anywhere.
     assert!(
         !env.config_dir.join("hooks.json").exists(),
-        "a write landed in CONFIG_DIR"
+        "a write landed in CONFIG_DIR ({who:?})"
     );
     assert!(
         !outside.join("hooks.json").exists(),
-        "a write landed outside the project"
+        "a write landed outside the project ({who:?})"
     );
     for dir in [&env.project, &env.config_dir, &outside] {
         assert_eq!(
@@ -207,7 +221,7 @@ async fn a_folder_swapped_for_a_link_never_redirects_write_file_or_read_file() {
     for result in &reads {
         assert!(
             !result.contains("CONFIG-SECRET") && !result.contains("OUTSIDE-SECRET"),
-            "read_file returned a file outside the project: {result}"
+            "read_file returned a file outside the project ({who:?}): {result}"
         );
     }
     // The race was on: the swapper made exchanges, and the calls met both states of `d`.

@@ -18,13 +18,13 @@ use test_support::fake_model::{FakeModelServer, FakeReply, Wire};
 use super::run_e2e::elph;
 
 /// The user that is not root: a uid nothing else on the machine owns.
-const OTHER_USER: u32 = 4242;
+pub(super) const OTHER_USER: u32 = 4242;
 const SETPRIV: &str = "/usr/bin/setpriv";
 const PYTHON: &str = "/usr/bin/python3";
 
 /// Whether the kernel has Landlock; without it says why the test skips, or fails under
 /// `ELPH_REQUIRE_LANDLOCK=1`.
-fn landlock(test: &str) -> bool {
+pub(super) fn landlock(test: &str) -> bool {
     if elph_process::sandbox::landlock_support().available() {
         return true;
     }
@@ -37,7 +37,7 @@ fn landlock(test: &str) -> bool {
 }
 
 /// Who the tests run as: the current user, and the other user when the current one is root.
-fn users() -> Vec<Option<u32>> {
+pub(super) fn users() -> Vec<Option<u32>> {
     let mut users = vec![None];
     if nix::unistd::geteuid().is_root() && Path::new(SETPRIV).exists() {
         users.push(Some(OTHER_USER));
@@ -48,18 +48,18 @@ fn users() -> Vec<Option<u32>> {
 }
 
 /// One test's world, owned by `user`.
-struct World {
-    env: TestEnv,
-    user: Option<u32>,
-    binary: PathBuf,
+pub(super) struct World {
+    pub(super) env: TestEnv,
+    pub(super) user: Option<u32>,
+    pub(super) binary: PathBuf,
 }
 
 impl World {
-    fn new(user: Option<u32>) -> World {
+    pub(super) fn new(user: Option<u32>) -> World {
         World::with(TestEnv::new(), user)
     }
 
-    fn with(env: TestEnv, user: Option<u32>) -> World {
+    pub(super) fn with(env: TestEnv, user: Option<u32>) -> World {
         let mut binary = elph();
         if user.is_some() {
             std::fs::set_permissions(env.root.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -73,7 +73,7 @@ impl World {
     }
 
     /// Gives every folder of the test to the test's user (after the test set them up as root).
-    fn hand_over(&self) {
+    pub(super) fn hand_over(&self) {
         let Some(uid) = self.user else { return };
         std::fs::create_dir_all(&self.env.data_dir).unwrap();
         let status = Command::new("chown")
@@ -91,7 +91,7 @@ impl World {
     }
 
     /// A command run as the test's user, outside any sandbox, in the project.
-    fn command(&self, program: &Path) -> Command {
+    pub(super) fn command(&self, program: &Path) -> Command {
         match self.user {
             None => self.env.command(program),
             Some(uid) => {
@@ -107,14 +107,14 @@ impl World {
     }
 
     /// The user's own shell command, unconfined (what runs after the session).
-    fn user_sh(&self, script: &str) -> Output {
+    pub(super) fn user_sh(&self, script: &str) -> Output {
         let mut command = self.command(Path::new("/bin/sh"));
         command.args(["-c", script]);
         output_within(command)
     }
 
     /// `elph run` against `server` with `args`.
-    async fn run(&self, server: &FakeModelServer, args: &[&str]) -> Output {
+    pub(super) async fn run(&self, server: &FakeModelServer, args: &[&str]) -> Output {
         let mut command = self.command(&self.binary);
         command
             .env("OPENAI_API_KEY", "sk-test-secret-key")
@@ -128,7 +128,7 @@ impl World {
 
     /// Has the model run `script` through `shell_exec` with `args`; returns everything the model
     /// was sent afterwards (the tool result among it).
-    async fn shell(&self, script: &str, args: &[&str]) -> String {
+    pub(super) async fn shell(&self, script: &str, args: &[&str]) -> String {
         let server = FakeModelServer::start(Wire::OpenAi).await;
         server.enqueue(FakeReply::tool_call("shell_exec", json!({ "command": script })));
         server.enqueue(FakeReply::text("done"));
@@ -144,7 +144,7 @@ impl World {
         tool_results(&server)
     }
 
-    fn who(&self) -> String {
+    pub(super) fn who(&self) -> String {
         match self.user {
             None => format!("as uid {}", nix::unistd::geteuid()),
             Some(uid) => format!("as uid {uid}"),
@@ -152,7 +152,7 @@ impl World {
     }
 }
 
-fn output_within(command: Command) -> Output {
+pub(super) fn output_within(command: Command) -> Output {
     assert_cmd::Command::from_std(command)
         .timeout(Duration::from_secs(90))
         .output()
@@ -160,7 +160,7 @@ fn output_within(command: Command) -> Output {
 }
 
 /// The text of every tool result the model was sent.
-fn tool_results(server: &FakeModelServer) -> String {
+pub(super) fn tool_results(server: &FakeModelServer) -> String {
     let mut text = String::new();
     for request in server.requests() {
         for message in request["messages"].as_array().into_iter().flatten() {
@@ -177,14 +177,14 @@ fn tool_results(server: &FakeModelServer) -> String {
 }
 
 /// The exit status a probe script echoed as `name=N`.
-fn status_of(result: &str, name: &str) -> Option<i32> {
+pub(super) fn status_of(result: &str, name: &str) -> Option<i32> {
     let prefix = format!("{name}=");
     result
         .split(|c: char| c.is_whitespace() || c == '"' || c == '\\')
         .find_map(|word| word.strip_prefix(&prefix)?.parse().ok())
 }
 
-fn refused(result: &str, name: &str) -> bool {
+pub(super) fn refused(result: &str, name: &str) -> bool {
     status_of(result, name).is_some_and(|code| code != 0)
 }
 
@@ -470,68 +470,20 @@ async fn a_project_at_home_cannot_move_config_dir_aside() {
     }
 }
 
-/// In a folder that is not a repository yet, `git init && … > .git/hooks/pre-commit` in one
-/// command, and a `.mcp.json` the project did not have, are refused: moved aside after the
-/// command, which says so. The user's git afterwards finds no repository and runs no hook.
+/// The native write tools refuse the same protected paths, by name, whether they exist or not
+/// (a repository made during the session included), and say which protection refused them; as
+/// root and as a user that is not.
 #[tokio::test]
-async fn a_repository_or_agent_file_made_during_the_session_is_refused() {
-    if !landlock("a_repository_or_agent_file_made_during_the_session_is_refused") {
-        return;
-    }
+async fn the_native_write_tools_refuse_the_same_protected_paths() {
     for user in users() {
-        let world = World::new(user);
-        let env = &world.env;
-        let evidence = env.root.path().join("evidence");
-        std::fs::create_dir_all(&evidence).unwrap();
-        std::fs::set_permissions(&evidence, std::fs::Permissions::from_mode(0o777)).unwrap();
-        world.hand_over();
-        let ev = evidence.display();
-        let script = format!(
-            "git init -q . && printf '#!/bin/sh\\ntouch {ev}/hook\\n' > .git/hooks/pre-commit && \
-             chmod +x .git/hooks/pre-commit; echo \"init=$?\"\n\
-             echo '{{\"mcpServers\":{{}}}}' > .mcp.json; echo \"mcp=$?\"\n\
-             echo ok > notes.txt; echo \"inside=$?\""
-        );
-        let result = world.shell(&script, &[]).await;
-        let context = format!("{}: {result}", world.who());
-        for words in [
-            ".git was created by a sandboxed command, and it is protected: a git repository made in the session",
-            ".mcp.json was created by a sandboxed command, and it is protected: .mcp.json: another agent's",
-            ".mcp.json.elph-refused",
-        ] {
-            assert!(result.contains(words), "the result says {words:?}, {context}");
-        }
-        assert!(
-            !env.project.join(".git").exists() && !env.project.join(".mcp.json").exists(),
-            "{context}"
-        );
-        assert!(
-            env.project.join(".git.elph-refused/hooks/pre-commit").is_file(),
-            "{context}"
-        );
-        assert!(env.project.join("notes.txt").is_file(), "{context}");
-        let after = world.user_sh(
-            "git status 2>&1; git -c user.name=u -c user.email=u@x commit -q --allow-empty -m u 2>&1",
-        );
-        let planted: Vec<_> = std::fs::read_dir(&evidence)
-            .unwrap()
-            .flatten()
-            .map(|e| e.file_name())
-            .collect();
-        assert!(
-            planted.is_empty(),
-            "the user's git ran what the model planted: {planted:?}, {}",
-            String::from_utf8_lossy(&after.stdout)
-        );
+        native_write_tools_refuse_as(user).await;
     }
 }
 
-/// The native write tools refuse the same protected paths, by name, whether they exist or not
-/// (a repository made during the session included), and say which protection refused them.
-#[tokio::test]
-async fn the_native_write_tools_refuse_the_same_protected_paths() {
-    let world = World::new(None);
+async fn native_write_tools_refuse_as(user: Option<u32>) {
+    let world = World::new(user);
     let env = &world.env;
+    world.hand_over();
     let setup = world.user_sh("git init -q -b main . && mkdir .claude");
     assert!(
         setup.status.success(),

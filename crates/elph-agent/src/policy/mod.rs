@@ -253,8 +253,8 @@ impl FilePolicy {
 }
 
 /// Which part of a git repository `real` is, when it is one git runs commands from: a `.git`
-/// file (the pointer to a repository), or inside a `.git` folder its `config`, `hooks/` or
-/// `info/` (also of a submodule under `.git/modules/`). Judged by name, so a repository made
+/// file (the pointer to a repository), or inside a `.git` folder its `config`, `commondir`,
+/// `hooks/` or `info/` (also of a submodule under `.git/modules/`). Judged by name, so a repository made
 /// during the session is covered before anything lists it.
 fn git_internal(real: &Path) -> Option<&'static str> {
     let names: Vec<&std::ffi::OsStr> = real.iter().collect();
@@ -276,6 +276,8 @@ fn git_internal(real: &Path) -> Option<&'static str> {
         [name, ..] if *name == "hooks" => Some("hooks"),
         [name, ..] if *name == "info" => Some("info folder"),
         [name] if *name == "config" || *name == "config.worktree" => Some("config"),
+        // It moves where git reads the config and hooks from.
+        [name] if *name == "commondir" => Some("commondir"),
         _ => None,
     }
 }
@@ -426,6 +428,7 @@ mod tests {
             "a/b/.git/info/attributes",
             ".git/modules/sub/hooks/post-checkout",
             ".git/worktrees/w/config.worktree",
+            ".git/commondir",
             "sub/.git",
         ] {
             assert!(

@@ -37,6 +37,11 @@ impl ProcessGroup {
         self.pgid.as_raw()
     }
 
+    /// Whether any process of the group is still there.
+    pub(crate) fn exists(self) -> bool {
+        killpg(self.pgid, None).is_ok()
+    }
+
     /// SIGKILL to every process of the group; a group already gone is no error.
     pub fn kill(self) {
         self.signal(Signal::SIGKILL);

@@ -274,6 +274,11 @@ pub async fn run(spec: &RunSpec<'_>) -> RunOutput {
     // After a kill the group is already swept; after a normal finish the spec decides.
     if spec.leftovers == Leftovers::Leave {
         child.leave_group_running();
+        // What a sandboxed command leaves running is killed when its session ends, before the
+        // sandbox's last look for what it left behind.
+        if let Some(policy) = spec.sandbox.filter(|policy| policy.is_confined()) {
+            policy.watch.note_left_running(child.group());
+        }
     }
     drop(child);
     out.duration = started.elapsed();

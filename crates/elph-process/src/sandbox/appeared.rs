@@ -1,13 +1,17 @@
-//! Protected paths that a sandboxed command created.
+//! Protected paths that a sandboxed command created, and repositories it made (see
+//! `repositories`).
 //!
 //! Why after the fact: only an existing path can be mounted over, and Landlock cannot refuse one
 //! name in a folder it lets a command write, so a protected path that did not exist when the
-//! session started (a `.mcp.json` the project lacks, the `.git` of a folder that is not a
-//! repository yet) is not held while a command runs. What such a path could do only happens
-//! later, when something outside the sandbox reads it (git on the user's next `git status`,
-//! another agent at its start). So Elph looks right after each command: every protected path that
-//! has appeared is moved aside, to `NAME.elph-refused` beside it (nothing the command wrote is
-//! lost, and nothing reads it there), and the command's result says so.
+//! session started (a `.mcp.json` the project lacks, a nested `.git`) is not held while a command
+//! runs. (Where a folder can stand in for it unnoticed, Elph makes one and holds it: an empty
+//! `.git` at the top of a root that is no repository, which git ignores.) What such a path could
+//! do only happens later, when something outside the sandbox reads it (git on the user's next `git
+//! status`, another agent at its start). So Elph looks right after each sandboxed command, hook
+//! and `elph sandbox`, and once more when the session ends, after killing what its commands left
+//! running: every protected path that has appeared is moved aside, to `NAME.elph-refused` beside
+//! it (nothing the command wrote is lost, and nothing reads it there), and the command's result
+//! says so.
 //!
 //! The move is made through a descriptor of the parent folder, opened without following a link
 //! and checked to be the folder the policy names, so a command that swaps a folder for a link
@@ -47,13 +51,37 @@ impl SandboxPolicy {
             .collect()
     }
 
-    /// Moves every path of `missing_before` that exists now aside, and says which, where to, and
-    /// why, one line each (empty when none appeared).
+    /// Records what the session starts with: the repositories in the writable roots and the
+    /// protected paths missing now. Call it once, before the session's first sandboxed process;
+    /// until then [`SandboxPolicy::refuse_appeared`] looks for no repository.
+    pub fn start_session(&self) {
+        self.watch.record(&self.writable_roots, self.missing_now());
+    }
+
+    /// Ends the session's sandbox: kills what its commands left running, refuses what they left
+    /// behind (as [`SandboxPolicy::refuse_appeared`] after a command; the protected paths missing
+    /// at the start only when something was left running, since the user may make them between
+    /// commands), and removes the folders Elph made to hold protected places.
+    pub fn end_session(&self) -> Vec<String> {
+        self.watch.kill_left_running();
+        let missing = if self.watch.ever_left_running() {
+            self.watch.missing_at_start()
+        } else {
+            Vec::new()
+        };
+        let lines = self.refuse_appeared(&missing);
+        self.watch.remove_placeholders();
+        lines
+    }
+
+    /// Moves every path of `missing_before` that exists now aside, and makes every git repository
+    /// made or redirected since the session started unusable (see `repositories`); says which,
+    /// where to, and why, one line each (empty when nothing appeared).
     pub fn refuse_appeared(&self, missing_before: &[PathBuf]) -> Vec<String> {
         if self.mode == SandboxMode::FullAccess {
             return Vec::new();
         }
-        let mut lines = Vec::new();
+        let mut lines = self.watch.refuse_repositories(&self.writable_roots);
         for path in missing_before {
             if std::fs::symlink_metadata(path).is_err() {
                 continue;
@@ -82,7 +110,7 @@ impl SandboxPolicy {
 }
 
 /// Renames `path` to `path.elph-refused` (or `.elph-refused-2`, …) within its parent folder.
-fn move_aside(path: &Path) -> std::io::Result<PathBuf> {
+pub(super) fn move_aside(path: &Path) -> std::io::Result<PathBuf> {
     let invalid = |what: &str| std::io::Error::new(std::io::ErrorKind::InvalidInput, what.to_string());
     let parent = path.parent().ok_or_else(|| invalid("no parent folder"))?;
     let name = path.file_name().ok_or_else(|| invalid("no file name"))?;

@@ -19,6 +19,7 @@ mod mount_view;
 mod pid_namespace;
 mod privileges;
 mod refusal;
+mod repositories;
 mod seccomp;
 mod unix_sockets;
 mod weaker;
@@ -34,6 +35,7 @@ pub use limits::Limits;
 pub use pid_namespace::pid_namespaces_available;
 pub use privileges::{make_self_undumpable, user_namespaces_available};
 pub use refusal::Refused;
+pub use repositories::SessionWatch;
 pub use unix_sockets::socket_variable;
 pub use weaker::{MissingProtection, missing_protections};
 
@@ -142,6 +144,9 @@ pub struct SandboxPolicy {
     pub allow_unix_sockets: Vec<PathBuf>,
     /// Resource limits of every sandboxed process.
     pub limits: Limits,
+    /// What the session remembers between commands to refuse what they leave behind (see
+    /// `repositories`); shared by every copy of the policy, and no part of its equality.
+    pub watch: SessionWatch,
 }
 
 impl SandboxPolicy {
@@ -159,6 +164,7 @@ impl SandboxPolicy {
             temp_dir: None,
             allow_unix_sockets: Vec::new(),
             limits: Limits::default(),
+            watch: SessionWatch::default(),
         }
     }
 

@@ -106,8 +106,9 @@ impl MountView {
             };
             if std::fs::symlink_metadata(path).is_err() && policy.folders_to_make.contains(path) {
                 // Never the parents of a protected path: `.git/hooks` only in a repository.
-                if path.parent().is_some_and(Path::is_dir) {
-                    let _ = std::fs::create_dir(path);
+                if path.parent().is_some_and(Path::is_dir) && std::fs::create_dir(path).is_ok() {
+                    // Removed at the end of the session if still empty (an empty `.git` no more).
+                    policy.watch.note_placeholder(path);
                 }
             }
             let Ok(link) = std::fs::symlink_metadata(path) else {
