@@ -395,6 +395,15 @@ mod tests {
         std::fs::write(root.join("elsewhere/.git/worktrees/wt/commondir"), "../..").unwrap();
         std::fs::create_dir_all(root.join("wt")).unwrap();
         std::fs::write(root.join("wt/.git"), "gitdir: ../elsewhere/.git/worktrees/wt\n").unwrap();
+        for repository in [
+            &git,
+            &root.join("deep/er/nested/.git"),
+            &root.join("elsewhere/.git"),
+        ] {
+            std::fs::write(repository.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+        }
+        // An empty `.git` is no repository: it is held as the place of one.
+        std::fs::create_dir_all(root.join("empty/.git")).unwrap();
         let paths = Paths {
             config_dir: root.join("cfg"),
             data_dir: root.join("data"),
@@ -415,6 +424,14 @@ mod tests {
         assert!(has(root.join(".claude")) && has(root.join(".mcp.json")) && has(root.join(".envrc")));
         assert!(has(root.join("mine")) && has(root.join("cfg")) && has(root.join("data")));
         assert!(!has(root.join("deep")), "a plain folder is not protected");
+        assert!(
+            has(root.join("elsewhere/.git/worktrees/wt/commondir")),
+            "a worktree's commondir"
+        );
+        assert!(
+            !has(root.join("empty/.git/hooks")),
+            "an empty .git is no repository"
+        );
     }
 
     #[test]

@@ -42,6 +42,7 @@ mod persistent;
 mod persistent_protocol;
 mod protected_e2e;
 mod protected_repos;
+mod protected_runs;
 mod providers_e2e;
 mod reload;
 mod run_e2e;
