@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use test_support::env::TestEnv;
 use test_support::fake_model::{FakeModelServer, FakeReply, Wire};
 
-use super::sandbox_users::{Who, elph_as, everyone, run_as};
+use super::sandbox_users::{Who, elph_as, everyone};
 
 /// Tool calls per run: hundreds, so that many of them fall inside the swap window.
 const CALLS: usize = 300;
@@ -130,7 +130,27 @@ async fn run_calls(env: &TestEnv, who: Who, tool: &str, input: Value, approval: 
     }
     server.enqueue(reply);
     server.enqueue(FakeReply::text("done"));
-    let output = run_as(env, who, &server, &[], &["--approval", approval, "race"]).await;
+    // Hundreds of calls on a busy machine: a longer deadline than one ordinary run's.
+    let mut command = elph_as(env, who);
+    command
+        .env("OPENAI_API_KEY", "sk-test-secret-key")
+        .env("OPENAI_BASE_URL", server.base_url())
+        .args([
+            "run",
+            "--model",
+            "openai/gpt-test",
+            "--approval",
+            approval,
+            "race",
+        ]);
+    let output = tokio::time::timeout(
+        Duration::from_secs(300),
+        tokio::task::spawn_blocking(move || command.output()),
+    )
+    .await
+    .expect("elph run finished within 300 s")
+    .unwrap()
+    .unwrap();
     assert!(
         output.status.success(),
         "{}",

@@ -125,9 +125,13 @@ async fn repositories_made_by_the_shell_run_nothing_for_the_user() {
             plant("sub", &evidence),
             plant("late", &evidence)
         );
+        // And one that leaves its process group and waits past the session's end.
         let last = format!(
-            "(sleep 1; git init -q tail && {}) >/dev/null 2>&1 & echo started",
-            plant("tail", &evidence)
+            "(sleep 1; git init -q tail && {}) >/dev/null 2>&1 &\n\
+             setsid sh -c '{}' >/dev/null 2>&1 &\n\
+             echo started",
+            plant("tail", &evidence),
+            format!("sleep 6; git init -q escaped && {}", plant("escaped", &evidence)).replace('\'', "'\\''")
         );
         let server = FakeModelServer::start(Wire::OpenAi).await;
         server.enqueue(FakeReply::tool_call("shell_exec", json!({ "command": first })));
@@ -185,10 +189,16 @@ async fn repositories_made_by_the_shell_run_nothing_for_the_user() {
             env.project.join("wt/.git").is_file(),
             "a worktree of the project stays, {context}"
         );
+        // The process that left its group died with the session's sandbox (its PID namespace).
+        std::thread::sleep(std::time::Duration::from_secs(7));
+        assert!(
+            !env.project.join("escaped").exists(),
+            "a process that left its group outlived the session and wrote, {context}"
+        );
         let after = users_git(
             &world,
             &[
-                ".", "sub", "hp", "bare.git", "pointed", "linked", "wt", "late", "tail",
+                ".", "sub", "hp", "bare.git", "pointed", "linked", "wt", "late", "tail", "escaped",
             ],
         );
         assert_eq!(
