@@ -14,6 +14,7 @@ pub(crate) mod logging;
 pub(crate) mod logrotate;
 pub mod mcp;
 pub(crate) mod model_choice;
+pub(crate) mod netproxy;
 pub(crate) mod notices;
 pub mod paths;
 pub(crate) mod permissions;

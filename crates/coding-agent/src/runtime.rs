@@ -79,6 +79,9 @@ pub(crate) struct Runtime {
     /// The session's temp dir (TMPDIR of sandboxed commands), removed with the runtime.
     #[expect(dead_code, reason = "held, not read: dropping it removes the folder")]
     temp_dir: crate::session_temp::SessionTempDir,
+    /// The network proxy of `sandbox.network: "allowlist"`, stopped with the runtime.
+    #[expect(dead_code, reason = "held, not read: dropping it stops the proxy")]
+    proxy: Option<crate::netproxy::NetProxy>,
     /// Skills and prompt templates, re-read on reload.
     workflows: Workflows,
     /// Where notices about reloaded workflows go.
@@ -108,6 +111,16 @@ impl Runtime {
             .context("cannot create the session's temp dir")?;
         config.sandbox =
             crate::sandbox::resolve_policy(&paths, &settings, &options.sandbox, Some(temp_dir.path()))?;
+        crate::sandbox::make_missing_roots(&config.sandbox)?;
+        let proxy = match crate::sandbox::proxy_domains(&settings, &config.sandbox)? {
+            Some(domains) => {
+                let proxy = crate::netproxy::NetProxy::start(domains, Some(events.clone()))
+                    .context("cannot start the sandbox's network proxy")?;
+                config.sandbox.proxy = Some(proxy.route());
+                Some(proxy)
+            }
+            None => None,
+        };
         for line in crate::sandbox::weaker_sandbox(&config.sandbox, &settings, &options.sandbox)? {
             tracing::warn!(%line, "sandbox");
             let _ = events.send(AgentEvent::Notice { message: line });
@@ -186,6 +199,7 @@ impl Runtime {
             model,
             mcp,
             temp_dir,
+            proxy,
             workflows,
             events,
         })

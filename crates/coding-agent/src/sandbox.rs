@@ -8,7 +8,7 @@ use elph_process::sandbox::{SandboxMode, SandboxPolicy};
 use elph_process::shell_env::ShellEnvPolicy;
 
 use crate::paths::Paths;
-use crate::settings::Settings;
+use crate::settings::{NetworkSetting, Settings};
 
 /// `--sandbox MODE` and `--sandbox-network`, shared by `elph`, `elph run` and `elph acp`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, clap::Args)]
@@ -37,17 +37,12 @@ pub(crate) fn resolve_policy(
 ) -> anyhow::Result<SandboxPolicy> {
     let mode = args.mode.or(settings.sandbox.mode).unwrap_or_default();
     let mut policy = SandboxPolicy::workspace(&paths.project_dir).with_mode(mode);
-    policy.network = args.network || settings.sandbox.network.unwrap_or(false);
+    policy.network = args.network || settings.sandbox.network == Some(NetworkSetting::On);
     if let Some(dir) = temp_dir {
         policy.set_temp_dir(dir);
     }
-    for root in &settings.sandbox.writable_roots {
-        policy.add_writable_root(writable_root(root).with_context(|| {
-            format!(
-                "{}: sandbox.writableRoots",
-                Settings::path(&paths.config_dir).display()
-            )
-        })?);
+    for root in user_writable_roots(paths, settings)? {
+        policy.add_writable_root(root);
     }
     let mut user_protect = Vec::new();
     for entry in &settings.sandbox.protect {
@@ -95,6 +90,62 @@ pub(crate) fn resolve_policy(
         .into());
     }
     Ok(policy)
+}
+
+/// The folders `sandbox.writableRoots` and `sandbox.writableCaches` add, absolute.
+pub(crate) fn user_writable_roots(paths: &Paths, settings: &Settings) -> anyhow::Result<Vec<PathBuf>> {
+    let file = Settings::path(&paths.config_dir);
+    let mut roots = Vec::new();
+    for root in &settings.sandbox.writable_roots {
+        roots
+            .push(writable_root(root).with_context(|| format!("{}: sandbox.writableRoots", file.display()))?);
+    }
+    for cache in &settings.sandbox.writable_caches {
+        for folder in cache.folders() {
+            roots.push(
+                writable_root(&format!("~/{folder}"))
+                    .with_context(|| format!("{}: sandbox.writableCaches", file.display()))?,
+            );
+        }
+    }
+    Ok(roots)
+}
+
+/// Makes the writable roots that do not exist yet (the kernel can only grant a folder that
+/// exists); one that cannot be made is an error that names it, never a root silently dropped.
+pub(crate) fn make_missing_roots(policy: &SandboxPolicy) -> anyhow::Result<()> {
+    if policy.mode != SandboxMode::WorkspaceWrite {
+        return Ok(());
+    }
+    for root in &policy.writable_roots {
+        if std::fs::symlink_metadata(root).is_err() {
+            std::fs::create_dir_all(root).with_context(|| {
+                format!(
+                    "sandbox: the writable root {} does not exist and cannot be created; create it, or \
+                     remove it from sandbox.writableRoots (or writableCaches) in settings.json",
+                    root.display()
+                )
+            })?;
+            tracing::info!(root = %root.display(), "sandbox: made the missing writable root");
+        }
+    }
+    Ok(())
+}
+
+/// The hosts the session's proxy lets through, when `sandbox.network` is `"allowlist"` and
+/// neither `--sandbox-network` nor a mode without confinement turns the network fully on.
+pub(crate) fn proxy_domains(
+    settings: &Settings,
+    policy: &SandboxPolicy,
+) -> anyhow::Result<Option<crate::netproxy::DomainPolicy>> {
+    if settings.sandbox.network != Some(NetworkSetting::Allowlist) || policy.network || !policy.is_confined()
+    {
+        return Ok(None);
+    }
+    Ok(Some(crate::netproxy::DomainPolicy::parse(
+        &settings.sandbox.allowed_domains,
+        &settings.sandbox.denied_domains,
+    )?))
 }
 
 /// What this system cannot give to `policy`, in one line each; an error naming them and the

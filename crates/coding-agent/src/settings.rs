@@ -50,10 +50,23 @@ pub struct HooksSettings {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SandboxSettings {
     pub mode: Option<elph_process::sandbox::SandboxMode>,
-    pub network: Option<bool>,
-    /// More folders `workspace-write` may write: absolute, or `~/...` under HOME.
+    /// `false`, `true`, or `"allowlist"` (HTTP(S) through the session's proxy, to the hosts of
+    /// `allowedDomains`).
+    pub network: Option<NetworkSetting>,
+    /// With `"network": "allowlist"`: the hosts the proxy lets through (names, `*.example.com`,
+    /// presets such as `npm`).
+    #[serde(default)]
+    pub allowed_domains: Vec<String>,
+    /// Hosts the proxy refuses even when `allowedDomains` matches them.
+    #[serde(default)]
+    pub denied_domains: Vec<String>,
+    /// More folders `workspace-write` may write: absolute, or `~/...` under HOME. One that does
+    /// not exist is created when a session starts.
     #[serde(default)]
     pub writable_roots: Vec<String>,
+    /// Package managers' caches made writable, by name (`npm`, `pip`, `cargo`, `local`).
+    #[serde(default)]
+    pub writable_caches: Vec<WritableCache>,
     /// More paths protected inside the writable roots (read-only for commands, approval-only
     /// for the native tools): absolute, or `~/...` under HOME.
     #[serde(default)]
@@ -67,6 +80,66 @@ pub struct SandboxSettings {
     /// Run the sandboxed modes even where this system cannot give every protection (the missing
     /// ones are said at start); without it they refuse.
     pub allow_weaker: Option<bool>,
+}
+
+/// `sandbox.network`: a boolean, as before, or `"allowlist"`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NetworkSetting {
+    Off,
+    On,
+    Allowlist,
+}
+
+impl<'de> Deserialize<'de> for NetworkSetting {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = NetworkSetting;
+            fn expecting(&self, formatter: &mut std::fmt::Formatter) -> std::fmt::Result {
+                formatter.write_str("false, true or \"allowlist\"")
+            }
+            fn visit_bool<E: serde::de::Error>(self, on: bool) -> Result<NetworkSetting, E> {
+                Ok(if on {
+                    NetworkSetting::On
+                } else {
+                    NetworkSetting::Off
+                })
+            }
+            fn visit_str<E: serde::de::Error>(self, word: &str) -> Result<NetworkSetting, E> {
+                match word {
+                    "allowlist" => Ok(NetworkSetting::Allowlist),
+                    other => Err(E::invalid_value(serde::de::Unexpected::Str(other), &self)),
+                }
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
+}
+
+/// A package manager's cache `sandbox.writableCaches` makes writable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WritableCache {
+    /// `~/.npm`
+    Npm,
+    /// `~/.cache/pip`
+    Pip,
+    /// `~/.cargo/registry` and `~/.cargo/git`
+    Cargo,
+    /// `~/.local` (`pip install --user`, pipx)
+    Local,
+}
+
+impl WritableCache {
+    /// The folders, relative to HOME.
+    pub(crate) fn folders(self) -> &'static [&'static str] {
+        match self {
+            WritableCache::Npm => &[".npm"],
+            WritableCache::Pip => &[".cache/pip"],
+            WritableCache::Cargo => &[".cargo/registry", ".cargo/git"],
+            WritableCache::Local => &[".local"],
+        }
+    }
 }
 
 /// `"limits": {"fileSizeMiB": 1024, "addressSpaceMiB": "none", "processes": 4096, "cpuSeconds": 600}`:
@@ -211,6 +284,15 @@ impl Settings {
         if let Err(reason) = settings.permissions.check() {
             return Err(SettingsError { path, reason });
         }
+        if let Err(error) = crate::netproxy::DomainPolicy::parse(
+            &settings.sandbox.allowed_domains,
+            &settings.sandbox.denied_domains,
+        ) {
+            return Err(SettingsError {
+                path,
+                reason: error.to_string(),
+            });
+        }
         if let Some(seconds) = settings.read_tools.deadline_seconds
             && !(seconds > 0.0 && seconds <= ReadToolsSettings::MAX_DEADLINE_SECONDS)
         {
@@ -319,7 +401,7 @@ mod tests {
             settings.sandbox.mode,
             Some(elph_process::sandbox::SandboxMode::ReadOnly)
         );
-        assert_eq!(settings.sandbox.network, Some(true));
+        assert_eq!(settings.sandbox.network, Some(NetworkSetting::On));
         assert_eq!(settings.sandbox.writable_roots, ["/srv"]);
         assert_eq!(settings.shell_environment.exclude, ["AWS_*"]);
         assert_eq!(
@@ -352,6 +434,36 @@ mod tests {
             .unwrap();
             let error = Settings::load(dir.path()).unwrap_err().to_string();
             assert!(error.contains("readTools.deadlineSeconds"), "{error}");
+        }
+        std::fs::write(
+            dir.path().join("settings.json"),
+            r#"{"sandbox": {"network": "allowlist", "allowedDomains": ["npm", "*.example.com"],
+                "deniedDomains": ["evil.example.com"], "writableCaches": ["npm", "cargo"]}}"#,
+        )
+        .unwrap();
+        let settings = Settings::load(dir.path()).unwrap();
+        assert_eq!(settings.sandbox.network, Some(NetworkSetting::Allowlist));
+        assert_eq!(
+            settings.sandbox.writable_caches,
+            [WritableCache::Npm, WritableCache::Cargo]
+        );
+        for (bad, words) in [
+            (
+                r#"{"sandbox": {"network": "some"}}"#,
+                "false, true or \"allowlist\"",
+            ),
+            (
+                r#"{"sandbox": {"allowedDomains": ["Evil.com."]}}"#,
+                "sandbox.allowedDomains",
+            ),
+            (
+                r#"{"sandbox": {"writableCaches": ["maven"]}}"#,
+                "unknown variant `maven`",
+            ),
+        ] {
+            std::fs::write(dir.path().join("settings.json"), bad).unwrap();
+            let error = Settings::load(dir.path()).unwrap_err().to_string();
+            assert!(error.contains(words), "{bad}: {error}");
         }
         std::fs::write(dir.path().join("settings.json"), r#"{"modle": "x"}"#).unwrap();
         assert!(

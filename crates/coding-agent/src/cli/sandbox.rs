@@ -13,7 +13,9 @@ use super::exit;
 use crate::hooks::discovery::resolve_command;
 use crate::hooks::process::describe_spawn_error;
 use crate::paths::Paths;
-use crate::sandbox::{SandboxArgs, resolve_policy, shell_env_policy, weaker_sandbox};
+use crate::sandbox::{
+    SandboxArgs, make_missing_roots, proxy_domains, resolve_policy, shell_env_policy, weaker_sandbox,
+};
 use crate::settings::Settings;
 
 #[derive(Debug, Args)]
@@ -48,13 +50,36 @@ pub(super) fn run(cwd: Option<&Path>, args: SandboxCommandArgs) -> anyhow::Resul
         network: args.network,
         allow_weaker: args.allow_weaker,
     };
-    let policy = resolve_policy(&paths, &settings, &flags, Some(temp_dir.path()))?;
+    let mut policy = resolve_policy(&paths, &settings, &flags, Some(temp_dir.path()))?;
+    make_missing_roots(&policy)?;
     for line in weaker_sandbox(&policy, &settings, &flags)? {
         eprintln!("elph sandbox: {line}");
     }
+    // The child is watched through the runtime's reactor; the network proxy, when there is one,
+    // runs on it too.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the runtime that watches the command")?;
+    let domains = proxy_domains(&settings, &policy)?;
+    let _proxy = match domains.clone() {
+        Some(domains) => {
+            let _entered = runtime.enter();
+            let proxy = crate::netproxy::NetProxy::start(domains, None)
+                .context("cannot start the sandbox's network proxy")?;
+            policy.proxy = Some(proxy.route());
+            Some(proxy)
+        }
+        None => None,
+    };
     if args.explain {
         for line in policy.describe() {
             eprintln!("elph sandbox: {line}");
+        }
+        if let Some(domains) = &domains {
+            for line in domains.describe() {
+                eprintln!("elph sandbox: {line}");
+            }
         }
     }
     let env_policy = shell_env_policy(&paths, &settings);
@@ -65,11 +90,6 @@ pub(super) fn run(cwd: Option<&Path>, args: SandboxCommandArgs) -> anyhow::Resul
         .expect("clap requires at least one word");
     let program = find_program(program, &paths.project_dir, &env);
     let rest: Vec<&OsStr> = rest.iter().map(OsString::as_os_str).collect();
-    // The child is watched through the runtime's reactor; nothing else runs here.
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the runtime that watches the command")?;
     // What the command leaves behind is refused as a `shell_exec` command's is, once it is gone.
     policy.start_session();
     let missing_before = policy.missing_now();

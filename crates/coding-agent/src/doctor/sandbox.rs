@@ -12,7 +12,7 @@ use serde::Serialize;
 use super::checks::{Finding, Level};
 use crate::paths::Paths;
 use crate::sandbox::{SandboxArgs, resolve_policy, shell_env_policy};
-use crate::settings::Settings;
+use crate::settings::{NetworkSetting, Settings};
 
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -21,7 +21,11 @@ pub(crate) struct SandboxReport {
     pub(crate) landlock_abi: Option<u8>,
     /// The mode of settings.json (or the default); `--sandbox` overrides it per run.
     pub mode: Option<SandboxMode>,
-    pub network: bool,
+    /// `off`, `on` or `allowlist` (settings.json; `--sandbox-network` turns it on per run).
+    pub network: &'static str,
+    /// With `allowlist`: the hosts the proxy lets through (presets expanded), and those it refuses.
+    pub allowed_domains: Vec<String>,
+    pub denied_domains: Vec<String>,
     /// What the mode allows, one line each.
     pub allows: Vec<String>,
     /// Read-only paths inside writable roots, held read-only by a private mount namespace.
@@ -63,7 +67,13 @@ pub(crate) fn gather(paths: &Paths) -> SandboxReport {
     let mut report = SandboxReport {
         landlock_abi: support.abi,
         mode: Some(mode),
-        network: settings.sandbox.network.unwrap_or(false),
+        network: match settings.sandbox.network {
+            None | Some(NetworkSetting::Off) => "off",
+            Some(NetworkSetting::On) => "on",
+            Some(NetworkSetting::Allowlist) => "allowlist",
+        },
+        allowed_domains: Vec::new(),
+        denied_domains: Vec::new(),
         allows: Vec::new(),
         read_only_paths: Vec::new(),
         mount_namespace: mount_namespaces_available(),
@@ -77,6 +87,43 @@ pub(crate) fn gather(paths: &Paths) -> SandboxReport {
     match resolve_policy(paths, &settings, &args, None) {
         Ok(policy) => {
             report.allows = policy.describe();
+            match crate::sandbox::proxy_domains(&settings, &policy) {
+                Ok(Some(domains)) => {
+                    report.allows.retain(|line| !line.starts_with("network:"));
+                    report.allows.push(
+                        "network: allowlist (HTTP and HTTPS through the proxy each session starts on \
+                         127.0.0.1; no other connection)"
+                            .into(),
+                    );
+                    report.allows.extend(domains.describe());
+                    report.allowed_domains = domains.allowed_patterns();
+                    report.denied_domains = domains.denied_patterns();
+                    if !landlock_support().filters_tcp() {
+                        findings.push(Finding::new(
+                            Level::Error,
+                            "sandbox.network \"allowlist\" needs Landlock ABI 4 (Linux 6.7 or later); \
+                             sandboxed commands refuse to run on this kernel",
+                        ));
+                    }
+                }
+                Ok(None) => {}
+                Err(error) => findings.push(Finding::new(Level::Error, format!("{error:#}"))),
+            }
+            if mode == SandboxMode::WorkspaceWrite {
+                for root in policy.writable_roots.iter().filter(|root| !root.exists()) {
+                    findings.push(
+                        Finding::new(
+                            Level::Warning,
+                            format!(
+                                "the writable root {} does not exist yet: each session makes it when it \
+                                 starts, and refuses to start if it cannot",
+                                root.display()
+                            ),
+                        )
+                        .fix("create it, or remove it from sandbox.writableRoots"),
+                    );
+                }
+            }
             if mode == SandboxMode::WorkspaceWrite {
                 report.read_only_paths = mounted_read_only_paths(&policy);
             }

@@ -50,6 +50,7 @@ mod sample;
 mod sandbox_bounds;
 mod sandbox_e2e;
 mod sandbox_holds;
+mod sandbox_network;
 mod sandbox_pids;
 mod sandbox_users;
 mod schema;

@@ -11,6 +11,7 @@ mod escalation;
 pub mod events;
 pub mod mode;
 pub mod permissions;
+mod sandbox_prompt;
 mod tool_call;
 pub mod transcript;
 
@@ -114,17 +115,22 @@ impl HarnessConfig {
     fn effective_sandbox(&self) -> elph_process::sandbox::SandboxPolicy {
         match self.mode {
             AgentMode::Build => self.sandbox.clone(),
-            AgentMode::Plan => self
-                .sandbox
-                .with_mode(elph_process::sandbox::SandboxMode::ReadOnly),
+            // Read-only but for the session's temp dir: tests still run while planning.
+            AgentMode::Plan => self.sandbox.planning(),
         }
     }
 
-    /// The system prompt in the current mode.
+    /// What the model is told about the shell's sandbox in the current mode.
+    fn sandbox_block(&self) -> String {
+        sandbox_prompt::sandbox_block(&self.effective_sandbox(), self.mode)
+    }
+
+    /// The system prompt in the current mode, with the sandbox's rules.
     fn mode_system_prompt(&self) -> String {
+        let sandbox = self.sandbox_block();
         match self.mode {
-            AgentMode::Build => self.system_prompt.clone(),
-            AgentMode::Plan => format!("{}\n\n{PLAN_MODE_PROMPT}", self.system_prompt),
+            AgentMode::Build => format!("{}\n\n{sandbox}", self.system_prompt),
+            AgentMode::Plan => format!("{}\n\n{PLAN_MODE_PROMPT}\n\n{sandbox}", self.system_prompt),
         }
     }
 }
@@ -654,10 +660,23 @@ impl AgentHarness {
 
     /// The tools the model is offered in the current mode.
     pub fn offered_tools(&self) -> Vec<elph_ai::ToolSpec> {
-        match self.config.mode {
+        let mut specs = match self.config.mode {
             AgentMode::Build => self.tools.specs(),
             AgentMode::Plan => self.tools.specs_where(|tool| tool.offered_in_plan_mode()),
+        };
+        let sandboxed: Vec<String> = self
+            .tools
+            .names()
+            .filter(|name| self.tools.get(name).is_some_and(|tool| tool.runs_sandboxed()))
+            .map(str::to_string)
+            .collect();
+        if !sandboxed.is_empty() {
+            let block = self.config.sandbox_block();
+            for spec in specs.iter_mut().filter(|spec| sandboxed.contains(&spec.name)) {
+                spec.description = format!("{}\n\n{block}", spec.description);
+            }
         }
+        specs
     }
 
     /// The agent mode for the next turns.

@@ -5,7 +5,8 @@ use serde::{Deserialize, Serialize};
 
 /// The line added to the system prompt in plan mode.
 pub const PLAN_MODE_PROMPT: &str = "You are in plan mode: the session is read-only. You can read and \
-search files and run commands in a read-only sandbox, but you cannot change anything. Investigate, \
+search files and run commands in a read-only sandbox (only $TMPDIR is writable, for scratch files and \
+test runs), but you cannot change the project. Investigate, \
 then answer with a concrete plan of the changes you would make; the user switches to build mode to \
 carry it out.";
 
@@ -39,7 +40,7 @@ impl AgentMode {
                 "Read, change files and run commands (under the approval policy and sandbox)."
             }
             AgentMode::Plan => {
-                "Read-only: read and search, run commands in a read-only sandbox, and propose a plan."
+                "Read-only: read and search, run commands in a read-only sandbox (only $TMPDIR writable), and propose a plan."
             }
         }
     }

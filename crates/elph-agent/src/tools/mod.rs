@@ -201,6 +201,11 @@ pub trait Tool: Send + Sync {
             Err(error) => ToolOutput::error(error),
         }
     }
+    /// Whether the processes the tool starts run in the session's sandbox: its description then
+    /// carries the sandbox's rules.
+    fn runs_sandboxed(&self) -> bool {
+        false
+    }
 }
 
 struct Entry {

@@ -87,6 +87,7 @@ impl Confinement {
         let seccomp = Some(seccomp::filter(seccomp::Sockets {
             network: policy.network_allowed(),
             unix: super::unix_sockets::allowed(policy),
+            tcp: policy.proxy.is_some(),
         })?);
         let (mounts, metadata) = if mount_namespaces_available() {
             let (view, key) = MountView::of(policy)?;

@@ -5,13 +5,15 @@
 //! ruleset handles every file-system right the crate knows (the kernel drops those it lacks),
 //! grants reading and executing beneath `/`, all rights beneath each writable root, and reading
 //! and writing a few character devices (`/dev/null`, `/dev/tty`, …); never making device nodes.
-//! With the network off it also handles TCP bind and connect and grants no port. Abstract Unix
+//! With the network off it also handles TCP bind and connect and grants no port, or only the
+//! session proxy's port for connecting (`sandbox.network: "allowlist"`, which needs ABI 4: below
+//! it nothing could keep TCP to that one port, so such a policy is refused). Abstract Unix
 //! sockets are always scoped (ABI 6), so nothing outside the sandbox can be reached through them.
 //! Signals are always scoped (ABI 6): a
 //! sandboxed command cannot signal Elph or any other process outside its sandbox.
 
 use landlock::{
-    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, RulesetAttr, RulesetCreated,
+    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, NetPort, RulesetAttr, RulesetCreated,
     RulesetCreatedAttr, Scope, path_beneath_rules,
 };
 
@@ -107,6 +109,20 @@ pub fn build(policy: &SandboxPolicy) -> Result<RulesetCreated, SandboxError> {
         .set_compatibility(CompatLevel::BestEffort)
         .handle_access(AccessFs::from_all(abi))
         .map_err(rules)?;
+    let proxy_port = policy
+        .proxy
+        .as_ref()
+        .filter(|_| !policy.network_allowed())
+        .map(|route| route.port);
+    if proxy_port.is_some() && !landlock_support().filters_tcp() {
+        return Err(SandboxError::Rules {
+            what: "Landlock",
+            reason: "the network allowlist (sandbox.network \"allowlist\") needs Landlock's TCP rules \
+                     (ABI 4, Linux 6.7 or later) to keep commands to the proxy; this kernel has none. \
+                     Use \"network\": false or true instead"
+                .into(),
+        });
+    }
     if !policy.network_allowed() {
         ruleset = ruleset
             .handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)
@@ -128,6 +144,11 @@ pub fn build(policy: &SandboxPolicy) -> Result<RulesetCreated, SandboxError> {
             AccessFs::from_file(abi) & !AccessFs::Execute,
         ))
         .map_err(rules)?;
+    if let Some(port) = proxy_port {
+        created = created
+            .add_rule(NetPort::new(port, AccessNet::ConnectTcp))
+            .map_err(rules)?;
+    }
     if policy.mode == SandboxMode::WorkspaceWrite {
         created = created
             .add_rules(path_beneath_rules(

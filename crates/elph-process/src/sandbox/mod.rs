@@ -16,10 +16,12 @@ mod confine;
 mod landlock_rules;
 mod limits;
 mod mount_view;
+mod network;
 mod pid_namespace;
 mod privileges;
 mod refusal;
 mod repositories;
+mod refusals;
 mod seccomp;
 mod unix_sockets;
 mod weaker;
@@ -32,6 +34,7 @@ pub use confine::{
     Confinement, LandlockSupport, landlock_support, mount_namespaces_available, mounted_read_only_paths,
 };
 pub use limits::Limits;
+pub use network::{HostDecision, HostJournal, NetworkAccess, PROXY_VARIABLES, ProxyRoute};
 pub use pid_namespace::pid_namespaces_available;
 pub use privileges::{make_self_undumpable, user_namespaces_available};
 pub use refusal::Refused;
@@ -122,6 +125,9 @@ pub struct SandboxPolicy {
     pub mode: SandboxMode,
     /// Whether TCP/UDP and other non-local sockets are allowed (always in `full-access`).
     pub network: bool,
+    /// With the network off: the session's proxy, the one TCP port processes may connect to
+    /// (`sandbox.network: "allowlist"`; see `network`).
+    pub proxy: Option<ProxyRoute>,
     /// Folders writable in `workspace-write` (PROJECT_DIR, the session's temp dir, the user's
     /// `sandbox.writableRoots`), absolute.
     pub writable_roots: Vec<PathBuf>,
@@ -156,6 +162,7 @@ impl SandboxPolicy {
         SandboxPolicy {
             mode: SandboxMode::WorkspaceWrite,
             network: false,
+            proxy: None,
             writable_roots: vec![project_dir.to_path_buf()],
             folders_to_make: project_read_only_paths(project_dir),
             read_only_paths: project_read_only_paths(project_dir),
@@ -172,6 +179,25 @@ impl SandboxPolicy {
     /// roots are kept, so switching back restores them.
     pub fn with_mode(&self, mode: SandboxMode) -> Self {
         SandboxPolicy { mode, ..self.clone() }
+    }
+
+    /// The policy of plan mode: nothing writable but the session's temp dir (so tests and
+    /// scratch files still work while planning), the network as it was. Without a temp dir,
+    /// `read-only`.
+    pub fn planning(&self) -> Self {
+        let Some(temp_dir) = &self.temp_dir else {
+            return self.with_mode(SandboxMode::ReadOnly);
+        };
+        if self.mode != SandboxMode::WorkspaceWrite {
+            return self.with_mode(SandboxMode::ReadOnly);
+        }
+        SandboxPolicy {
+            writable_roots: vec![temp_dir.clone()],
+            read_only_paths: Vec::new(),
+            folders_to_make: Vec::new(),
+            absent: Vec::new(),
+            ..self.clone()
+        }
     }
 
     /// Adds a writable root (kept absolute; duplicates are ignored).
@@ -312,7 +338,12 @@ impl SandboxPolicy {
             SandboxMode::ReadOnly => lines.push("write: nowhere (except /dev/null and the like)".into()),
             SandboxMode::WorkspaceWrite => {
                 for root in &self.writable_roots {
-                    lines.push(format!("write: {}", root.display()));
+                    let missing = if std::fs::symlink_metadata(root).is_err() {
+                        " (does not exist yet: made when a session starts)"
+                    } else {
+                        ""
+                    };
+                    lines.push(format!("write: {}{missing}", root.display()));
                 }
                 for path in &self.read_only_paths {
                     if self.writable_roots.iter().any(|root| path.starts_with(root)) {
@@ -322,10 +353,13 @@ impl SandboxPolicy {
             }
         }
         lines.push("read: everywhere".into());
-        lines.push(if self.network {
-            "network: on".into()
-        } else {
-            "network: off (no TCP/UDP or other internet sockets)".into()
+        lines.push(match (self.network_access(), &self.proxy) {
+            (NetworkAccess::On, _) => "network: on".into(),
+            (NetworkAccess::Allowlist, Some(route)) => format!(
+                "network: allowlist (HTTP and HTTPS through Elph's proxy at {}; no other connection)",
+                route.url()
+            ),
+            _ => "network: off (no TCP/UDP or other internet sockets)".into(),
         });
         lines.push(unix_sockets::describe(self));
         lines.push("privileges: none (no capabilities, no device nodes, no terminal injection)".into());

@@ -36,19 +36,22 @@ pub(crate) struct Sockets {
     pub network: bool,
     /// `AF_UNIX` through `socket(2)` (pathname and abstract sockets).
     pub unix: bool,
+    /// With `network` off: plain TCP over IPv4 and IPv6 still (Landlock keeps its connections to
+    /// the proxy's port); UDP, raw, SCTP and MPTCP sockets and TCP Fast Open stay refused.
+    pub tcp: bool,
 }
 
 /// The compiled filter for `sockets` (compiled once per combination; each child gets a copy of
 /// the few instructions).
 pub(crate) fn filter(sockets: Sockets) -> Result<BpfProgram, SandboxError> {
-    type Cache = BTreeMap<(bool, bool), Result<BpfProgram, String>>;
+    type Cache = BTreeMap<(bool, bool, bool), Result<BpfProgram, String>>;
     static FILTERS: OnceLock<Mutex<Cache>> = OnceLock::new();
     let mut filters = FILTERS
         .get_or_init(|| Mutex::new(BTreeMap::new()))
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
     filters
-        .entry((sockets.network, sockets.unix))
+        .entry((sockets.network, sockets.unix, sockets.tcp && !sockets.network))
         .or_insert_with(|| compile(sockets).map_err(|error| error.to_string()))
         .clone()
         .map_err(|reason| SandboxError::Rules {
@@ -87,6 +90,10 @@ fn compile(sockets: Sockets) -> Result<BpfProgram, SandboxError> {
     );
     let unix = libc::AF_UNIX as u64;
     let socket_rules = match (sockets.network, sockets.unix) {
+        (false, unix_allowed) if sockets.tcp => {
+            rules.extend(tcp_fast_open_rules()?);
+            Some(tcp_only_rules(unix_allowed)?)
+        }
         (true, true) => None,
         // An empty rule list matches every call.
         (false, false) => Some(Vec::new()),
@@ -105,6 +112,73 @@ fn compile(sockets: Sockets) -> Result<BpfProgram, SandboxError> {
     )
     .map_err(rules_error)?;
     filter.try_into().map_err(rules_error)
+}
+
+/// The `socket(2)` calls refused when only TCP may be used: every family but IPv4, IPv6 (and
+/// `AF_UNIX` when allowed), every type but a stream, and every protocol but the default and TCP
+/// (SCTP and MPTCP streams are not TCP to Landlock). Each rule is one way to be refused.
+fn tcp_only_rules(unix_allowed: bool) -> Result<Vec<SeccompRule>, SandboxError> {
+    let condition = |index: u8, op: SeccompCmpOp, value: u64| {
+        SeccompCondition::new(index, SeccompCmpArgLen::Dword, op, value).map_err(rules_error)
+    };
+    let inet = [libc::AF_INET as u64, libc::AF_INET6 as u64];
+    let mut other_family = vec![
+        condition(0, SeccompCmpOp::Ne, inet[0])?,
+        condition(0, SeccompCmpOp::Ne, inet[1])?,
+    ];
+    if unix_allowed {
+        other_family.push(condition(0, SeccompCmpOp::Ne, libc::AF_UNIX as u64)?);
+    }
+    let mut rules = vec![SeccompRule::new(other_family).map_err(rules_error)?];
+    // The type's low bits (SOCK_NONBLOCK and SOCK_CLOEXEC are flags above them).
+    const SOCK_TYPE_MASK: u64 = 0xf;
+    for family in inet {
+        for kind in NOT_STREAM_TYPES {
+            rules.push(
+                SeccompRule::new(vec![
+                    condition(0, SeccompCmpOp::Eq, family)?,
+                    condition(1, SeccompCmpOp::MaskedEq(SOCK_TYPE_MASK), kind)?,
+                ])
+                .map_err(rules_error)?,
+            );
+        }
+        rules.push(
+            SeccompRule::new(vec![
+                condition(0, SeccompCmpOp::Eq, family)?,
+                condition(2, SeccompCmpOp::Ne, 0)?,
+                condition(2, SeccompCmpOp::Ne, libc::IPPROTO_TCP as u64)?,
+            ])
+            .map_err(rules_error)?,
+        );
+    }
+    Ok(rules)
+}
+
+/// Every socket type of the kernel's `enum sock_type` but `SOCK_STREAM` (1): datagram, raw,
+/// reliable datagram, sequenced packet, DCCP and the obsolete packet type (the `libc` crate names
+/// some of them only for some C libraries).
+const NOT_STREAM_TYPES: [u64; 6] = [2, 3, 4, 5, 6, 10];
+
+/// `sendto`, `sendmsg` and `sendmmsg` with `MSG_FASTOPEN`: TCP Fast Open connects inside the
+/// send, past the connect check Landlock makes.
+fn tcp_fast_open_rules() -> Result<Vec<(i64, Vec<SeccompRule>)>, SandboxError> {
+    let fast_open = libc::MSG_FASTOPEN as u64;
+    let flags_at = |index: u8| {
+        SeccompCondition::new(
+            index,
+            SeccompCmpArgLen::Dword,
+            SeccompCmpOp::MaskedEq(fast_open),
+            fast_open,
+        )
+        .and_then(|condition| SeccompRule::new(vec![condition]))
+        .map(|rule| vec![rule])
+        .map_err(rules_error)
+    };
+    Ok(vec![
+        (libc::SYS_sendto, flags_at(3)?),
+        (libc::SYS_sendmsg, flags_at(2)?),
+        (libc::SYS_sendmmsg, flags_at(3)?),
+    ])
 }
 
 /// The compiled filter that refuses every change of metadata (`read-only` without a mount view).
@@ -197,8 +271,10 @@ mod tests {
     fn every_combination_compiles() {
         for network in [false, true] {
             for unix in [false, true] {
-                let program = filter(Sockets { network, unix }).unwrap();
-                assert!(!program.is_empty());
+                for tcp in [false, true] {
+                    let program = filter(Sockets { network, unix, tcp }).unwrap();
+                    assert!(!program.is_empty());
+                }
             }
         }
     }

@@ -71,6 +71,16 @@ pub fn shell_environment(sandbox: &SandboxPolicy, env_policy: &ShellEnvPolicy) -
         env.retain(|(name, _)| name != "TMPDIR");
         env.push(("TMPDIR".into(), dir.clone().into_os_string()));
     }
+    let proxy = sandbox.proxy_environment();
+    if !proxy.is_empty() {
+        // Every client goes through the session's proxy, `localhost` included: no NO_PROXY.
+        env.retain(|(name, _)| {
+            !elph_process::sandbox::PROXY_VARIABLES
+                .iter()
+                .any(|variable| name == *variable)
+        });
+        env.extend(proxy);
+    }
     env
 }
 

@@ -11,7 +11,7 @@ use serde_json::json;
 use super::process;
 use crate::tools::{ToolContext, ToolKind, ToolOutput, TypedTool, one_line};
 use elph_process::process::RunOutput;
-use elph_process::sandbox::SandboxPolicy;
+use elph_process::sandbox::{HostDecision, SandboxPolicy};
 
 pub struct ShellExec;
 
@@ -57,6 +57,10 @@ impl TypedTool for ShellExec {
         true
     }
 
+    fn runs_sandboxed(&self) -> bool {
+        true
+    }
+
     fn kind(&self) -> ToolKind {
         ToolKind::Execute
     }
@@ -80,6 +84,7 @@ impl TypedTool for ShellExec {
         // Protected paths no mount can hold yet (they do not exist): one the command makes is
         // refused after it.
         let missing_before = ctx.sandbox.missing_now();
+        let proxy_mark = ctx.sandbox.proxy.as_ref().map(|route| route.journal.mark());
         let result = process::run(
             &args.command,
             &ctx.project_dir,
@@ -87,12 +92,17 @@ impl TypedTool for ShellExec {
             policy,
         )
         .await;
+        let hosts = match (&ctx.sandbox.proxy, proxy_mark) {
+            (Some(route), Some(mark)) => route.journal.since(mark),
+            _ => Vec::new(),
+        };
         render(
             &result,
             &ctx.project_dir,
             timeout_ms,
             &ctx.sandbox,
             &missing_before,
+            &hosts,
         )
     }
 }
@@ -103,6 +113,7 @@ fn render(
     timeout_ms: u64,
     sandbox: &SandboxPolicy,
     missing_before: &[std::path::PathBuf],
+    hosts: &[HostDecision],
 ) -> ToolOutput {
     if let Some(error) = &result.spawn_error {
         return ToolOutput::error(process::describe_spawn_error(cwd, error)).with_details(json!({
@@ -140,8 +151,9 @@ fn render(
     };
     // The kernel's refusal only says "Read-only file system"; the model also hears which
     // protection that was and why.
-    for line in sandbox.explain_refusals(&text, cwd) {
-        text.push_str(&line);
+    let protected = sandbox.explain_refusals(&text, cwd);
+    for line in &protected {
+        text.push_str(line);
         text.push('\n');
     }
     let appeared = sandbox.refuse_appeared(missing_before);
@@ -149,6 +161,13 @@ fn render(
         text.push_str(line);
         text.push('\n');
     }
+    // A failed command that ran into the sandbox: what it refused and which setting allows it.
+    let failed = result.timed_out || result.exit_code != Some(0);
+    let refusal = if failed && protected.is_empty() && appeared.is_empty() {
+        sandbox.explain_refusal(&text, hosts)
+    } else {
+        None
+    };
     text.push_str(&status);
     if result.pipes_held_open {
         text.push_str(
@@ -156,8 +175,12 @@ fn render(
              exited; redirect their output (`cmd > file.log 2>&1 &`) to keep them running]",
         );
     }
+    if let Some(line) = refusal {
+        text.push('\n');
+        text.push_str(&line);
+    }
     let truncated = result.stdout.omitted() > 0 || result.stderr.omitted() > 0;
-    let failed = result.timed_out || result.exit_code != Some(0) || !appeared.is_empty();
+    let failed = failed || !appeared.is_empty();
     // Which permission the sandbox withheld, for the harness to offer a re-run with it (`ask`).
     let refused = if !appeared.is_empty() {
         Some(elph_process::sandbox::Refused::Filesystem)
@@ -179,6 +202,12 @@ fn render(
         "stdoutBytes": result.stdout.total(),
         "stderrBytes": result.stderr.total(),
         "durationMs": result.duration.as_millis() as u64,
+        "network": hosts.iter().map(|decision| json!({
+            "host": decision.host,
+            "port": decision.port,
+            "allowed": decision.allowed,
+            "reason": decision.reason,
+        })).collect::<Vec<_>>(),
     });
     if let Some(refused) = refused {
         details["sandboxRefused"] = json!(refused.as_str());
