@@ -112,6 +112,7 @@ impl Runtime {
         config.sandbox =
             crate::sandbox::resolve_policy(&paths, &settings, &options.sandbox, Some(temp_dir.path()))?;
         crate::sandbox::make_missing_roots(&config.sandbox)?;
+        config.sandbox.resolver_view = crate::sandbox::resolver_view(&paths);
         let proxy = match crate::sandbox::proxy_domains(&settings, &config.sandbox)? {
             Some(domains) => {
                 let proxy = crate::netproxy::NetProxy::start(domains, Some(events.clone()))

@@ -132,6 +132,47 @@ pub(crate) fn make_missing_roots(policy: &SandboxPolicy) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A copy of `/etc/nsswitch.conf` that answers host names from `/etc/hosts` only, in DATA_DIR
+/// (read-only to commands), for the sandbox to bind over the real one while the network is not
+/// on: a lookup then fails at once as "not found" instead of "try again", which npm and others
+/// retry for over a minute. `None` when the system has no such file or it cannot be written.
+pub(crate) fn resolver_view(paths: &Paths) -> Option<PathBuf> {
+    let original = std::fs::read_to_string("/etc/nsswitch.conf").ok()?;
+    let mut view = String::new();
+    let mut replaced = false;
+    for line in original.lines() {
+        if line.trim_start().starts_with("hosts:") {
+            if !replaced {
+                view.push_str("hosts: files\n");
+                replaced = true;
+            }
+        } else {
+            view.push_str(line);
+            view.push('\n');
+        }
+    }
+    if !replaced {
+        view.push_str("hosts: files\n");
+    }
+    let dir = paths.data_dir.join("sandbox");
+    let path = dir.join("nsswitch.conf");
+    if std::fs::read_to_string(&path).is_ok_and(|known| known == view) {
+        return Some(path);
+    }
+    let written = std::fs::create_dir_all(&dir).and_then(|()| {
+        let mut file = tempfile::NamedTempFile::new_in(&dir)?;
+        std::io::Write::write_all(&mut file, view.as_bytes())?;
+        file.persist(&path).map(drop).map_err(|error| error.error)
+    });
+    match written {
+        Ok(()) => Some(path),
+        Err(error) => {
+            tracing::warn!(%error, "sandbox: cannot write the resolver's view; lookups fail slowly");
+            None
+        }
+    }
+}
+
 /// The hosts the session's proxy lets through, when `sandbox.network` is `"allowlist"` and
 /// neither `--sandbox-network` nor a mode without confinement turns the network fully on.
 pub(crate) fn proxy_domains(

@@ -52,6 +52,7 @@ pub(super) fn run(cwd: Option<&Path>, args: SandboxCommandArgs) -> anyhow::Resul
     };
     let mut policy = resolve_policy(&paths, &settings, &flags, Some(temp_dir.path()))?;
     make_missing_roots(&policy)?;
+    policy.resolver_view = crate::sandbox::resolver_view(&paths);
     for line in weaker_sandbox(&policy, &settings, &flags)? {
         eprintln!("elph sandbox: {line}");
     }

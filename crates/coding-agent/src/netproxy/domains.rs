@@ -276,7 +276,7 @@ mod tests {
             assert!(!verdict.allowed, "{bad:?} was let through");
         }
         assert!(policy.judge("127.0.0.1").allowed);
-        assert!(policy.judge("[::1]").allowed == false);
+        assert!(!policy.judge("[::1]").allowed);
         assert!(canonical_host("[::1]").is_ok());
         assert!(canonical_host("[0:0::1]").is_err());
     }

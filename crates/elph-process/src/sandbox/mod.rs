@@ -128,6 +128,12 @@ pub struct SandboxPolicy {
     /// With the network off: the session's proxy, the one TCP port processes may connect to
     /// (`sandbox.network: "allowlist"`; see `network`).
     pub proxy: Option<ProxyRoute>,
+    /// A copy of `/etc/nsswitch.conf` that looks names up in `/etc/hosts` only, bound over the
+    /// real one while the network is not on (where a mount view can be made): a lookup then fails
+    /// at once with "not found", where the C library's "try again" (no DNS socket can be opened)
+    /// has package managers retry for a minute. Outside the writable roots, so commands cannot
+    /// change it.
+    pub resolver_view: Option<PathBuf>,
     /// Folders writable in `workspace-write` (PROJECT_DIR, the session's temp dir, the user's
     /// `sandbox.writableRoots`), absolute.
     pub writable_roots: Vec<PathBuf>,
@@ -163,6 +169,7 @@ impl SandboxPolicy {
             mode: SandboxMode::WorkspaceWrite,
             network: false,
             proxy: None,
+            resolver_view: None,
             writable_roots: vec![project_dir.to_path_buf()],
             folders_to_make: project_read_only_paths(project_dir),
             read_only_paths: project_read_only_paths(project_dir),

@@ -46,6 +46,9 @@ pub(super) struct MountView {
     clones: Vec<libc::c_int>,
     /// The mounts inside the roots, parents before children.
     inner: Vec<InnerMount>,
+    /// A file bound over another, read-only: the resolver's view (`SandboxPolicy::resolver_view`
+    /// over `/etc/nsswitch.conf`).
+    file_over: Option<(CString, CString)>,
 }
 
 struct IdMaps {
@@ -136,6 +139,10 @@ impl MountView {
         for (path, kind) in &inner {
             key.push(identity(path, *kind as u8 + 1)?);
         }
+        let file_over = resolver_view(policy);
+        if let Some((source, _)) = &file_over {
+            key.push(identity(source, 9)?);
+        }
         let view = MountView {
             id_maps: own_user_namespace(),
             clones: vec![-1; roots.len()],
@@ -149,6 +156,10 @@ impl MountView {
                     })
                 })
                 .collect::<Result<_, SandboxError>>()?,
+            file_over: match file_over {
+                Some((source, target)) => Some((c_path(&source)?, c_path(&target)?)),
+                None => None,
+            },
         };
         Ok((view, (policy.mode, key)))
     }
@@ -160,6 +171,7 @@ impl MountView {
             writable: Vec::new(),
             clones: Vec::new(),
             inner: Vec::new(),
+            file_over: None,
         }
     }
 
@@ -209,8 +221,27 @@ impl MountView {
                 set_read_only(&mount.path)?;
             }
         }
+        if let Some((source, target)) = &self.file_over {
+            // Best effort: without it, lookups fail slowly, never open up.
+            if let Ok(tree) = open_tree(source, false) {
+                let _ = move_mount(tree, target);
+                close(tree);
+            }
+        }
         Ok(())
     }
+}
+
+/// The resolver's view and the real file it goes over, when the network is not on and both
+/// exist (the target with its links resolved: a mount is never attached through a link).
+fn resolver_view(policy: &SandboxPolicy) -> Option<(PathBuf, PathBuf)> {
+    if policy.network_allowed() {
+        return None;
+    }
+    let source = policy.resolver_view.as_ref()?;
+    let target = std::fs::canonicalize("/etc/nsswitch.conf").ok()?;
+    let writable = policy.writable_roots.iter().any(|root| target.starts_with(root));
+    (source.is_file() && target.is_file() && !writable).then(|| (source.clone(), target))
 }
 
 /// Whether `path`, once its links are resolved, lies in `root` (a `.elph` link pointing into the

@@ -147,6 +147,19 @@ impl SandboxPolicy {
             .collect()
     }
 
+    /// With the network off: the variables that make package managers give up at once instead
+    /// of retrying a connection that can never work (npm waits 70 seconds between its retries).
+    /// Whoever builds the environment adds each one the command does not already set.
+    pub fn offline_environment(&self) -> Vec<(OsString, OsString)> {
+        if self.network_access() != NetworkAccess::Off || !self.is_confined() {
+            return Vec::new();
+        }
+        OFFLINE_VARIABLES
+            .iter()
+            .map(|(name, value)| (OsString::from(*name), OsString::from(*value)))
+            .collect()
+    }
+
     /// One line for the model when a command that failed ran into the network's refusal: what
     /// the sandbox refused and which setting allows it. `refused` are the hosts the proxy refused
     /// while the command ran; without any, the command's output must show a network error.
@@ -203,6 +216,13 @@ pub const PROXY_VARIABLES: [&str; 8] = [
     "all_proxy",
     "NO_PROXY",
     "no_proxy",
+];
+
+/// No retries for npm (and pnpm, which reads its settings), pip and cargo.
+const OFFLINE_VARIABLES: [(&str, &str); 3] = [
+    ("npm_config_fetch_retries", "0"),
+    ("PIP_RETRIES", "0"),
+    ("CARGO_NET_RETRY", "0"),
 ];
 
 /// Whether a command's output reads like a refused connection or name lookup. The words of the
@@ -304,5 +324,12 @@ mod tests {
         assert!(names.contains(&"http_proxy".to_string()) && names.contains(&"HTTPS_PROXY".to_string()));
         assert!(!names.iter().any(|name| name.eq_ignore_ascii_case("no_proxy")));
         assert!(env.iter().all(|(_, value)| value == "http://127.0.0.1:4000"));
+        assert!(policy.offline_environment().is_empty(), "not off: allowlisted");
+        policy.proxy = None;
+        assert!(
+            policy
+                .offline_environment()
+                .contains(&("npm_config_fetch_retries".into(), "0".into()))
+        );
     }
 }

@@ -36,6 +36,17 @@ impl SandboxPolicy {
                 "[sandbox] the sandbox is read-only: writes are refused{temp}. Tell the user; \
                  --sandbox workspace-write allows writing the project."
             ),
+            // Plan mode's policy: nothing but the temp dir.
+            _ if self
+                .writable_roots
+                .iter()
+                .all(|root| Some(root) == self.temp_dir.as_ref()) =>
+            {
+                format!(
+                    "[sandbox] only $TMPDIR is writable here (plan mode is read-only){temp}. Tell the \
+                     user; switching to build mode (/mode build) allows changing the project."
+                )
+            }
             _ => {
                 let roots: Vec<String> = self
                     .writable_roots

@@ -71,6 +71,12 @@ pub fn shell_environment(sandbox: &SandboxPolicy, env_policy: &ShellEnvPolicy) -
         env.retain(|(name, _)| name != "TMPDIR");
         env.push(("TMPDIR".into(), dir.clone().into_os_string()));
     }
+    // Nothing retries a connection the sandbox refuses; the user's own value wins.
+    for (name, value) in sandbox.offline_environment() {
+        if !env.iter().any(|(known, _)| *known == name) {
+            env.push((name, value));
+        }
+    }
     let proxy = sandbox.proxy_environment();
     if !proxy.is_empty() {
         // Every client goes through the session's proxy, `localhost` included: no NO_PROXY.
