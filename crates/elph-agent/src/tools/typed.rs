@@ -35,9 +35,14 @@ pub trait TypedTool: Send + Sync {
         ToolKind::Other
     }
     /// Whether `plan` mode offers the tool: the tools that only read (and `shell_exec`, which
-    /// runs in the read-only sandbox there).
+    /// runs read-only there, but for its TMPDIR).
     fn offered_in_plan_mode(&self) -> bool {
         !self.mutates()
+    }
+    /// Whether the processes the tool starts run in the session's sandbox: its description then
+    /// carries the sandbox's rules.
+    fn runs_sandboxed(&self) -> bool {
+        false
     }
     /// A short title for one call: what it does, and to what.
     fn title(&self, _args: &Self::Args) -> String {
@@ -150,6 +155,10 @@ impl<T: TypedTool> Tool for T {
 
     fn offered_in_plan_mode(&self) -> bool {
         TypedTool::offered_in_plan_mode(self)
+    }
+
+    fn runs_sandboxed(&self) -> bool {
+        TypedTool::runs_sandboxed(self)
     }
 
     fn parse(&self, input: Value) -> Result<Box<dyn Call + '_>, String> {

@@ -52,7 +52,8 @@ impl TypedTool for ShellExec {
         true
     }
 
-    /// In plan mode the harness runs the shell in the `read-only` sandbox, so it is offered there.
+    /// In plan mode the harness runs the shell read-only (but for its TMPDIR), so it is offered
+    /// there.
     fn offered_in_plan_mode(&self) -> bool {
         true
     }
