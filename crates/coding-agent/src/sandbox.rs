@@ -159,7 +159,8 @@ pub(crate) fn resolver_view(paths: &Paths) -> Option<PathBuf> {
     if std::fs::read_to_string(&path).is_ok_and(|known| known == view) {
         return Some(path);
     }
-    let written = std::fs::create_dir_all(&dir).and_then(|()| {
+    // Owner-only, as everything Elph makes in DATA_DIR, whatever the umask.
+    let written = elph_config::private::create_private_dir_all(&dir).and_then(|()| {
         let mut file = tempfile::NamedTempFile::new_in(&dir)?;
         std::io::Write::write_all(&mut file, view.as_bytes())?;
         file.persist(&path).map(drop).map_err(|error| error.error)
