@@ -198,28 +198,12 @@ impl Search {
                 if budget.exhausted() {
                     return WalkState::Quit;
                 }
-                let entry = match entry {
-                    Ok(entry) => entry,
-                    Err(error) => {
-                        if walk::is_unreadable(&error) {
-                            self.tally.unreadable();
-                        }
-                        return WalkState::Continue;
-                    }
-                };
-                let (Some(kind), Ok(relative)) = (entry.file_type(), entry.path().strip_prefix(root)) else {
-                    return WalkState::Continue;
-                };
-                if entry.depth() == 0 {
-                    return WalkState::Continue;
-                }
-                if self.found.beyond(relative) {
-                    return if kind.is_dir() {
-                        WalkState::Skip
-                    } else {
-                        WalkState::Continue
+                let (kind, relative) =
+                    match walk::below_root(&entry, root, &self.tally, |relative| self.found.beyond(relative))
+                    {
+                        Ok(admitted) => admitted,
+                        Err(state) => return state,
                     };
-                }
                 if kind.is_dir() || kind.is_symlink() {
                     return WalkState::Continue;
                 }

@@ -216,6 +216,41 @@ impl Tally {
 
 /// Whether a walk error is a folder or file that could not be read (rather than, say, a bad line
 /// in an ignore file, which ripgrep reports and walks on).
+/// Where a search's walk visitor starts with each entry: the entry's kind and path below `root`,
+/// or the state to return at once — for an error (an unreadable entry is counted in `tally`), the
+/// root itself, or an entry past what the search can still return (`beyond`; a folder past it is
+/// not entered).
+pub(crate) fn below_root<'e>(
+    entry: &'e Result<ignore::DirEntry, ignore::Error>,
+    root: &Path,
+    tally: &Tally,
+    beyond: impl Fn(&Path) -> bool,
+) -> Result<(std::fs::FileType, &'e Path), ignore::WalkState> {
+    let entry = match entry {
+        Ok(entry) => entry,
+        Err(error) => {
+            if is_unreadable(error) {
+                tally.unreadable();
+            }
+            return Err(ignore::WalkState::Continue);
+        }
+    };
+    let (Some(kind), Ok(relative)) = (entry.file_type(), entry.path().strip_prefix(root)) else {
+        return Err(ignore::WalkState::Continue);
+    };
+    if entry.depth() == 0 {
+        return Err(ignore::WalkState::Continue);
+    }
+    if beyond(relative) {
+        return Err(if kind.is_dir() {
+            ignore::WalkState::Skip
+        } else {
+            ignore::WalkState::Continue
+        });
+    }
+    Ok((kind, relative))
+}
+
 pub(crate) fn is_unreadable(error: &ignore::Error) -> bool {
     error.io_error().is_some()
 }
