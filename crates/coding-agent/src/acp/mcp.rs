@@ -10,7 +10,9 @@ use agent_client_protocol::v1::schema::McpServer;
 
 use crate::diagnostics::Diagnostic;
 use crate::hooks::discovery::resolve_command;
-use crate::mcp::config::{DEFAULT_CALL_TIMEOUT_MS, McpScope, ServerDefinition, ServerTransport};
+use crate::mcp::config::{
+    DEFAULT_CALL_TIMEOUT_MS, DEFAULT_STARTUP_TIMEOUT_MS, McpScope, ServerDefinition, ServerTransport,
+};
 
 /// What `mcpCapabilities` says: streamable HTTP yes; the legacy SSE transport no (the MCP client
 /// Elph uses does not speak it).
@@ -87,6 +89,7 @@ pub(crate) fn editor_servers(servers: &[McpServer], cwd: &Path) -> (Vec<ServerDe
             name,
             transport,
             timeout: Duration::from_millis(DEFAULT_CALL_TIMEOUT_MS),
+            startup_timeout: Duration::from_millis(DEFAULT_STARTUP_TIMEOUT_MS),
             enabled: true,
             source: Path::new("session/new").to_path_buf(),
             scope: McpScope::Editor,

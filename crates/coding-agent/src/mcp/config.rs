@@ -6,13 +6,14 @@
 //!     "github": { "type": "http", "url": "https://api.example.com/mcp",
 //!                 "headers": { "Authorization": "Bearer ${GITHUB_TOKEN}" } },
 //!     "files":  { "command": "./servers/files", "args": ["--root", "."], "env": { "LOG": "1" },
-//!                 "timeoutMs": 30000 }
+//!                 "toolTimeoutMs": 30000, "startupTimeoutMs": 60000 }
 //! } }
 //! ```
 //!
 //! The servers sit under `mcpServers` (the common shape) or `servers` (Elph's first key). A server
 //! has either `command` (stdio: `args`, `env`) or `url` (streamable HTTP: `headers`), an optional
-//! `type` that must agree, plus `timeoutMs` (each call, default 60 s) and `enabled`. `${VAR}` and
+//! `type` that must agree, plus `toolTimeoutMs` (each call, default 60 s; `timeoutMs` is its first
+//! spelling), `startupTimeoutMs` (start, `initialize` and the tool list, default 30 s) and `enabled`. `${VAR}` and
 //! `${VAR:-default}` expand in `command`, `args`, `env`, `url` and `headers` ([`super::expand`]).
 //! Unknown fields make the file malformed; a malformed file is skipped as a unit with one
 //! diagnostic that names it (the other file still loads), like hooks.json. Names are unique across
@@ -34,8 +35,13 @@ use crate::paths::Paths;
 
 /// How long one tool call may take unless the server sets `timeoutMs`.
 pub(crate) const DEFAULT_CALL_TIMEOUT_MS: u64 = 60_000;
-/// The largest `timeoutMs`.
+/// The largest `toolTimeoutMs`.
 pub(crate) const MAX_CALL_TIMEOUT_MS: u64 = 600_000;
+/// How long a server has to start unless it sets `startupTimeoutMs`: `npx -y` on an empty cache
+/// takes 13 to 18 s, and servers start in the background, so a generous limit costs nothing.
+pub(crate) const DEFAULT_STARTUP_TIMEOUT_MS: u64 = 30_000;
+/// The largest `startupTimeoutMs`.
+pub(crate) const MAX_STARTUP_TIMEOUT_MS: u64 = 600_000;
 
 /// Which file a server came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -96,6 +102,9 @@ pub struct ServerDefinition {
     /// Each tool call's limit.
     #[serde(rename = "timeoutMs", serialize_with = "as_millis")]
     pub timeout: Duration,
+    /// How long it has to start, answer `initialize` and list its tools.
+    #[serde(rename = "startupTimeoutMs", serialize_with = "as_millis")]
+    pub startup_timeout: Duration,
     pub enabled: bool,
     pub source: PathBuf,
     pub scope: McpScope,
@@ -336,9 +345,11 @@ pub(crate) fn parse(
             continue;
         };
         for name in servers.keys() {
-            let pointer = format!("/{key}/{}/timeoutMs", elph_config::json::pointer_segment(name));
-            elph_config::json::whole_number_at(&value, &pointer)
-                .map_err(|err| malformed(err.pointer, err.message))?;
+            for field in ["timeoutMs", "toolTimeoutMs", "startupTimeoutMs"] {
+                let pointer = format!("/{key}/{}/{field}", elph_config::json::pointer_segment(name));
+                elph_config::json::whole_number_at(&value, &pointer)
+                    .map_err(|err| malformed(err.pointer, err.message))?;
+            }
         }
     }
     let file: McpFile = serde_json::from_value(value).map_err(|err| {
@@ -433,11 +444,28 @@ fn definition(
     scope: McpScope,
     path_var: &str,
 ) -> Result<ServerDefinition, (String, String)> {
-    let timeout_ms = config.timeout_ms.unwrap_or(DEFAULT_CALL_TIMEOUT_MS);
+    let (field, timeout_ms) = match (config.tool_timeout_ms, config.timeout_ms) {
+        (Some(_), Some(_)) => {
+            return Err((
+                "/timeoutMs".into(),
+                "give toolTimeoutMs or its first spelling timeoutMs, not both".into(),
+            ));
+        }
+        (Some(ms), None) => ("toolTimeoutMs", ms),
+        (None, Some(ms)) => ("timeoutMs", ms),
+        (None, None) => ("toolTimeoutMs", DEFAULT_CALL_TIMEOUT_MS),
+    };
     if !(1..=MAX_CALL_TIMEOUT_MS).contains(&timeout_ms) {
         return Err((
-            "/timeoutMs".into(),
-            format!("timeoutMs is {timeout_ms}; expected 1 to {MAX_CALL_TIMEOUT_MS}"),
+            format!("/{field}"),
+            format!("{field} is {timeout_ms}; expected 1 to {MAX_CALL_TIMEOUT_MS}"),
+        ));
+    }
+    let startup_ms = config.startup_timeout_ms.unwrap_or(DEFAULT_STARTUP_TIMEOUT_MS);
+    if !(1..=MAX_STARTUP_TIMEOUT_MS).contains(&startup_ms) {
+        return Err((
+            "/startupTimeoutMs".into(),
+            format!("startupTimeoutMs is {startup_ms}; expected 1 to {MAX_STARTUP_TIMEOUT_MS}"),
         ));
     }
     match (config.kind, &config.command, &config.url) {
@@ -500,6 +528,7 @@ fn definition(
         name,
         transport,
         timeout: Duration::from_millis(timeout_ms),
+        startup_timeout: Duration::from_millis(startup_ms),
         enabled: config.enabled,
         source: source.to_path_buf(),
         scope,
@@ -588,10 +617,21 @@ mod tests {
         assert_eq!(args, &["-v"]);
         assert_eq!(env["A"], "1");
         assert_eq!(servers[0].timeout, Duration::from_secs(60));
+        assert_eq!(servers[0].startup_timeout, Duration::from_secs(30));
         assert!(servers[0].enabled);
         assert!(matches!(servers[1].transport, ServerTransport::Http { .. }));
         assert_eq!(servers[1].timeout, Duration::from_secs(5));
         assert!(!servers[1].enabled);
+    }
+
+    #[test]
+    fn startup_and_tool_timeouts_are_per_server() {
+        let servers = parse_text(
+            r#"{"mcpServers": {"slow": {"command": "x", "startupTimeoutMs": 120000, "toolTimeoutMs": 900}}}"#,
+        )
+        .unwrap();
+        assert_eq!(servers[0].startup_timeout, Duration::from_secs(120));
+        assert_eq!(servers[0].timeout, Duration::from_millis(900));
     }
 
     #[test]
@@ -617,6 +657,26 @@ mod tests {
                 r#"{"servers": {"a": {"command": "x", "timeoutMs": 0}}}"#,
                 "/servers/a/timeoutMs",
                 "expected 1",
+            ),
+            (
+                r#"{"servers": {"a": {"command": "x", "startupTimeoutMs": 600001}}}"#,
+                "/servers/a/startupTimeoutMs",
+                "expected 1 to 600000",
+            ),
+            (
+                r#"{"servers": {"a": {"command": "x", "startupTimeoutMs": 1.5}}}"#,
+                "/servers/a/startupTimeoutMs",
+                "whole number",
+            ),
+            (
+                r#"{"servers": {"a": {"command": "x", "toolTimeoutMs": 0}}}"#,
+                "/servers/a/toolTimeoutMs",
+                "expected 1",
+            ),
+            (
+                r#"{"servers": {"a": {"command": "x", "toolTimeoutMs": 5, "timeoutMs": 5}}}"#,
+                "/servers/a/timeoutMs",
+                "not both",
             ),
             (
                 r#"{"servers": {"a b": {"command": "x"}}}"#,

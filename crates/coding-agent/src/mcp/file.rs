@@ -10,7 +10,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::config::MAX_CALL_TIMEOUT_MS;
+use super::config::{MAX_CALL_TIMEOUT_MS, MAX_STARTUP_TIMEOUT_MS};
 
 pub(crate) const SCHEMA_ID: &str = "https://elph.space/mcp-schema.json";
 
@@ -77,7 +77,15 @@ pub(crate) struct ServerConfig {
     pub headers: BTreeMap<String, String>,
     /// Each tool call's limit, in milliseconds (default 60000).
     #[schemars(range(min = 1, max = MAX_CALL_TIMEOUT_MS))]
+    pub tool_timeout_ms: Option<u64>,
+    /// The first spelling of `toolTimeoutMs` (give one of them, not both).
+    #[schemars(range(min = 1, max = MAX_CALL_TIMEOUT_MS))]
     pub timeout_ms: Option<u64>,
+    /// How long the server has to start, answer `initialize` and list its tools, in
+    /// milliseconds (default 30000). Servers start in the background, so a long limit delays
+    /// nothing but the server's own tools.
+    #[schemars(range(min = 1, max = MAX_STARTUP_TIMEOUT_MS))]
+    pub startup_timeout_ms: Option<u64>,
     /// A disabled server is listed but not started.
     #[serde(default = "enabled_by_default")]
     pub enabled: bool,

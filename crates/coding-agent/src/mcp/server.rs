@@ -24,8 +24,6 @@ use tokio::sync::watch;
 use super::config::{ServerDefinition, ServerTransport};
 use super::process::{GroupKiller, ServerProcess, StderrTail, exited, server_environment};
 
-/// How long a server has to start, answer `initialize` and list its tools.
-pub(crate) const STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
 /// After the connection is closed at shutdown, how long a stdio server has to exit by itself
 /// before its group is killed.
 const EXIT_GRACE: Duration = Duration::from_millis(300);
@@ -72,7 +70,6 @@ pub struct McpServer {
     pgid: Mutex<Option<i32>>,
     /// The stderr of the last started stdio server, for messages about a failed start.
     stderr: Mutex<StderrTail>,
-    startup_timeout: Duration,
 }
 
 fn client_info() -> ClientConfig {
@@ -127,15 +124,7 @@ impl McpServer {
             state: Mutex::new(ServerState::Configured),
             pgid: Mutex::new(None),
             stderr: Mutex::new(StderrTail::default()),
-            startup_timeout: STARTUP_TIMEOUT,
         }
-    }
-
-    /// Another startup limit than [`STARTUP_TIMEOUT`].
-    #[cfg(test)]
-    pub(crate) fn with_startup_timeout(mut self, timeout: Duration) -> Self {
-        self.startup_timeout = timeout;
-        self
     }
 
     pub fn name(&self) -> &str {
@@ -158,14 +147,15 @@ impl McpServer {
     /// Starts the server and lists its tools, all within the startup timeout. On failure the
     /// server is down (a started process is killed with its group) and the error says why.
     pub async fn start(&self) -> Result<Vec<McpToolSpec>, String> {
-        let result = match tokio::time::timeout(self.startup_timeout, self.connect()).await {
+        let limit = self.definition.startup_timeout;
+        let result = match tokio::time::timeout(limit, self.connect()).await {
             Ok(result) => result,
             Err(_) => {
                 let stderr = lock(&self.stderr).clone();
                 Err(explain(
                     format!(
                         "did not answer within {} of starting; skipped",
-                        human_duration(self.startup_timeout)
+                        human_duration(limit)
                     ),
                     &stderr,
                 )
@@ -404,13 +394,14 @@ mod tests {
                 env: Default::default(),
             },
             timeout: Duration::from_secs(5),
+            // Short enough to keep the hang test quick, long enough for a loaded machine to start
+            // a shell, have it print, and exit within it (500 ms was not).
+            startup_timeout: Duration::from_secs(3),
             enabled: true,
             source: dir.join("mcp.json"),
             scope: McpScope::Home,
         };
-        // Short enough to keep the hang test quick, long enough for a loaded machine to start a
-        // shell, have it print, and exit within it (500 ms was not).
-        McpServer::new(definition, dir.to_path_buf()).with_startup_timeout(Duration::from_secs(3))
+        McpServer::new(definition, dir.to_path_buf())
     }
 
     fn group_alive(pgid: i32) -> bool {
