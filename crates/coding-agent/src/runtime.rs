@@ -86,6 +86,8 @@ pub(crate) struct Runtime {
     workflows: Workflows,
     /// Where notices about reloaded workflows go.
     events: UnboundedSender<AgentEvent>,
+    /// settings.json's `disableTemplateShell`.
+    template_shell_disabled: bool,
 }
 
 impl Runtime {
@@ -149,6 +151,9 @@ impl Runtime {
         if let Some(bytes) = settings.hooks.max_added_context_bytes {
             config.max_added_context_bytes = usize::try_from(bytes).unwrap_or(usize::MAX);
         }
+        if let Some(count) = settings.hooks.max_stop_continuations {
+            config.max_stop_continuations = count;
+        }
         config.mode = options.mode;
         config.compaction = CompactionSettings {
             threshold: settings
@@ -189,7 +194,9 @@ impl Runtime {
         .with_approver(approver)
         .with_events(events.clone())
         .with_transcript(transcript);
+        let template_shell_disabled = settings.disable_template_shell == Some(true);
         Ok(Runtime {
+            template_shell_disabled,
             paths,
             trust,
             host,
@@ -210,9 +217,28 @@ impl Runtime {
     pub(crate) fn expand_prompt(&self, prompt: &str) -> Result<ExpandedPrompt, String> {
         Ok(self.workflows.expand(prompt)?.unwrap_or_else(|| ExpandedPrompt {
             text: prompt.to_string(),
+            parts: Vec::new(),
+            allowed_tools: None,
             template: None,
             skill: None,
         }))
+    }
+
+    /// Why a template's `` !`command` `` may not run now, if it may not: the project is not
+    /// trusted, or settings.json turns template commands off.
+    pub(crate) fn template_shell_refusal(&self) -> Option<&'static str> {
+        if self.template_shell_disabled {
+            Some("settings.json has \"disableTemplateShell\": true")
+        } else if !self.trust.trusted {
+            Some("the project is not trusted")
+        } else {
+            None
+        }
+    }
+
+    /// A line for the user in every front end.
+    pub(crate) fn notice(&self, message: String) {
+        let _ = self.events.send(AgentEvent::Notice { message });
     }
 
     /// The commands the loaded templates and skills stand for.

@@ -33,16 +33,21 @@ pub struct Settings {
     /// Permission rules: which calls run without a question, are asked about, or are refused.
     #[serde(default)]
     pub(crate) permissions: crate::permissions::PermissionsSettings,
+    /// `true`: prompt templates' `` !`command` `` lines are never run (they reach the model as
+    /// written). They run only in trusted projects in any case.
+    pub disable_template_shell: Option<bool>,
     #[serde(rename = "$schema")]
     pub schema: Option<String>,
 }
 
-/// `"hooks": {"maxAddedContextBytes": 131072}`.
+/// `"hooks": {"maxAddedContextBytes": 131072, "maxStopContinuations": 8}`.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct HooksSettings {
     /// The most context all beforeAgent hooks together may add to one request (default 128 KiB).
     pub max_added_context_bytes: Option<u64>,
+    /// How many times in a row stop hooks may continue a turn (default 8).
+    pub max_stop_continuations: Option<u32>,
 }
 
 /// `"sandbox": {"mode": "workspace-write", "network": false, "writableRoots": ["~/scratch"]}`.

@@ -85,8 +85,12 @@ fn print_list(out: &mut impl Write, set: &HookSet) -> std::io::Result<()> {
                 if !hook.command.executable {
                     command.push_str("  (not found or not executable)");
                 }
-                if hook.protocol == crate::hooks::config::Protocol::ClaudeCode {
-                    command.push_str("  (protocol: claude-code)");
+                match hook.protocol {
+                    crate::hooks::config::Protocol::Elph => {}
+                    crate::hooks::config::Protocol::ClaudeCode => {
+                        command.push_str("  (protocol: claude-code)")
+                    }
+                    crate::hooks::config::Protocol::GeminiCli => command.push_str("  (protocol: gemini-cli)"),
                 }
                 if hook.fail_closed {
                     command.push_str("  (fail-closed)");

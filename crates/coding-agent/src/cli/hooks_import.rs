@@ -1,8 +1,10 @@
-//! `elph hooks import [FILE] [--write]`: Claude Code settings turned into Elph hooks.
+//! `elph hooks import [FILE] [--write]`: Claude Code settings (or a Claude Code plugin's
+//! `hooks/hooks.json`) and Gemini CLI settings (or an extension's `hooks/hooks.json`) turned into
+//! Elph hooks.
 //!
-//! Without FILE it reads the project's `.claude/settings.json` and `.claude/settings.local.json`
-//! (their hooks go to the project's `.elph/hooks.json`) and `~/.claude/settings.json` (to
-//! `CONFIG_DIR/hooks.json`). It prints the hooks files it would write; `--write` adds the hooks to
+//! Without FILE it reads the project's `.claude/settings.json`, `.claude/settings.local.json` and
+//! `.gemini/settings.json` (their hooks go to the project's `.elph/hooks.json`) and
+//! `~/.claude/settings.json` and `~/.gemini/settings.json` (to `CONFIG_DIR/hooks.json`). It prints the hooks files it would write; `--write` adds the hooks to
 //! them, skipping any hook that is already there (so a second import changes nothing).
 
 use std::io::Write;
@@ -13,15 +15,17 @@ use clap::Args;
 use serde_json::Value;
 
 use super::exit;
+use crate::hooks::claude_code::gemini;
 use crate::hooks::claude_code::plain::Target;
-use crate::hooks::claude_code::settings::import;
+use crate::hooks::claude_code::settings::{Options, import};
 use crate::hooks::config::{HookConfig, HooksFile, read_file};
 use crate::paths::Paths;
 
 #[derive(Debug, Args)]
 pub struct ImportArgs {
-    /// A Claude Code settings file (default: the project's .claude/settings.json and
-    /// .claude/settings.local.json, and ~/.claude/settings.json).
+    /// A Claude Code or Gemini CLI settings file, or a plugin's or extension's hooks/hooks.json
+    /// (default: the project's .claude/settings.json, .claude/settings.local.json and
+    /// .gemini/settings.json, and ~/.claude/settings.json and ~/.gemini/settings.json).
     pub file: Option<PathBuf>,
     /// Add the hooks to the right hooks.json instead of printing them.
     #[arg(long)]
@@ -38,12 +42,16 @@ pub(super) fn run(cwd: Option<&Path>, args: ImportArgs) -> anyhow::Result<u8> {
     let paths = Paths::from_env(cwd)?;
     let project_target = project_target_of(&paths);
     let home_target = paths.config_dir.join("hooks.json");
-    let home_claude = std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".claude"));
+    let home_dir = std::env::var_os("HOME").map(PathBuf::from);
+    let home_claude = home_dir.as_ref().map(|home| home.join(".claude"));
     let sources: Vec<Source> = match &args.file {
         Some(file) => {
-            let in_home = home_claude
-                .as_ref()
-                .is_some_and(|dir| file.canonicalize().is_ok_and(|f| f.starts_with(dir)));
+            let in_home = [".claude", ".gemini"].iter().any(|folder| {
+                home_dir.as_ref().is_some_and(|home| {
+                    file.canonicalize()
+                        .is_ok_and(|f| f.starts_with(home.join(folder)))
+                })
+            });
             vec![Source {
                 settings: file.clone(),
                 target: if in_home { home_target } else { project_target },
@@ -58,12 +66,22 @@ pub(super) fn run(cwd: Option<&Path>, args: ImportArgs) -> anyhow::Result<u8> {
                 },
                 Source {
                     settings: claude.join("settings.local.json"),
+                    target: project_target.clone(),
+                },
+                Source {
+                    settings: paths.project_dir.join(".gemini").join("settings.json"),
                     target: project_target,
                 },
             ];
             if let Some(dir) = home_claude {
                 sources.push(Source {
                     settings: dir.join("settings.json"),
+                    target: home_target.clone(),
+                });
+            }
+            if let Some(home) = &home_dir {
+                sources.push(Source {
+                    settings: home.join(".gemini").join("settings.json"),
                     target: home_target,
                 });
             }
@@ -73,7 +91,7 @@ pub(super) fn run(cwd: Option<&Path>, args: ImportArgs) -> anyhow::Result<u8> {
     };
     if sources.is_empty() {
         eprintln!(
-            "elph hooks import: no Claude Code settings found (looked for .claude/settings.json and .claude/settings.local.json in {} and ~/.claude/settings.json); pass a FILE",
+            "elph hooks import: no Claude Code or Gemini CLI settings found (looked for .claude/settings.json, .claude/settings.local.json and .gemini/settings.json in {} and ~/.claude/settings.json and ~/.gemini/settings.json); pass a FILE",
             paths.project_dir.display()
         );
         return Ok(exit::ERROR);
@@ -142,7 +160,24 @@ pub(super) fn run(cwd: Option<&Path>, args: ImportArgs) -> anyhow::Result<u8> {
         } else {
             Target::Home
         };
-        let imported = match import(&settings, &taken, target) {
+        let extension_root = root_with(&source.settings, &["gemini-extension.json"]);
+        let gemini = gemini::is_gemini(&settings, &source.settings, extension_root.as_deref());
+        let plugin_root = if gemini {
+            extension_root
+        } else {
+            root_with(&source.settings, &[".claude-plugin", "plugin.json"])
+        };
+        let options = Options {
+            target,
+            plugin_root: plugin_root.as_deref(),
+            home: home_dir.as_deref(),
+        };
+        let imported = if gemini {
+            gemini::import(&settings, &taken, options)
+        } else {
+            import(&settings, &taken, options)
+        };
+        let imported = match imported {
             Ok(imported) => imported,
             Err(why) => {
                 eprintln!(
@@ -155,7 +190,14 @@ pub(super) fn run(cwd: Option<&Path>, args: ImportArgs) -> anyhow::Result<u8> {
         for line in &imported.skipped {
             eprintln!("! {}: {line}", source.settings.display());
         }
-        match crate::hooks::claude_code::permissions::import(&settings, target) {
+        // Gemini CLI has no permission rules of Claude Code's form; its files' other fields are
+        // reported by its own import.
+        let rules = if gemini {
+            Ok(crate::hooks::claude_code::permissions::ImportedRules::default())
+        } else {
+            crate::hooks::claude_code::permissions::import(&settings, target)
+        };
+        match rules {
             Ok(imported) => {
                 for line in &imported.skipped {
                     eprintln!("! {}: {line}", source.settings.display());
@@ -209,6 +251,22 @@ pub(super) fn run(cwd: Option<&Path>, args: ImportArgs) -> anyhow::Result<u8> {
     }
     rule_targets.finish(&mut out, args.write)?;
     Ok(exit::SUCCESS)
+}
+
+/// The plugin or extension a hooks file belongs to: the nearest folder above it that holds
+/// `marker` (`.claude-plugin/plugin.json`, Claude Code's `${CLAUDE_PLUGIN_ROOT}`, or
+/// `gemini-extension.json`, Gemini CLI's `${extensionPath}`).
+fn root_with(file: &Path, marker: &[&str]) -> Option<PathBuf> {
+    let file = file.canonicalize().ok()?;
+    file.ancestors()
+        .skip(1)
+        .find(|folder| {
+            marker
+                .iter()
+                .fold(folder.to_path_buf(), |path, part| path.join(part))
+                .is_file()
+        })
+        .map(Path::to_path_buf)
 }
 
 /// The project's hooks file, where hooks from the project's Claude Code settings go.

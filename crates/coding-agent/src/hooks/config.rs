@@ -48,7 +48,8 @@ pub struct HookConfig {
     pub id: String,
     /// The lifecycle event that runs this hook.
     pub event: HookEvent,
-    /// Which tools a tool event applies to; only on preToolUse, postToolUse and postToolUseFailure.
+    /// Which tools (and tool inputs) a tool event applies to, on preToolUse, postToolUse and
+    /// postToolUseFailure; which sessions (`source`) on sessionStart.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "MatcherConfig")]
     pub matcher: Option<MatcherConfig>,
@@ -112,11 +113,23 @@ pub enum Protocol {
     /// Claude Code's payload (`tool_name`, `tool_input`, …) and answers (exit 2,
     /// `hookSpecificOutput`, …). Only on events Claude Code has.
     ClaudeCode,
+    /// Gemini CLI's payload and answers: Claude Code's protocol under Gemini CLI's event and tool
+    /// names (`BeforeTool`, `run_shell_command`, …). Only on events Gemini CLI has.
+    GeminiCli,
 }
 
 impl Protocol {
     pub(crate) fn is_elph(&self) -> bool {
         *self == Protocol::Elph
+    }
+
+    /// The other agent's names the hook speaks, for the two foreign protocols.
+    pub(crate) fn dialect(self) -> Option<crate::hooks::claude_code::Dialect> {
+        match self {
+            Protocol::Elph => None,
+            Protocol::ClaudeCode => Some(crate::hooks::claude_code::Dialect::Claude),
+            Protocol::GeminiCli => Some(crate::hooks::claude_code::Dialect::Gemini),
+        }
     }
 }
 
@@ -137,11 +150,11 @@ impl From<HookSandbox> for elph_process::sandbox::SandboxMode {
     }
 }
 
-/// Tool names a tool hook applies to. Absent, or `{}`, means every tool.
+/// Which events a hook runs for. Absent, or `{}`, means every one.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct MatcherConfig {
-    /// Exact names, `prefix*`, `*suffix`, or `*`.
+    /// Exact names, `prefix*`, `*suffix`, or `*`. Tool events only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(
         with = "Vec<String>",
@@ -149,6 +162,31 @@ pub struct MatcherConfig {
         inner(regex(pattern = r"^(\*|\*[^*]+|[^*]+\*?)$"))
     )]
     pub tool_names: Option<Vec<String>>,
+    /// Conditions on the tool's input, all of which must hold: an input field and a pattern its
+    /// value must match (`{"command": "git commit*"}`, `{"path": "src/**"}`). `*` is any run of
+    /// characters (in `path`, within one folder; `**` crosses folders), `?` one character, `[abc]`
+    /// one of a set, `\*` a literal star. A path inside the project matches relative to it. Tool
+    /// events only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "std::collections::BTreeMap<String, String>", extend("minProperties" = 1))]
+    pub input: Option<std::collections::BTreeMap<String, String>>,
+    /// How the session began: `new`, `resume`. sessionStart only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Vec<elph_agent::hooks::SessionSource>", length(min = 1))]
+    pub source: Option<Vec<elph_agent::hooks::SessionSource>>,
+}
+
+impl MatcherConfig {
+    /// The input conditions, compiled; the first bad pattern is the error.
+    pub(crate) fn input_conditions(
+        &self,
+    ) -> Result<Vec<elph_agent::hooks::InputCondition>, elph_agent::hooks::InputPatternError> {
+        self.input
+            .iter()
+            .flatten()
+            .map(|(field, pattern)| elph_agent::hooks::InputCondition::new(field, pattern))
+            .collect()
+    }
 }
 
 fn default_timeout_ms() -> u64 {
@@ -160,9 +198,14 @@ fn default_enabled() -> bool {
 }
 
 fn matcher_only_on_tool_events(schema: &mut Schema) {
-    let non_tool: Vec<&str> = HookEvent::ALL
+    let no_matcher: Vec<&str> = HookEvent::ALL
         .into_iter()
-        .filter(|event| !event.is_tool_event())
+        .filter(|event| !event.is_tool_event() && *event != HookEvent::SessionStart)
+        .map(HookEvent::as_str)
+        .collect();
+    let tool: Vec<&str> = HookEvent::ALL
+        .into_iter()
+        .filter(|event| event.is_tool_event())
         .map(HookEvent::as_str)
         .collect();
     let observing: Vec<&str> = HookEvent::ALL
@@ -174,8 +217,16 @@ fn matcher_only_on_tool_events(schema: &mut Schema) {
         "allOf".into(),
         json!([
             {
-                "if": { "properties": { "event": { "enum": non_tool } }, "required": ["event"] },
+                "if": { "properties": { "event": { "enum": no_matcher } }, "required": ["event"] },
                 "then": { "properties": { "matcher": false } }
+            },
+            {
+                "if": { "properties": { "event": { "const": HookEvent::SessionStart.as_str() } }, "required": ["event"] },
+                "then": { "properties": { "matcher": { "properties": { "toolNames": false, "input": false } } } }
+            },
+            {
+                "if": { "properties": { "event": { "enum": tool } }, "required": ["event"] },
+                "then": { "properties": { "matcher": { "properties": { "source": false } } } }
             },
             {
                 "if": { "properties": { "event": { "enum": observing } }, "required": ["event"] },
@@ -342,11 +393,15 @@ pub fn check(bytes: &[u8]) -> Result<HooksFile, Vec<LoadError>> {
         )]
     })?;
     for (index, hook) in file.hooks.iter().enumerate() {
-        if hook.protocol == Protocol::ClaudeCode && !claude_code_has(hook.event) {
+        if hook.protocol != Protocol::Elph && !claude_code_has(hook.event) {
+            let (protocol, agent) = match hook.protocol {
+                Protocol::GeminiCli => ("gemini-cli", "Gemini CLI"),
+                _ => ("claude-code", "Claude Code"),
+            };
             problems.push(LoadError::new(
                 Some(format!("/hooks/{index}/protocol")),
                 format!(
-                    "hook '{}': protocol claude-code is only for events Claude Code has ({}), not {}; file ignored",
+                    "hook '{}': protocol {protocol} is only for events {agent} has ({}), not {}; file ignored",
                     hook.id,
                     HookEvent::ALL
                         .into_iter()
@@ -358,11 +413,20 @@ pub fn check(bytes: &[u8]) -> Result<HooksFile, Vec<LoadError>> {
                 ),
             ));
         }
-        if hook.protocol == Protocol::ClaudeCode && hook.persistent {
+        if let Some(Err(error)) = hook.matcher.as_ref().map(MatcherConfig::input_conditions) {
+            problems.push(LoadError::new(
+                Some(format!(
+                    "/hooks/{index}/matcher/input/{}",
+                    escape_pointer(&error.field)
+                )),
+                format!("hook '{}': {error}; file ignored", hook.id),
+            ));
+        }
+        if hook.protocol != Protocol::Elph && hook.persistent {
             problems.push(LoadError::new(
                 Some(format!("/hooks/{index}/persistent")),
                 format!(
-                    "hook '{}': a claude-code hook answers with its exit code, so it cannot be persistent \
+                    "hook '{}': a claude-code or gemini-cli hook answers with its exit code, so it cannot be persistent \
                      (one process answering line by line); remove \"persistent\" or use Elph's protocol; \
                      file ignored",
                     hook.id
@@ -457,7 +521,18 @@ fn describe_schema_error(violation: Violation) -> Vec<(String, String)> {
         }
         Rule::Required { property } => format!("missing required field {}", Value::from(property)),
         Rule::FalseSchema if pointer.ends_with("/matcher") => {
-            "a matcher is only allowed on preToolUse, postToolUse and postToolUseFailure".to_string()
+            "a matcher is only allowed on preToolUse, postToolUse and postToolUseFailure (and, with \
+             only \"source\", on sessionStart)"
+                .to_string()
+        }
+        Rule::FalseSchema if pointer.ends_with("/matcher/source") => {
+            "matcher.source is only for sessionStart hooks".to_string()
+        }
+        Rule::FalseSchema
+            if pointer.ends_with("/matcher/toolNames") || pointer.ends_with("/matcher/input") =>
+        {
+            "on sessionStart a matcher holds only \"source\" (toolNames and input are for tool events)"
+                .to_string()
         }
         Rule::Const if pointer.ends_with("/failClosed") => format!(
             "failClosed is only for events whose hooks guard something ({}); this event is \

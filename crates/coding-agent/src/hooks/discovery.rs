@@ -123,11 +123,14 @@ impl HookSet {
         self.hooks.iter().filter(|hook| hook.enabled)
     }
 
-    /// The enabled hooks that run for `event` (and `tool_name`), in order.
-    pub fn matching(&self, event: HookEvent, tool_name: Option<&str>) -> Vec<&HookDefinition> {
+    /// The enabled hooks that run for `payload` (its event, tool, tool input and session
+    /// source), in order.
+    pub fn matching(&self, payload: &elph_agent::hooks::HookPayload) -> Vec<&HookDefinition> {
         self.hooks
             .iter()
-            .filter(|hook| hook.applies_to(event, tool_name))
+            .filter(|hook| {
+                hook.applies_to(payload.event(), payload.tool_name()) && hook.matcher.matches_payload(payload)
+            })
             .collect()
     }
 }
@@ -324,8 +327,17 @@ fn definition(config: HookConfig, source: &Path, scope: HookScope, path_var: &st
     let folder = source.parent().unwrap_or(Path::new("/"));
     let matcher = config
         .matcher
-        .and_then(|matcher| matcher.tool_names)
-        .map(|names| Matcher::parse(&names).expect("patterns were checked by the schema"))
+        .map(|matcher| {
+            let names = matcher.tool_names.as_deref().unwrap_or_default();
+            Matcher::parse(names)
+                .expect("patterns were checked by the schema")
+                .with_input(
+                    matcher
+                        .input_conditions()
+                        .expect("input patterns were checked on load"),
+                )
+                .with_sources(matcher.source.unwrap_or_default())
+        })
         .unwrap_or_default();
     HookDefinition {
         id: config.id,

@@ -56,6 +56,8 @@ impl ParentEnv {
 pub struct HookHost {
     set: RwLock<Arc<HookSet>>,
     project_dir: PathBuf,
+    /// DATA_DIR: the session store a Claude Code hook's transcript is written from.
+    data_dir: PathBuf,
     log: Option<RunLog>,
     parent_env: ParentEnv,
     /// Context that Claude Code hooks added on sessionStart or userPromptSubmit (hook id, text),
@@ -79,6 +81,7 @@ impl HookHost {
         HookHost {
             set: RwLock::new(set.into()),
             project_dir,
+            data_dir: data_dir.to_path_buf(),
             log: Some(RunLog::new(data_dir)),
             parent_env: ParentEnv::Process,
             pending_context: Mutex::new(Vec::new()),
@@ -176,7 +179,7 @@ impl HookHost {
     async fn run_hooks(&self, chain: &mut Reducer) -> Ran {
         let set = self.set();
         let event = chain.payload().event();
-        let hooks = set.matching(event, chain.payload().tool_name());
+        let hooks = set.matching(chain.payload());
         let pending = if event == HookEvent::BeforeAgent {
             std::mem::take(&mut *self.pending())
         } else {
@@ -199,7 +202,9 @@ impl HookHost {
         let mut stdin_bytes = StdinBytes::default();
         for hook in hooks {
             // Tool and context hooks see the payload as the previous hook left it.
-            let stdin = stdin_bytes.of(hook.protocol, chain.payload());
+            let transcript =
+                || claude_code::transcript::write(&self.data_dir, &session_id, &self.project_dir);
+            let stdin = stdin_bytes.of(hook.protocol, chain.payload(), &transcript);
             let mut run = if stdin.len() - 1 > hook.max_input_bytes {
                 let mut run = HookRun::skipped(
                     &hook.id,
@@ -229,11 +234,11 @@ impl HookHost {
                     .unwrap_or_default();
                 let mut run = match exchange {
                     Exchange::Ran { output, notes } => {
-                        let mut run = match hook.protocol {
-                            Protocol::Elph => record(hook, event, &output),
-                            Protocol::ClaudeCode => {
+                        let mut run = match hook.protocol.dialect() {
+                            None => record(hook, event, &output),
+                            Some(dialect) => {
                                 let (mut run, context) =
-                                    claude_code::record(hook, event, &output, chain.payload());
+                                    claude_code::record(hook, event, &output, chain.payload(), dialect);
                                 if let Some(note) = env_file.as_ref().and_then(claude_code::env_file_note) {
                                     run.notes.push(note);
                                 }
@@ -416,11 +421,19 @@ impl HookHost {
             session_id,
             &self.project_dir,
         );
-        if hook.protocol == Protocol::ClaudeCode {
+        if hook.protocol != Protocol::Elph {
             env.push((
                 claude_code::PROJECT_DIR_VAR.into(),
                 self.project_dir.as_os_str().to_owned(),
             ));
+        }
+        if hook.protocol == Protocol::GeminiCli {
+            env.push((
+                claude_code::GEMINI_PROJECT_DIR_VAR.into(),
+                self.project_dir.as_os_str().to_owned(),
+            ));
+            env.push(("GEMINI_SESSION_ID".into(), session_id.into()));
+            env.push(("GEMINI_CWD".into(), self.project_dir.as_os_str().to_owned()));
         }
         if let Some(dir) = sandbox.and_then(|policy| policy.temp_dir.as_ref()) {
             // The one temp dir a sandboxed hook may write.
@@ -437,16 +450,25 @@ impl HookHost {
 struct StdinBytes {
     elph: Option<Vec<u8>>,
     claude_code: Option<Vec<u8>>,
+    gemini_cli: Option<Vec<u8>>,
 }
 
 impl StdinBytes {
-    fn of(&mut self, protocol: Protocol, payload: &HookPayload) -> &[u8] {
-        match protocol {
-            Protocol::Elph => self.elph.get_or_insert_with(|| payload.to_stdin_bytes()),
-            Protocol::ClaudeCode => self
-                .claude_code
-                .get_or_insert_with(|| claude_code::stdin_bytes(payload)),
-        }
+    /// `transcript` writes the session's transcript for the foreign protocols' `transcript_path`
+    /// (once per chain: it does not change while the chain runs).
+    fn of(
+        &mut self,
+        protocol: Protocol,
+        payload: &HookPayload,
+        transcript: &dyn Fn() -> Option<std::path::PathBuf>,
+    ) -> &[u8] {
+        let slot = match protocol {
+            Protocol::Elph => return self.elph.get_or_insert_with(|| payload.to_stdin_bytes()),
+            Protocol::ClaudeCode => &mut self.claude_code,
+            Protocol::GeminiCli => &mut self.gemini_cli,
+        };
+        let dialect = protocol.dialect().unwrap_or(claude_code::Dialect::Claude);
+        slot.get_or_insert_with(|| claude_code::stdin_bytes(payload, transcript().as_deref(), dialect))
     }
 
     /// The payload may have changed: make the bytes again at the next hook.

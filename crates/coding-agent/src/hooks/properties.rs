@@ -159,8 +159,8 @@ proptest! {
         let stdout = answer.to_string();
         for event in HookEvent::ALL {
             let payload = event.sample(&sample, std::path::Path::new("/p"));
-            let _ = super::claude_code::answer::exit_zero(event, &payload, &stdout);
-            let _ = super::claude_code::answer::exit_zero(event, &payload, &raw);
+            let _ = super::claude_code::answer::exit_zero(event, &payload, &stdout, super::claude_code::Dialect::Claude);
+            let _ = super::claude_code::answer::exit_zero(event, &payload, &raw, super::claude_code::Dialect::Claude);
             let _ = super::claude_code::answer::exit_two(event, &payload, &raw);
         }
     }
@@ -169,7 +169,7 @@ proptest! {
     #[test]
     fn any_claude_code_settings_import_or_refuse(settings in json_value()) {
         use super::claude_code::plain::Target;
-        let _ = super::claude_code::settings::import(&settings, &["taken".to_string()], Target::Project);
-        let _ = super::claude_code::settings::import(&json!({"hooks": settings}), &[], Target::Home);
+        let _ = super::claude_code::settings::import(&settings, &["taken".to_string()], super::claude_code::settings::Options::settings(Target::Project));
+        let _ = super::claude_code::settings::import(&json!({"hooks": settings}), &[], super::claude_code::settings::Options::settings(Target::Home));
     }
 }

@@ -17,6 +17,7 @@ pub(crate) mod commands;
 mod events;
 mod ops;
 pub mod preview;
+mod template;
 pub(crate) mod wording;
 
 use std::future::Future;

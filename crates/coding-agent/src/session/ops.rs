@@ -12,8 +12,9 @@ impl Session {
         let outcome = match op {
             Op::Prompt { text, cancel } => match self.runtime.expand_prompt(&text) {
                 Ok(expanded) => {
+                    let prompt = self.fill_template(&expanded, &cancel).await;
                     let turn = self.runtime.harness_mut().run_turn_from_template(
-                        &expanded.text,
+                        &prompt,
                         expanded.template.as_deref(),
                         &cancel,
                     );

@@ -80,8 +80,9 @@ impl Document {
                 body: text.to_string(),
             });
         }
+        let quoted = quote_argument_hint(text);
         let matter = Matter::<BoundedYaml>::new();
-        let parsed = matter.parse::<Pod>(text).map_err(|error| match error {
+        let parsed = matter.parse::<Pod>(&quoted).map_err(|error| match error {
             gray_matter::Error::UnsupportedError(why) => format!("its frontmatter {why}"),
             error => format!("its frontmatter is not valid YAML ({error})"),
         })?;
@@ -113,6 +114,40 @@ impl Document {
                 kind(other)
             )),
         }
+    }
+}
+
+/// `text` with an `argument-hint` that starts with `[` quoted: Claude Code's documented form
+/// `argument-hint: [pr-number] [priority]` is not valid YAML (and `[file]` alone would be a list),
+/// yet it is meant as the text shown.
+fn quote_argument_hint(text: &str) -> std::borrow::Cow<'_, str> {
+    const KEY: &str = "argument-hint:";
+    let mut out = String::with_capacity(text.len() + 8);
+    let mut changed = false;
+    let mut lines = text.split_inclusive('\n');
+    // The opening `---` line.
+    if let Some(first) = lines.next() {
+        out.push_str(first);
+    }
+    let mut in_frontmatter = true;
+    for line in lines {
+        if in_frontmatter && line.trim_end() == "---" {
+            in_frontmatter = false;
+        }
+        let value = line.strip_prefix(KEY).map(str::trim);
+        match value {
+            Some(value) if in_frontmatter && value.starts_with('[') => {
+                let ending = line.strip_prefix(line.trim_end()).unwrap_or_default();
+                out.push_str(&format!("{KEY} '{}'{ending}", value.replace('\'', "''")));
+                changed = true;
+            }
+            _ => out.push_str(line),
+        }
+    }
+    if changed {
+        std::borrow::Cow::Owned(out)
+    } else {
+        std::borrow::Cow::Borrowed(text)
     }
 }
 
@@ -237,6 +272,30 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    #[test]
+    fn an_argument_hint_in_brackets_is_text() {
+        for (line, expected) in [
+            (
+                "argument-hint: [pr-number] [priority] [assignee]",
+                "[pr-number] [priority] [assignee]",
+            ),
+            ("argument-hint: [file]", "[file]"),
+            ("argument-hint: <file> [it's]", "<file> [it's]"),
+            ("argument-hint: [it's] x", "[it's] x"),
+        ] {
+            let doc = Document::parse(&format!(
+                "---\ndescription: d\n{line}\n---\nbody\nargument-hint: [x] y\n"
+            ))
+            .unwrap();
+            assert_eq!(
+                doc.text("argument-hint").unwrap().as_deref(),
+                Some(expected),
+                "{line}"
+            );
+            assert!(doc.body.contains("argument-hint: [x] y"));
         }
     }
 

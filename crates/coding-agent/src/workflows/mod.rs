@@ -1,5 +1,7 @@
 //! Skills and prompt templates: the reusable workflows beside hooks and MCP. Both come from
-//! CONFIG_DIR and, only when the project is trusted, from `PROJECT/.elph/`. See docs/skills.md.
+//! CONFIG_DIR and the folders other agents keep them in (`~/.claude/`, `~/.agents/`) and, only when
+//! the project is trusted, from the project's `.elph/`, `.claude/` and `.agents/`. See
+//! docs/skills.md.
 
 mod files;
 mod frontmatter;
@@ -38,23 +40,45 @@ impl Source {
 /// The prefix of the command that puts a skill's body into the turn: `/skill:NAME`.
 pub(crate) const SKILL_COMMAND_PREFIX: &str = "skill:";
 
-/// The folders read, in order.
+/// The folders read, in order: of two skills (or templates) with one name, the first read is kept.
 #[derive(Clone, Debug)]
 pub struct Folders {
-    pub(crate) user_skills: PathBuf,
-    pub(crate) user_prompts: PathBuf,
-    pub(crate) project_skills: PathBuf,
-    pub(crate) project_prompts: PathBuf,
+    pub(crate) user_skills: Vec<PathBuf>,
+    pub(crate) user_prompts: Vec<PathBuf>,
+    pub(crate) project_skills: Vec<PathBuf>,
+    pub(crate) project_prompts: Vec<PathBuf>,
     pub project_dir: PathBuf,
 }
 
 impl Folders {
+    /// Elph's folders first, then Claude Code's (`.claude/skills`, `.claude/commands`), then the
+    /// cross-agent `.agents/skills` that Codex and Gemini CLI read.
     pub fn new(paths: &Paths) -> Folders {
+        let home = std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .filter(|home| home.is_absolute());
+        let in_home = |parts: &[&str]| -> Option<PathBuf> {
+            home.as_ref()
+                .map(|home| parts.iter().fold(home.clone(), |path, part| path.join(part)))
+        };
+        let project = &paths.project_dir;
         Folders {
-            user_skills: paths.config_dir.join("skills"),
-            user_prompts: paths.config_dir.join("prompts"),
-            project_skills: paths.project_dir.join(".elph").join("skills"),
-            project_prompts: paths.project_dir.join(".elph").join("prompts"),
+            user_skills: std::iter::once(paths.config_dir.join("skills"))
+                .chain(in_home(&[".claude", "skills"]))
+                .chain(in_home(&[".agents", "skills"]))
+                .collect(),
+            user_prompts: std::iter::once(paths.config_dir.join("prompts"))
+                .chain(in_home(&[".claude", "commands"]))
+                .collect(),
+            project_skills: vec![
+                project.join(".elph").join("skills"),
+                project.join(".claude").join("skills"),
+                project.join(".agents").join("skills"),
+            ],
+            project_prompts: vec![
+                project.join(".elph").join("prompts"),
+                project.join(".claude").join("commands"),
+            ],
             project_dir: paths.project_dir.clone(),
         }
     }
@@ -82,8 +106,14 @@ pub struct WorkflowCommand {
 /// A prompt after a workflow command in it was carried out.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct ExpandedPrompt {
-    /// What the model (and `userPromptSubmit` hooks) get.
+    /// What the model (and `userPromptSubmit` hooks) get; for a template with commands or file
+    /// references, `parts` says what still has to be filled in.
     pub text: String,
+    /// A template's text, commands and file references, when it has any of the last two: the
+    /// session runs and reads them before the turn (see `session::template`).
+    pub parts: Vec<prompts::Part>,
+    /// The template's `allowed-tools`, to be reported.
+    pub allowed_tools: Option<String>,
     /// The template used, if any.
     pub template: Option<String>,
     /// The skill put into the turn, if any.
@@ -100,55 +130,37 @@ impl Workflows {
         )
     }
 
-    /// Reads both places. `reserved` says whether a name belongs to a built-in command.
+    /// Reads every folder. `reserved` says whether a name belongs to a built-in command.
     pub fn load(folders: &Folders, project_trusted: bool, reserved: &dyn Fn(&str) -> bool) -> Workflows {
         let mut diagnostics = Vec::new();
-        let mut skills = skills::load_dir(&folders.user_skills, Source::User, None, &mut diagnostics);
-        let mut prompts = prompts::load_dir(&folders.user_prompts, Source::User, reserved, &mut diagnostics);
+        let mut skills = Vec::new();
+        let mut prompts = Vec::new();
+        for folder in &folders.user_skills {
+            let found = skills::load_dir(folder, Source::User, None, &mut diagnostics);
+            add_skills(&mut skills, found, &mut diagnostics);
+        }
+        for folder in &folders.user_prompts {
+            let found = prompts::load_dir(folder, Source::User, reserved, &mut diagnostics);
+            add_prompts(&mut prompts, found, &mut diagnostics);
+        }
         if project_trusted {
-            let project_skills = skills::load_dir(
-                &folders.project_skills,
-                Source::Project,
-                Some(&folders.project_dir),
-                &mut diagnostics,
-            );
-            for skill in project_skills {
-                if skills.iter().any(|s| s.name == skill.name) {
-                    diagnostics.push(
-                        Diagnostic::new(format!(
-                            "project skill '{}' has the name of one of your skills; yours is kept",
-                            skill.name
-                        ))
-                        .in_file(&skill.file),
-                    );
-                } else {
-                    skills.push(skill);
-                }
+            for folder in &folders.project_skills {
+                let found = skills::load_dir(
+                    folder,
+                    Source::Project,
+                    Some(&folders.project_dir),
+                    &mut diagnostics,
+                );
+                add_skills(&mut skills, found, &mut diagnostics);
             }
-            let project_prompts = prompts::load_dir(
-                &folders.project_prompts,
-                Source::Project,
-                reserved,
-                &mut diagnostics,
-            );
-            for template in project_prompts {
-                if prompts.iter().any(|p| p.name == template.name) {
-                    diagnostics.push(
-                        Diagnostic::new(format!(
-                            "project template /{} has the name of one of your templates; yours is kept",
-                            template.name
-                        ))
-                        .in_file(&template.file),
-                    );
-                } else {
-                    prompts.push(template);
-                }
+            for folder in &folders.project_prompts {
+                let found = prompts::load_dir(folder, Source::Project, reserved, &mut diagnostics);
+                add_prompts(&mut prompts, found, &mut diagnostics);
             }
         } else {
-            for (folder, what) in [
-                (&folders.project_skills, "skills"),
-                (&folders.project_prompts, "prompt templates"),
-            ] {
+            let skill_folders = folders.project_skills.iter().map(|f| (f, "skills"));
+            let prompt_folders = folders.project_prompts.iter().map(|f| (f, "prompt templates"));
+            for (folder, what) in skill_folders.chain(prompt_folders) {
                 let count = files::sorted_entries(folder).map(|e| e.len()).unwrap_or(0);
                 if count > 0 {
                     diagnostics.push(
@@ -282,15 +294,92 @@ impl Workflows {
             }
             return Ok(Some(ExpandedPrompt {
                 text,
+                parts: Vec::new(),
+                allowed_tools: None,
                 template: None,
                 skill: Some(skill.name.clone()),
             }));
         }
-        Ok(self.template(word).map(|template| ExpandedPrompt {
-            text: template.expand(arguments),
-            template: Some(template.name.clone()),
-            skill: None,
+        Ok(self.template(word).map(|template| {
+            let parts = template.expand_parts(arguments);
+            let text = parts
+                .iter()
+                .map(|part| match part {
+                    prompts::Part::Text(text) => text.clone(),
+                    prompts::Part::Shell(command) => format!("!`{command}`"),
+                    prompts::Part::File(path) => format!("@{path}"),
+                })
+                .collect();
+            let plain = parts.iter().all(|part| matches!(part, prompts::Part::Text(_)));
+            ExpandedPrompt {
+                text,
+                parts: if plain { Vec::new() } else { parts },
+                allowed_tools: template.allowed_tools.clone(),
+                template: Some(template.name.clone()),
+                skill: None,
+            }
         }))
+    }
+}
+
+/// Adds skills found in one more folder: a name already taken keeps the first one (the same
+/// folder reached twice, as when `~/.agents/skills` links to `~/.claude/skills`, is no conflict).
+fn add_skills(skills: &mut Vec<Skill>, found: Vec<Skill>, diagnostics: &mut Vec<Diagnostic>) {
+    for skill in found {
+        match skills.iter().find(|s| s.name == skill.name) {
+            Some(kept) if kept.dir == skill.dir => {}
+            Some(kept) => diagnostics.push(
+                Diagnostic::new(
+                    if kept.source == Source::User && skill.source == Source::Project {
+                        format!(
+                            "project skill '{}' has the name of one of your skills; yours is kept",
+                            skill.name
+                        )
+                    } else {
+                        format!(
+                            "{} skill '{}' has the name of the skill in {}, which is kept",
+                            skill.source.label(),
+                            skill.name,
+                            kept.dir.display()
+                        )
+                    },
+                )
+                .in_file(&skill.file),
+            ),
+            None => skills.push(skill),
+        }
+    }
+}
+
+/// Adds templates found in one more folder; a name already taken keeps the first one.
+fn add_prompts(
+    prompts: &mut Vec<PromptTemplate>,
+    found: Vec<PromptTemplate>,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    for template in found {
+        match prompts.iter().find(|p| p.name == template.name) {
+            Some(kept) if kept.file == template.file => {}
+            Some(kept) => diagnostics.push(
+                Diagnostic::new(
+                    if kept.source == Source::User && template.source == Source::Project {
+                        format!(
+                            "project template /{} has the name of one of your templates; yours is kept",
+                            template.name
+                        )
+                    } else {
+                        format!(
+                            "{} template /{} has the name of the template {}, which is kept",
+                            template.source.label(),
+                            template.name,
+                            kept.file.display()
+                        )
+                    },
+                )
+                .in_file(&template.file),
+            ),
+            None => prompts.push(template),
+        }
     }
 }
 

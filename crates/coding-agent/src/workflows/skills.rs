@@ -1,5 +1,10 @@
 //! Skills in the Agent Skills format: a folder holding a `SKILL.md` (frontmatter with `name` and
 //! `description`, then the instructions) and any files beside it. See docs/skills.md.
+//!
+//! The folder's name is the skill's id (`/skill:ID`); a `name` in another style (`Agent
+//! Development`, as Claude Code's own plugins write it) is kept as the display name, and a
+//! description over the format's limit is cut with a note, so skills that load in Claude Code load
+//! here too.
 
 use std::path::{Path, PathBuf};
 
@@ -21,7 +26,11 @@ pub(crate) const SKILL_FILE: &str = "SKILL.md";
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Skill {
+    /// The id: the folder's name.
     pub name: String,
+    /// The frontmatter's `name`, when it differs from the id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
     pub description: String,
     /// The skill's folder, symlinks resolved: reads inside it need no approval.
     pub dir: PathBuf,
@@ -60,7 +69,13 @@ pub(crate) fn load_dir(
             continue;
         }
         match load_one(&folder, &file, source, confine) {
-            Ok(skill) => skills.push(skill),
+            Ok((skill, notes)) => {
+                for note in notes {
+                    diagnostics
+                        .push(Diagnostic::new(format!("skill '{}': {note}", skill.name)).in_file(&file));
+                }
+                skills.push(skill);
+            }
             Err(message) => {
                 diagnostics.push(Diagnostic::new(format!("skill skipped: {message}")).in_file(&file))
             }
@@ -69,7 +84,13 @@ pub(crate) fn load_dir(
     skills
 }
 
-fn load_one(folder: &Path, file: &Path, source: Source, confine: Option<&Path>) -> Result<Skill, String> {
+/// One skill and the notes on what was adjusted to load it.
+fn load_one(
+    folder: &Path,
+    file: &Path,
+    source: Source,
+    confine: Option<&Path>,
+) -> Result<(Skill, Vec<String>), String> {
     let dir = folder
         .canonicalize()
         .map_err(|error| format!("its folder could not be resolved ({error})"))?;
@@ -91,57 +112,58 @@ fn load_one(folder: &Path, file: &Path, source: Source, confine: Option<&Path>) 
         .file_name()
         .map(|name| name.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let name = doc
+    check_id(&folder_name)?;
+    let display_name = doc
         .text("name")?
-        .ok_or("frontmatter field 'name' is missing (it must equal the folder's name)")?;
-    check_name(&name, &folder_name)?;
+        .map(|name| name.trim().to_string())
+        .filter(|name| !name.is_empty() && *name != folder_name);
     let description = doc
         .text("description")?
         .map(|d| d.trim().to_string())
         .filter(|d| !d.is_empty())
         .ok_or("frontmatter field 'description' is missing or empty (say what the skill does and when to use it)")?;
+    let mut notes = Vec::new();
     let chars = description.chars().count();
-    if chars > MAX_DESCRIPTION_CHARS {
-        return Err(format!(
-            "its description has {chars} characters; the limit is {MAX_DESCRIPTION_CHARS}"
+    let description = if chars > MAX_DESCRIPTION_CHARS {
+        notes.push(format!(
+            "its description has {chars} characters, over the format's {MAX_DESCRIPTION_CHARS}; the model is offered the first {MAX_DESCRIPTION_CHARS}"
         ));
-    }
-    Ok(Skill {
-        name,
+        let mut cut: String = description.chars().take(MAX_DESCRIPTION_CHARS - 1).collect();
+        cut.push('…');
+        cut
+    } else {
+        description
+    };
+    let skill = Skill {
+        name: folder_name,
+        display_name,
         description,
         file: dir.join(SKILL_FILE),
         dir,
         source,
-    })
+    };
+    Ok((skill, notes))
 }
 
-/// The Agent Skills rules for a name.
-pub(crate) fn check_name(name: &str, folder_name: &str) -> Result<(), String> {
-    if name.is_empty() {
-        return Err("its name is empty".into());
+/// A skill's id, its folder's name, is what `/skill:ID` is typed with: letters, digits, `-`, `_`
+/// and `.`, at most [`MAX_NAME_CHARS`].
+pub(crate) fn check_id(folder_name: &str) -> Result<(), String> {
+    if folder_name.is_empty() {
+        return Err("its folder has no name".into());
     }
-    let chars = name.chars().count();
+    let chars = folder_name.chars().count();
     if chars > MAX_NAME_CHARS {
         return Err(format!(
-            "its name has {chars} characters; the limit is {MAX_NAME_CHARS}"
+            "its folder's name has {chars} characters; the limit is {MAX_NAME_CHARS}"
         ));
     }
-    if let Some(bad) = name
+    if let Some(bad) = folder_name
         .chars()
-        .find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '-'))
+        .find(|c| !(c.is_ascii_alphanumeric() || "-_.".contains(*c)))
     {
         return Err(format!(
-            "its name '{name}' has {bad:?}; use lowercase letters, digits and hyphens only"
-        ));
-    }
-    if name.starts_with('-') || name.ends_with('-') || name.contains("--") {
-        return Err(format!(
-            "its name '{name}' must not start or end with a hyphen or hold two in a row"
-        ));
-    }
-    if name != folder_name {
-        return Err(format!(
-            "its name '{name}' differs from its folder's name '{folder_name}'; they must be equal"
+            "its folder's name '{folder_name}' has {bad:?}; the folder's name is the skill's id \
+             (/skill:ID), so use letters, digits, '-', '_' and '.'"
         ));
     }
     Ok(())
@@ -152,28 +174,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_follow_the_format() {
-        assert!(check_name("pdf-tools", "pdf-tools").is_ok());
-        assert!(check_name("a1", "a1").is_ok());
+    fn the_folder_name_is_a_typable_id() {
+        for ok in ["pdf-tools", "a1", "Agent_Dev", "v1.2"] {
+            assert!(check_id(ok).is_ok(), "{ok}");
+        }
         assert_eq!(
-            check_name("PDF", "PDF").unwrap_err(),
-            "its name 'PDF' has 'P'; use lowercase letters, digits and hyphens only"
+            check_id("agent development").unwrap_err(),
+            "its folder's name 'agent development' has ' '; the folder's name is the skill's id (/skill:ID), so use letters, digits, '-', '_' and '.'"
         );
-        assert!(
-            check_name("-x", "-x")
-                .unwrap_err()
-                .contains("must not start or end")
-        );
-        assert!(check_name("a--b", "a--b").unwrap_err().contains("two in a row"));
         assert_eq!(
-            check_name("other", "pdf").unwrap_err(),
-            "its name 'other' differs from its folder's name 'pdf'; they must be equal"
+            check_id(&"a".repeat(65)).unwrap_err(),
+            "its folder's name has 65 characters; the limit is 64"
         );
-        let long = "a".repeat(65);
-        assert_eq!(
-            check_name(&long, &long).unwrap_err(),
-            "its name has 65 characters; the limit is 64"
-        );
-        assert!(check_name(&"a".repeat(64), &"a".repeat(64)).is_ok());
     }
 }

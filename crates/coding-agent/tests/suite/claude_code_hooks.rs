@@ -386,7 +386,7 @@ fn import_refuses_bad_input_clearly_and_loses_nothing() {
     // Nothing to import.
     let none = elph_cli(&env, &["hooks", "import"]);
     assert_eq!(none.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&none.stderr).contains("no Claude Code settings found"));
+    assert!(String::from_utf8_lossy(&none.stderr).contains("no Claude Code or Gemini CLI settings found"));
 
     // A settings file that is not JSON, next to a hooks.json that must stay as it is.
     let existing = json!({"hooks": [{"id": "mine", "event": "stop", "command": "/bin/true"}]});

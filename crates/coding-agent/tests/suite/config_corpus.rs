@@ -219,8 +219,11 @@ fn bad_timeouts() {
 
 #[test]
 fn matcher_on_each_non_tool_event() {
+    malformed_hook(
+        r#"{"id": "a", "event": "sessionStart", "command": "x", "matcher": {"toolNames": ["x"]}}"#,
+        "HOME at /hooks/0/matcher/toolNames: on sessionStart a matcher holds only \"source\" (toolNames and input are for tool events); file ignored",
+    );
     for event in [
-        "sessionStart",
         "userPromptSubmit",
         "beforeAgent",
         "context",
@@ -233,7 +236,7 @@ fn matcher_on_each_non_tool_event() {
             &format!(
                 r#"{{"id": "a", "event": "{event}", "command": "x", "matcher": {{"toolNames": ["x"]}}}}"#
             ),
-            "HOME at /hooks/0/matcher: a matcher is only allowed on preToolUse, postToolUse and postToolUseFailure; file ignored",
+            "HOME at /hooks/0/matcher: a matcher is only allowed on preToolUse, postToolUse and postToolUseFailure (and, with only \"source\", on sessionStart); file ignored",
         );
     }
 }
@@ -529,18 +532,71 @@ fn matching_honours_event_matcher_and_enabled() {
             {"id": "all", "event": "preToolUse", "command": "x"},
             {"id": "shell", "event": "preToolUse", "command": "x", "matcher": {"toolNames": ["shell_exec"]}},
             {"id": "off", "event": "preToolUse", "command": "x", "enabled": false},
-            {"id": "post", "event": "postToolUse", "command": "x"}
+            {"id": "post", "event": "postToolUse", "command": "x"},
+            {"id": "commit", "event": "preToolUse", "command": "x",
+             "matcher": {"toolNames": ["shell_exec"], "input": {"command": "git commit*"}}},
+            {"id": "src", "event": "preToolUse", "command": "x", "matcher": {"input": {"path": "src/**"}}}
         ]}"#,
         ),
         None,
     );
     let set = discover(&layout.paths, true);
-    let ids = |tool| -> Vec<String> {
-        set.matching(elph_agent::hooks::HookEvent::PreToolUse, Some(tool))
-            .iter()
-            .map(|h| h.id.clone())
-            .collect()
+    assert!(set.diagnostics.is_empty(), "{:?}", set.diagnostics);
+    let ids = |tool: &str, input: serde_json::Value| -> Vec<String> {
+        let payload = elph_agent::hooks::HookPayload::PreToolUse(elph_agent::hooks::PreToolUsePayload {
+            base: elph_agent::hooks::PayloadBase::new("s", &layout.paths.project_dir),
+            tool_name: tool.into(),
+            tool_call_id: "c".into(),
+            tool_input: input,
+        });
+        set.matching(&payload).iter().map(|h| h.id.clone()).collect()
     };
-    assert_eq!(ids("shell_exec"), ["all", "shell"]);
-    assert_eq!(ids("read_file"), ["all"]);
+    assert_eq!(
+        ids("shell_exec", serde_json::json!({"command": "ls"})),
+        ["all", "shell"]
+    );
+    assert_eq!(
+        ids("shell_exec", serde_json::json!({"command": "git commit -m x"})),
+        ["all", "shell", "commit"]
+    );
+    assert_eq!(
+        ids("read_file", serde_json::json!({"path": "README.md"})),
+        ["all"]
+    );
+    assert_eq!(
+        ids("read_file", serde_json::json!({"path": "src/main.rs"})),
+        ["all", "src"]
+    );
+}
+
+#[test]
+fn matcher_conditions_are_checked_where_they_apply() {
+    for (hook, expected) in [
+        (
+            r#"{"id": "a", "event": "preToolUse", "command": "x", "matcher": {"input": {"command": "[oops"}}}"#,
+            "/hooks/0/matcher/input/command",
+        ),
+        (
+            r#"{"id": "a", "event": "preToolUse", "command": "x", "matcher": {"source": ["resume"]}}"#,
+            "/hooks/0/matcher/source",
+        ),
+        (
+            r#"{"id": "a", "event": "sessionStart", "command": "x", "matcher": {"toolNames": ["x"]}}"#,
+            "/hooks/0/matcher/toolNames",
+        ),
+        (
+            r#"{"id": "a", "event": "sessionStart", "command": "x", "matcher": {"source": ["startup"]}}"#,
+            "/hooks/0/matcher/source/0",
+        ),
+    ] {
+        let text = format!(r#"{{"hooks": [{hook}]}}"#);
+        let problems = coding_agent::hooks::config::check(text.as_bytes()).unwrap_err();
+        assert!(
+            problems.iter().any(|p| p.pointer.as_deref() == Some(expected)),
+            "{hook}: {problems:?}"
+        );
+    }
+    let ok = r#"{"hooks": [{"id": "a", "event": "sessionStart", "command": "x", "matcher": {"source": ["resume"]}}]}"#;
+    let file = coding_agent::hooks::config::check(ok.as_bytes()).unwrap();
+    assert_eq!(file.hooks.len(), 1);
 }

@@ -415,8 +415,8 @@ fn other_events_report_their_reduced_outcome_in_words() {
         (
             "stop",
             &[
-                "observation-only",
-                "note: field 'block' is ignored: stop is observation-only",
+                "the turn ends.",
+                "note: field 'block' is not honoured by stop and was ignored (it honours: continue)",
             ],
         ),
     ];

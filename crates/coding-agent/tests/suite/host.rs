@@ -115,6 +115,7 @@ impl Fixture {
         HookPayload::Stop(StopPayload {
             base: self.base(),
             status: StopStatus::Completed,
+            continuations: 0,
         })
     }
 }

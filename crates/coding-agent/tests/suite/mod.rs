@@ -37,6 +37,7 @@ mod lifecycle_store_faults;
 mod lifecycle_support;
 mod mcp;
 mod native_tool_race;
+mod other_agents;
 mod permission_rules;
 mod persistent;
 mod persistent_protocol;

@@ -122,6 +122,7 @@ impl World {
         HookPayload::Stop(StopPayload {
             base: PayloadBase::new("s-reload", &self.paths.project_dir),
             status: StopStatus::Completed,
+            continuations: 0,
         })
     }
 

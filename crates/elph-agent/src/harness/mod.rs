@@ -12,6 +12,7 @@ pub mod events;
 pub mod mode;
 pub mod permissions;
 mod sandbox_prompt;
+mod template;
 mod tool_call;
 pub mod transcript;
 
@@ -28,7 +29,7 @@ use crate::hooks::events::before_agent::{BeforeAgent, BeforeAgentPayload};
 use crate::hooks::events::context::{Context, ContextPayload};
 use crate::hooks::events::session_end::SessionEndPayload;
 use crate::hooks::events::session_start::{SessionSource, SessionStartPayload};
-use crate::hooks::events::stop::{StopPayload, StopStatus};
+use crate::hooks::events::stop::{Stop, StopPayload, StopStatus};
 use crate::hooks::events::user_prompt_submit::UserPromptSubmitPayload;
 use crate::hooks::payload::PayloadBase;
 use crate::hooks::runner::{Dispatch, FailedClosed};
@@ -40,6 +41,7 @@ pub use approval::{ApprovalDecision, ApprovalPolicy, ApprovalRequest, Approver, 
 pub use compaction::{CompactOutcome, CompactionSettings};
 pub use events::AgentEvent;
 pub use mode::{AgentMode, PLAN_MODE_PROMPT};
+pub use template::TemplateCallOutput;
 pub use transcript::{Entry, Transcript, TranscriptSink};
 
 /// The default system prompt; beforeAgent hooks may append to it but never replace it.
@@ -79,7 +81,14 @@ pub struct HarnessConfig {
     pub policy: Arc<FilePolicy>,
     /// The read tools' deadline.
     pub read_deadline: Duration,
+    /// How many times in a row stop hooks may continue a turn (`{"continue": "…"}`) before the
+    /// turn ends anyway.
+    pub max_stop_continuations: u32,
 }
+
+/// Stop hooks may continue a turn this many times in a row unless the front end says otherwise
+/// (Claude Code and Copilot stop such loops at 8 too).
+pub const DEFAULT_MAX_STOP_CONTINUATIONS: u32 = 8;
 
 impl HarnessConfig {
     /// A configuration with Elph's defaults for session `session_id` working in `project_dir`: build mode, workspace sandbox.
@@ -100,6 +109,7 @@ impl HarnessConfig {
             max_added_context_bytes: crate::hooks::limits::DEFAULT_MAX_ADDED_CONTEXT_BYTES,
             mode: AgentMode::Build,
             read_deadline: DEFAULT_READ_DEADLINE,
+            max_stop_continuations: DEFAULT_MAX_STOP_CONTINUATIONS,
         }
     }
 
@@ -352,14 +362,45 @@ impl AgentHarness {
         self.emit(AgentEvent::TurnStarted {
             prompt: prompt.to_string(),
         });
-        let result = self.turn(prompt, template, cancel).await;
-        self.fire(HookEvent::Stop, None, || {
-            HookPayload::Stop(StopPayload {
-                base: self.base(),
-                status: result.status,
-            })
-        })
-        .await;
+        let mut result = self.turn(prompt, template, cancel).await;
+        let mut continuations = 0;
+        loop {
+            let stop = self.fire(HookEvent::Stop, None, || {
+                HookPayload::Stop(StopPayload {
+                    base: self.base(),
+                    status: result.status,
+                    continuations,
+                })
+            });
+            let next = stop
+                .await
+                .as_ref()
+                .and_then(|dispatch| Stop::reduced_of(&dispatch.reduced))
+                .and_then(|reduced| Some((reduced.next_prompt()?, reduced.continue_with.clone())));
+            let Some((next, by)) = next else {
+                break;
+            };
+            let hooks: Vec<String> = by.iter().map(|(id, _)| format!("'{id}'")).collect();
+            if cancel.is_cancelled() {
+                break;
+            }
+            if continuations >= self.config.max_stop_continuations {
+                self.notice(format!(
+                    "stop hook {} asked to continue the turn again; it has gone on {continuations} times \
+                     in a row, the most allowed (settings.json hooks.maxStopContinuations), so the turn ends",
+                    hooks.join(", ")
+                ));
+                break;
+            }
+            continuations += 1;
+            self.notice(format!(
+                "stop hook {} continued the turn ({continuations} of at most {} in a row): {}",
+                hooks.join(", "),
+                self.config.max_stop_continuations,
+                crate::hooks::events::words::quoted(&next, 200)
+            ));
+            result = self.turn(&next, None, cancel).await;
+        }
         self.emit(AgentEvent::TurnEnded {
             status: result.status,
             error: result.error.clone(),

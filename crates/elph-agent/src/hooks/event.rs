@@ -61,7 +61,6 @@ mod tests {
                 HookEvent::SessionStart,
                 HookEvent::UserPromptSubmit,
                 HookEvent::PostCompact,
-                HookEvent::Stop,
                 HookEvent::SessionEnd
             ]
         );

@@ -22,10 +22,10 @@ pub use events::pre_compact::{CompactTrigger, PreCompactOutcome, PreCompactPaylo
 pub use events::pre_tool_use::{Decision, PreToolUseOutcome, PreToolUsePayload, PreToolUseReduced};
 pub use events::session_end::SessionEndPayload;
 pub use events::session_start::{SessionSource, SessionStartPayload};
-pub use events::stop::{StopPayload, StopStatus};
+pub use events::stop::{StopOutcome, StopPayload, StopReduced, StopStatus};
 pub use events::user_prompt_submit::UserPromptSubmitPayload;
 pub use events::{Event, Listed, Observation, Observed, Sample};
-pub use matcher::{Matcher, PatternError, ToolPattern};
+pub use matcher::{InputCondition, InputPatternError, Matcher, PatternError, ToolPattern};
 pub use outcome::{
     HookOutcome, OutcomeError, ParsedOutcome, honoured_fields, parse_outcome, parse_stdout, validate_messages,
 };

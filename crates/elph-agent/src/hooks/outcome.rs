@@ -293,7 +293,6 @@ pub fn json_kind(value: &Value) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hooks::events::Observation;
     use serde_json::json;
 
     #[test]
@@ -312,11 +311,11 @@ mod tests {
             assert_eq!(fields(event), ["content", "details", "isError", "terminate"]);
         }
         assert_eq!(fields(HookEvent::PreCompact), ["cancel", "customInstructions"]);
+        assert_eq!(fields(HookEvent::Stop), ["continue"]);
         for event in [
             HookEvent::SessionStart,
             HookEvent::UserPromptSubmit,
             HookEvent::PostCompact,
-            HookEvent::Stop,
             HookEvent::SessionEnd,
         ] {
             assert!(fields(event).is_empty(), "{event}");
@@ -421,11 +420,17 @@ mod tests {
 
     #[test]
     fn unhonoured_fields_are_ignored_with_a_note() {
-        let parsed = parse_outcome(HookEvent::Stop, &json!({"block": true})).unwrap();
-        assert_eq!(parsed.outcome, HookOutcome::Stop(Observation));
+        let parsed = parse_outcome(HookEvent::PostCompact, &json!({"block": true})).unwrap();
         assert_eq!(
             parsed.ignored,
-            ["field 'block' is ignored: stop is observation-only; it works on preToolUse"]
+            ["field 'block' is ignored: postCompact is observation-only; it works on preToolUse"]
+        );
+        let parsed = parse_outcome(HookEvent::Stop, &json!({"continue": "go on", "block": true})).unwrap();
+        assert_eq!(
+            parsed.outcome,
+            HookOutcome::Stop(crate::hooks::StopOutcome {
+                continue_with: Some("go on".into())
+            })
         );
 
         let parsed = parse_outcome(HookEvent::Context, &json!({"systemPrompt": "x"})).unwrap();

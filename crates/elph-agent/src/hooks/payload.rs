@@ -94,6 +94,7 @@ mod tests {
             HookPayload::Stop(StopPayload {
                 base: base(),
                 status: StopStatus::Cancelled,
+                continuations: 0,
             }),
             HookPayload::PreCompact(PreCompactPayload {
                 base: base(),
@@ -124,6 +125,7 @@ mod tests {
         let payload = HookPayload::Stop(StopPayload {
             base: base(),
             status: StopStatus::Completed,
+            continuations: 0,
         });
         let bytes = payload.to_stdin_bytes();
         assert_eq!(bytes.last(), Some(&b'\n'));

@@ -107,8 +107,6 @@ pub fn reduce<'a>(
 mod tests {
     use super::*;
     use crate::hooks::HookEvent;
-    use crate::hooks::events::Observation;
-    use crate::hooks::events::Observed;
     use crate::hooks::events::before_agent::{BeforeAgentOutcome, BeforeAgentPayload, BeforeAgentReduced};
     use crate::hooks::events::context::{ContextOutcome, ContextPayload, ContextReduced};
     use crate::hooks::events::post_tool_use::{PostToolUseOutcome, ToolResultPayload, ToolResultReduced};
@@ -118,7 +116,7 @@ mod tests {
     use crate::hooks::events::pre_tool_use::{
         Decision, PreToolUseOutcome, PreToolUsePayload, PreToolUseReduced,
     };
-    use crate::hooks::events::stop::{StopPayload, StopStatus};
+    use crate::hooks::events::stop::{StopOutcome, StopPayload, StopReduced, StopStatus};
     use crate::hooks::payload::PayloadBase;
     use crate::messages::{ContentBlock, Message};
     use pretty_assertions::assert_eq;
@@ -383,8 +381,9 @@ mod tests {
         let stop = HookPayload::Stop(StopPayload {
             base: base(),
             status: StopStatus::Completed,
+            continuations: 0,
         });
-        assert!(effects(stop, &[("o", HookOutcome::Stop(Observation))]).is_empty());
+        assert!(effects(stop, &[("o", HookOutcome::Stop(StopOutcome::default()))]).is_empty());
     }
 
     #[test]
@@ -499,10 +498,11 @@ mod tests {
         let payload = HookPayload::Stop(StopPayload {
             base: base(),
             status: StopStatus::Completed,
+            continuations: 0,
         });
         assert_eq!(
-            reduce(payload, [("a", &HookOutcome::Stop(Observation))]),
-            Reduced::Stop(Observed {})
+            reduce(payload, [("a", &HookOutcome::Stop(StopOutcome::default()))]),
+            Reduced::Stop(StopReduced::default())
         );
     }
 
@@ -512,8 +512,9 @@ mod tests {
         let stop = HookPayload::Stop(StopPayload {
             base: base(),
             status: StopStatus::Completed,
+            continuations: 0,
         });
-        assert_eq!(kind(reduce(stop, [])), json!("observation"));
+        assert_eq!(kind(reduce(stop, [])), json!("stop"));
         assert_eq!(kind(reduce(post_tool(true), [])), json!("toolResult"));
         assert_eq!(kind(reduce(post_tool(false), [])), json!("toolResult"));
         assert_eq!(

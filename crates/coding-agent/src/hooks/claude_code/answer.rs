@@ -10,7 +10,7 @@ use elph_ai::ContentBlock;
 use serde_json::{Map, Value, json};
 
 use super::payload::ClaudeEvent;
-use super::tools::{claude_input, elph_field};
+use super::tools::{Dialect, elph_field_in, input_in};
 
 /// What a Claude Code hook's answer means in Elph.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -47,6 +47,10 @@ pub(crate) fn exit_two(event: HookEvent, payload: &HookPayload, stderr: &str) ->
                 out.outcome = Some(feedback(payload, &[reason]));
             }
         }
+        // Claude Code's "block the stop": stderr is the model's next instruction.
+        ClaudeEvent::Stop if !reason.is_empty() => {
+            out.outcome = Some(json!({"continue": reason}));
+        }
         ClaudeEvent::SessionStart
         | ClaudeEvent::UserPromptSubmit
         | ClaudeEvent::PreCompact
@@ -63,7 +67,7 @@ pub(crate) fn exit_two(event: HookEvent, payload: &HookPayload, stderr: &str) ->
 fn cannot_block(event: ClaudeEvent) -> &'static str {
     match event {
         ClaudeEvent::UserPromptSubmit => "the prompt went on to the model",
-        ClaudeEvent::Stop => "the turn had already ended",
+        ClaudeEvent::Stop => "a stop is blocked only with a reason, which becomes the next instruction",
         ClaudeEvent::SessionStart
         | ClaudeEvent::PreToolUse
         | ClaudeEvent::PostToolUse
@@ -92,6 +96,7 @@ pub(crate) fn exit_zero(
     event: HookEvent,
     payload: &HookPayload,
     stdout: &str,
+    dialect: Dialect,
 ) -> Result<Translation, String> {
     let text = stdout.trim();
     let mut out = Translation::default();
@@ -111,6 +116,7 @@ pub(crate) fn exit_zero(
     };
     Reader {
         event,
+        dialect,
         payload,
         out: &mut out,
         elph: Map::new(),
@@ -122,6 +128,7 @@ pub(crate) fn exit_zero(
 
 struct Reader<'a> {
     event: ClaudeEvent,
+    dialect: Dialect,
     payload: &'a HookPayload,
     out: &'a mut Translation,
     /// The Elph outcome being built.
@@ -168,12 +175,20 @@ impl Reader<'_> {
             (None, _) => {}
             (Some("approve" | "allow"), ClaudeEvent::PreToolUse) => {} // never loosens approval
             (Some("block" | "deny"), ClaudeEvent::PreToolUse) => self.block(reason),
-            (Some("block"), ClaudeEvent::PostToolUse | ClaudeEvent::PostToolUseFailure) => {
+            // Gemini CLI says "deny" where Claude Code says "block".
+            (Some("block" | "deny"), ClaudeEvent::PostToolUse | ClaudeEvent::PostToolUseFailure) => {
                 if let Some(reason) = &reason {
                     self.feedback.push(reason.clone());
                 }
             }
-            (Some("block"), _) => self.unsupported("decision", cannot_block(self.event)),
+            (Some("block" | "deny"), ClaudeEvent::Stop) => match reason.as_deref().map(str::trim) {
+                Some(reason) if !reason.is_empty() => {
+                    self.elph.insert("continue".into(), json!(reason));
+                }
+                _ => self.unsupported("decision", cannot_block(self.event)),
+            },
+            (Some("block" | "deny"), _) => self.unsupported("decision", cannot_block(self.event)),
+            (Some("allow" | "approve"), _) => {}
             (Some(other), _) => {
                 return Err(format!(
                     "decision '{other}' is not one Claude Code defines for {} (approve or block)",
@@ -239,7 +254,11 @@ impl Reader<'_> {
         let permission = string(&mut specific, "permissionDecision")?;
         let permission_reason = string(&mut specific, "permissionDecisionReason")?;
         let context = string(&mut specific, "additionalContext")?;
-        let updated = specific.remove("updatedInput");
+        let updated = match self.dialect {
+            Dialect::Claude => specific.remove("updatedInput"),
+            // Gemini CLI merges `tool_input` over the model's arguments, as updatedInput does here.
+            Dialect::Gemini => specific.remove("tool_input"),
+        };
         for field in specific.keys() {
             self.out.notes.push(format!(
                 "field 'hookSpecificOutput.{field}' has no Elph equivalent and was ignored"
@@ -303,7 +322,7 @@ impl Reader<'_> {
             return Err("hookSpecificOutput.updatedInput must be an object of tool arguments".into());
         };
         let project_dir = &call.base.project_dir;
-        let shown = claude_input(&call.tool_name, &call.tool_input, project_dir);
+        let shown = input_in(self.dialect, &call.tool_name, &call.tool_input, project_dir);
         let mut input = match &call.tool_input {
             Value::Object(object) => object.clone(),
             _ => Map::new(),
@@ -313,7 +332,7 @@ impl Reader<'_> {
             if shown.get(&claude_key) == Some(&value) {
                 continue;
             }
-            input.insert(elph_field(&call.tool_name, &claude_key), value);
+            input.insert(elph_field_in(self.dialect, &call.tool_name, &claude_key), value);
         }
         let input = Value::Object(input);
         if input != call.tool_input {
@@ -391,14 +410,26 @@ mod tests {
         );
         let answer = json!({"hookSpecificOutput": {"permissionDecision": "allow", "updatedInput": {
             "file_path": "/p/src/a.rs", "old_string": "a", "new_string": "c"}}});
-        let out = exit_zero(HookEvent::PreToolUse, &payload, &answer.to_string()).unwrap();
+        let out = exit_zero(
+            HookEvent::PreToolUse,
+            &payload,
+            &answer.to_string(),
+            Dialect::Claude,
+        )
+        .unwrap();
         assert_eq!(
             out.outcome,
             Some(json!({"toolInput": {"path": "src/a.rs", "old_text": "a", "new_text": "c"}}))
         );
         // The same input sent back is no change at all.
         let same = json!({"hookSpecificOutput": {"updatedInput": {"file_path": "/p/src/a.rs"}}});
-        let out = exit_zero(HookEvent::PreToolUse, &payload, &same.to_string()).unwrap();
+        let out = exit_zero(
+            HookEvent::PreToolUse,
+            &payload,
+            &same.to_string(),
+            Dialect::Claude,
+        )
+        .unwrap();
         assert_eq!(out.outcome, None);
     }
 
@@ -407,16 +438,30 @@ mod tests {
         let payload = pre("shell_exec", json!({"command": "sudo ls"}));
         let ask =
             json!({"hookSpecificOutput": {"permissionDecision": "ask", "permissionDecisionReason": "sudo"}});
-        let out = exit_zero(HookEvent::PreToolUse, &payload, &ask.to_string()).unwrap();
+        let out = exit_zero(HookEvent::PreToolUse, &payload, &ask.to_string(), Dialect::Claude).unwrap();
         assert_eq!(out.outcome, Some(json!({"decision": "ask", "reason": "sudo"})));
         let old = json!({"decision": "block", "reason": "no"});
-        let out = exit_zero(HookEvent::PreToolUse, &payload, &old.to_string()).unwrap();
+        let out = exit_zero(HookEvent::PreToolUse, &payload, &old.to_string(), Dialect::Claude).unwrap();
         assert_eq!(out.outcome, Some(json!({"block": true, "reason": "no"})));
         let stop = json!({"continue": false, "stopReason": "enough"});
-        let out = exit_zero(HookEvent::PreToolUse, &payload, &stop.to_string()).unwrap();
+        let out = exit_zero(
+            HookEvent::PreToolUse,
+            &payload,
+            &stop.to_string(),
+            Dialect::Claude,
+        )
+        .unwrap();
         assert_eq!(out.outcome, Some(json!({"block": true, "reason": "enough"})));
         assert!(out.notes[0].contains("continue: false"));
-        assert!(exit_zero(HookEvent::PreToolUse, &payload, r#"{"decision": 3}"#).is_err());
+        assert!(
+            exit_zero(
+                HookEvent::PreToolUse,
+                &payload,
+                r#"{"decision": 3}"#,
+                Dialect::Claude
+            )
+            .is_err()
+        );
         let blocked = exit_two(HookEvent::PreToolUse, &payload, "");
         assert_eq!(blocked.outcome.unwrap()["block"], true);
     }
@@ -425,7 +470,13 @@ mod tests {
     fn post_tool_use_feedback_and_continue_false() {
         let answer = json!({"decision": "block", "reason": "lint failed", "continue": false, "stopReason": "stop now",
             "hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext": "see lint.log"}});
-        let out = exit_zero(HookEvent::PostToolUse, &post(), &answer.to_string()).unwrap();
+        let out = exit_zero(
+            HookEvent::PostToolUse,
+            &post(),
+            &answer.to_string(),
+            Dialect::Claude,
+        )
+        .unwrap();
         assert_eq!(
             out.outcome,
             Some(json!({"terminate": true, "content": [
@@ -447,13 +498,25 @@ mod tests {
             prompt: "hi".into(),
             template: None,
         });
-        let out = exit_zero(HookEvent::UserPromptSubmit, &payload, "Today is Tuesday.\n").unwrap();
+        let out = exit_zero(
+            HookEvent::UserPromptSubmit,
+            &payload,
+            "Today is Tuesday.\n",
+            Dialect::Claude,
+        )
+        .unwrap();
         assert_eq!(out.context.as_deref(), Some("Today is Tuesday."));
         let json =
             json!({"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": "ctx"}});
-        let out = exit_zero(HookEvent::UserPromptSubmit, &payload, &json.to_string()).unwrap();
+        let out = exit_zero(
+            HookEvent::UserPromptSubmit,
+            &payload,
+            &json.to_string(),
+            Dialect::Claude,
+        )
+        .unwrap();
         assert_eq!((out.context.as_deref(), out.outcome), (Some("ctx"), None));
         let big = "x".repeat(MAX_RETURNED_CONTEXT_BYTES + 1);
-        assert!(exit_zero(HookEvent::UserPromptSubmit, &payload, &big).is_err());
+        assert!(exit_zero(HookEvent::UserPromptSubmit, &payload, &big, Dialect::Claude).is_err());
     }
 }

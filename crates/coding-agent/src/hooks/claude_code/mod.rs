@@ -12,11 +12,14 @@
 //! use to find their scripts.
 
 pub(crate) mod answer;
+pub(crate) mod condition;
+pub(crate) mod gemini;
 pub(crate) mod payload;
 pub(crate) mod permissions;
 pub(crate) mod plain;
 pub(crate) mod settings;
 pub(crate) mod tools;
+pub(crate) mod transcript;
 
 use elph_agent::hooks::{HookEvent, HookPayload, HookRun, RunStatus, parse_outcome};
 
@@ -24,6 +27,11 @@ use super::discovery::HookDefinition;
 use super::host::base_record;
 use super::process::{Ending, ProcessOutput};
 pub(crate) use payload::stdin_bytes;
+pub(crate) use tools::Dialect;
+
+/// The variable Gemini CLI's hook commands read to find the project (they get
+/// `CLAUDE_PROJECT_DIR` too, as in Gemini CLI).
+pub(crate) const GEMINI_PROJECT_DIR_VAR: &str = "GEMINI_PROJECT_DIR";
 
 /// The variable Claude Code's hook commands read to find the project (and their scripts in it).
 pub(crate) const PROJECT_DIR_VAR: &str = "CLAUDE_PROJECT_DIR";
@@ -59,11 +67,12 @@ pub(crate) fn record(
     event: HookEvent,
     output: &ProcessOutput,
     payload: &HookPayload,
+    dialect: Dialect,
 ) -> (HookRun, Option<String>) {
     let mut run = base_record(hook, event, output);
     let translation = match output.ending() {
         Ending::Exited(0) => match std::str::from_utf8(&output.stdout) {
-            Ok(stdout) => answer::exit_zero(event, payload, stdout),
+            Ok(stdout) => answer::exit_zero(event, payload, stdout, dialect),
             Err(_) => Err("stdout is not valid UTF-8".to_string()),
         },
         Ending::Exited(2) => Ok(answer::exit_two(
@@ -73,7 +82,7 @@ pub(crate) fn record(
         )),
         Ending::Exited(code) => {
             run.cause = Some(format!(
-                "exited with code {code}: a non-blocking error, as in Claude Code; the hook changed nothing (exit 2 blocks)"
+                "exited with code {code}: a non-blocking error, as in Claude Code and Gemini CLI; the hook changed nothing (exit 2 blocks)"
             ));
             return (run, None);
         }

@@ -8,7 +8,7 @@ use elph_agent::hooks::{HookEvent, HookPayload};
 use elph_ai::ContentBlock;
 use serde_json::{Map, Value, json};
 
-use super::tools::{claude_input, claude_name};
+use super::tools::{Dialect, input_in, name_in};
 
 /// An event both agents have: the only events a Claude Code hook can be written for (the
 /// configuration refuses the others), so the answer's reader matches over these eight.
@@ -44,6 +44,28 @@ impl ClaudeEvent {
         ClaudeEvent::ALL.into_iter().find(|claude| claude.name() == name)
     }
 
+    /// Its name in Gemini CLI (which has all eight, under other names; a failed tool call is an
+    /// AfterTool there too).
+    pub(crate) fn gemini_name(self) -> &'static str {
+        match self {
+            ClaudeEvent::SessionStart => "SessionStart",
+            ClaudeEvent::UserPromptSubmit => "BeforeAgent",
+            ClaudeEvent::PreToolUse => "BeforeTool",
+            ClaudeEvent::PostToolUse | ClaudeEvent::PostToolUseFailure => "AfterTool",
+            ClaudeEvent::PreCompact => "PreCompress",
+            ClaudeEvent::Stop => "AfterAgent",
+            ClaudeEvent::SessionEnd => "SessionEnd",
+        }
+    }
+
+    /// Its name in the dialect.
+    pub(crate) fn name_in(self, dialect: Dialect) -> &'static str {
+        match dialect {
+            Dialect::Claude => self.name(),
+            Dialect::Gemini => self.gemini_name(),
+        }
+    }
+
     /// Its name in Claude Code.
     pub(crate) fn name(self) -> &'static str {
         match self {
@@ -64,30 +86,42 @@ pub(crate) fn claude_event(event: HookEvent) -> Option<&'static str> {
     ClaudeEvent::of(event).map(ClaudeEvent::name)
 }
 
-/// The payload as Claude Code would send it, one line of JSON with a newline.
+/// The payload as Claude Code would send it, one line of JSON with a newline. `transcript` is the
+/// session's transcript in Claude Code's JSONL form, when there is one (see [`super::transcript`]).
 #[expect(clippy::expect_used, reason = "a payload is plain data and always serializes")]
-pub(crate) fn stdin_bytes(payload: &HookPayload) -> Vec<u8> {
-    let mut bytes = serde_json::to_vec(&payload_json(payload)).expect("a payload serializes");
+pub(crate) fn stdin_bytes(payload: &HookPayload, transcript: Option<&Path>, dialect: Dialect) -> Vec<u8> {
+    let mut bytes =
+        serde_json::to_vec(&payload_json(payload, transcript, dialect)).expect("a payload serializes");
     bytes.push(b'\n');
     bytes
 }
 
-fn payload_json(payload: &HookPayload) -> Value {
+fn payload_json(payload: &HookPayload, transcript: Option<&Path>, dialect: Dialect) -> Value {
     let base = payload.base();
     let project_dir = &base.project_dir;
     let mut out = Map::new();
     out.insert("session_id".into(), json!(base.session_id));
-    // Elph keeps its transcript in SQLite, not in a file a hook could read.
-    out.insert("transcript_path".into(), json!(""));
-    out.insert("cwd".into(), json!(project_dir.display().to_string()));
     out.insert(
-        "hook_event_name".into(),
-        json!(claude_event(payload.event()).unwrap_or(payload.event().as_str())),
+        "transcript_path".into(),
+        json!(
+            transcript
+                .map(|path| path.display().to_string())
+                .unwrap_or_default()
+        ),
     );
+    out.insert("cwd".into(), json!(project_dir.display().to_string()));
     // Only events Claude Code has get here: discovery refuses the protocol on the others.
     let Some(event) = ClaudeEvent::of(payload.event()) else {
+        out.insert("hook_event_name".into(), json!(payload.event().as_str()));
         return Value::Object(out);
     };
+    out.insert("hook_event_name".into(), json!(event.name_in(dialect)));
+    if dialect == Dialect::Gemini {
+        let now = time::OffsetDateTime::now_utc()
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap_or_default();
+        out.insert("timestamp".into(), json!(now));
+    }
     // Each arm reads the payload of its own event (the event came from the payload).
     match event {
         ClaudeEvent::SessionStart => {
@@ -106,17 +140,17 @@ fn payload_json(payload: &HookPayload) -> Value {
         }
         ClaudeEvent::PreToolUse => {
             if let HookPayload::PreToolUse(p) = payload {
-                out.insert("tool_name".into(), json!(claude_name(&p.tool_name)));
+                out.insert("tool_name".into(), json!(name_in(dialect, &p.tool_name)));
                 out.insert(
                     "tool_input".into(),
-                    claude_input(&p.tool_name, &p.tool_input, project_dir),
+                    input_in(dialect, &p.tool_name, &p.tool_input, project_dir),
                 );
                 out.insert("tool_use_id".into(), json!(p.tool_call_id));
             }
         }
         ClaudeEvent::PostToolUse | ClaudeEvent::PostToolUseFailure => {
             if let Some(p) = payload.tool_result() {
-                tool_response(&mut out, p, project_dir);
+                tool_response(&mut out, p, project_dir, dialect);
             }
         }
         ClaudeEvent::PreCompact => {
@@ -134,7 +168,8 @@ fn payload_json(payload: &HookPayload) -> Value {
         }
         ClaudeEvent::Stop => {
             if let HookPayload::Stop(p) = payload {
-                out.insert("stop_hook_active".into(), json!(false));
+                // True once a stop hook has continued the turn: Claude Code's loop guard.
+                out.insert("stop_hook_active".into(), json!(p.continuations > 0));
                 let status = match p.status {
                     StopStatus::Completed => "completed",
                     StopStatus::Failed => "failed",
@@ -153,11 +188,11 @@ fn payload_json(payload: &HookPayload) -> Value {
 }
 
 /// A tool result's fields as Claude Code's PostToolUse and PostToolUseFailure have them.
-fn tool_response(out: &mut Map<String, Value>, p: &ToolResultPayload, project_dir: &Path) {
-    out.insert("tool_name".into(), json!(claude_name(&p.tool_name)));
+fn tool_response(out: &mut Map<String, Value>, p: &ToolResultPayload, project_dir: &Path, dialect: Dialect) {
+    out.insert("tool_name".into(), json!(name_in(dialect, &p.tool_name)));
     out.insert(
         "tool_input".into(),
-        claude_input(&p.tool_name, &p.tool_input, project_dir),
+        input_in(dialect, &p.tool_name, &p.tool_input, project_dir),
     );
     out.insert("tool_use_id".into(), json!(p.tool_call_id));
     let text: Vec<&str> = p
@@ -168,6 +203,14 @@ fn tool_response(out: &mut Map<String, Value>, p: &ToolResultPayload, project_di
             ContentBlock::Image { .. } => None,
         })
         .collect();
+    if dialect == Dialect::Gemini {
+        let text = text.join("\n");
+        out.insert(
+            "tool_response".into(),
+            json!({"llmContent": text, "returnDisplay": text, "error": p.is_error.then_some(&text)}),
+        );
+        return;
+    }
     let mut response = Map::new();
     response.insert("output".into(), json!(text.join("\n")));
     response.insert("is_error".into(), json!(p.is_error));
@@ -212,7 +255,7 @@ mod tests {
             tool_call_id: "call_1".into(),
             tool_input: json!({"path": ".env", "content": "X=1"}),
         });
-        let value: Value = serde_json::from_slice(&stdin_bytes(&payload)).unwrap();
+        let value: Value = serde_json::from_slice(&stdin_bytes(&payload, None, Dialect::Claude)).unwrap();
         assert_eq!(
             value,
             json!({
@@ -222,6 +265,21 @@ mod tests {
                 "tool_use_id": "call_1",
             })
         );
+    }
+
+    #[test]
+    fn gemini_hooks_read_gemini_names() {
+        let payload = HookPayload::PreToolUse(PreToolUsePayload {
+            base: base(),
+            tool_name: "shell_exec".into(),
+            tool_call_id: "call_1".into(),
+            tool_input: json!({"command": "rm -rf /"}),
+        });
+        let value: Value = serde_json::from_slice(&stdin_bytes(&payload, None, Dialect::Gemini)).unwrap();
+        assert_eq!(value["hook_event_name"], "BeforeTool");
+        assert_eq!(value["tool_name"], "run_shell_command");
+        assert_eq!(value["tool_input"], json!({"command": "rm -rf /"}));
+        assert!(value["timestamp"].as_str().unwrap().starts_with("20"));
     }
 
     #[test]
@@ -235,7 +293,7 @@ mod tests {
             details: json!({"exitCode": 0}),
             is_error: false,
         });
-        let value: Value = serde_json::from_slice(&stdin_bytes(&payload)).unwrap();
+        let value: Value = serde_json::from_slice(&stdin_bytes(&payload, None, Dialect::Claude)).unwrap();
         assert_eq!(value["tool_name"], "Bash");
         assert_eq!(value["tool_input"], json!({"command": "ls"}));
         assert_eq!(

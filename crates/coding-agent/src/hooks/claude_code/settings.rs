@@ -4,23 +4,52 @@
 //! `/bin/sh -c CMD`, with `"protocol": "claude-code"`, its matcher in Elph's tool names, its timeout
 //! in milliseconds. What cannot be translated is reported, one line each, never dropped silently.
 
-use elph_agent::hooks::HookEvent;
+use std::path::Path;
+
 use elph_agent::hooks::limits::MAX_TIMEOUT_MS;
+use elph_agent::hooks::{HookEvent, SessionSource};
 use serde_json::Value;
 
+use super::condition;
 use super::payload::claude_event;
 use super::plain::{self, Target};
 use super::tools::elph_name;
 use crate::hooks::config::{HookConfig, MatcherConfig, Protocol};
 
-/// Claude Code's default hook timeout, in seconds.
-const CLAUDE_DEFAULT_TIMEOUT_S: u64 = 60;
+/// Claude Code's default hook timeout, in seconds (10 minutes since Claude Code 2.1).
+const CLAUDE_DEFAULT_TIMEOUT_S: u64 = 600;
+
+/// The variables a plugin's hook commands use to find the plugin's folder.
+const PLUGIN_ROOT_VARS: [&str; 2] = ["${CLAUDE_PLUGIN_ROOT}", "$CLAUDE_PLUGIN_ROOT"];
 
 /// The hooks of one settings file, and what could not be translated.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct Imported {
     pub hooks: Vec<HookConfig>,
     pub skipped: Vec<String>,
+}
+
+/// Where the file's hooks go and what its variables stand for.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Options<'a> {
+    pub target: Target,
+    /// The plugin folder, when the file is a plugin's `hooks/hooks.json`: `${CLAUDE_PLUGIN_ROOT}`
+    /// becomes it.
+    pub plugin_root: Option<&'a Path>,
+    /// The home folder, for `~/` in `if` rules.
+    pub home: Option<&'a Path>,
+}
+
+impl Options<'_> {
+    /// For a settings file with no plugin around it.
+    #[cfg(test)]
+    pub(crate) fn settings(target: Target) -> Self {
+        Options {
+            target,
+            plugin_root: None,
+            home: None,
+        }
+    }
 }
 
 /// The Elph event Claude Code calls `claude`: the inverse of [`claude_event`], so the names are
@@ -31,11 +60,31 @@ fn elph_event(claude: &str) -> Option<HookEvent> {
         .find(|event| claude_event(*event) == Some(claude))
 }
 
-/// Reads the `hooks` of a settings document for the hooks file `target`. `taken` holds ids already
-/// in use (they are avoided).
-pub(crate) fn import(settings: &Value, taken: &[String], target: Target) -> Result<Imported, String> {
+/// Reads the `hooks` of a settings document (or a plugin's hooks.json). `taken` holds ids already
+/// in use (they are avoided). Every other field of the document is reported on a line of its own.
+pub(crate) fn import(settings: &Value, taken: &[String], options: Options<'_>) -> Result<Imported, String> {
     let mut out = Imported::default();
     let env = env_block(settings, &mut out.skipped)?;
+    if let Value::Object(fields) = settings {
+        for (key, value) in fields {
+            match key.as_str() {
+                // env becomes each hook's env (below); permissions become rules, translated and
+                // reported by `permissions::import`.
+                "hooks" | "$schema" | "env" | "permissions" => {}
+                "description" => out.skipped.push(format!(
+                    "description: {value} describes the plugin; Elph's hooks.json has no place for it"
+                )),
+                "disableAllHooks" if value == &Value::Bool(true) => out.skipped.push(
+                    "disableAllHooks: true turns every Claude Code hook off; the hooks are imported \
+                     enabled (set \"enabled\": false on the ones to keep off)"
+                        .into(),
+                ),
+                other => out.skipped.push(format!(
+                    "{other}: not a hook setting; `elph hooks import` leaves it out"
+                )),
+            }
+        }
+    }
     let Some(hooks) = settings.get("hooks") else {
         return Ok(out);
     };
@@ -60,6 +109,15 @@ pub(crate) fn import(settings: &Value, taken: &[String], target: Target) -> Resu
                 Some(Value::String(text)) => text.clone(),
                 Some(other) => return Err(format!("{place}.matcher is not a string: {other}")),
             };
+            if let Value::Object(fields) = group {
+                for key in fields
+                    .keys()
+                    .filter(|k| !["matcher", "hooks"].contains(&k.as_str()))
+                {
+                    out.skipped
+                        .push(format!("{place}.{key}: not a field Elph knows; left out"));
+                }
+            }
             let Some(matcher) = translate_matcher(event, &matcher, &place, &mut out.skipped) else {
                 continue;
             };
@@ -69,59 +127,18 @@ pub(crate) fn import(settings: &Value, taken: &[String], target: Target) -> Resu
                 .ok_or_else(|| format!("{place}.hooks is not an array"))?;
             for (index, entry) in entries.iter().enumerate() {
                 let place = format!("{place}.hooks[{index}]");
-                match entry.get("type").and_then(Value::as_str) {
-                    Some("command") => {}
-                    other => {
-                        out.skipped.push(format!(
-                            "{place}: a hook of type {} cannot run in Elph (only command hooks can); left out",
-                            other.unwrap_or("(none)")
-                        ));
-                        continue;
-                    }
-                }
-                let Some(command) = entry.get("command").and_then(Value::as_str) else {
-                    return Err(format!("{place}.command is missing or not a string"));
-                };
-                let timeout_ms = match entry.get("timeout") {
-                    None | Some(Value::Null) => CLAUDE_DEFAULT_TIMEOUT_S * 1000,
-                    Some(value) => {
-                        let seconds = value
-                            .as_f64()
-                            .filter(|s| *s > 0.0)
-                            .ok_or_else(|| format!("{place}.timeout is not a positive number of seconds"))?;
-                        (seconds * 1000.0).round() as u64
-                    }
-                };
-                let timeout_ms = if timeout_ms > MAX_TIMEOUT_MS {
-                    out.skipped.push(format!(
-                        "{place}: timeout {} s is over Elph's limit; it becomes {} s",
-                        timeout_ms / 1000,
-                        MAX_TIMEOUT_MS / 1000
-                    ));
-                    MAX_TIMEOUT_MS
-                } else {
-                    timeout_ms.max(1)
-                };
-                let id = unique_id(event, &mut used);
-                let (program, args) = plain::split(command, target)
-                    .unwrap_or_else(|| ("/bin/sh".into(), vec!["-c".into(), command.to_string()]));
-                out.hooks.push(HookConfig {
-                    id,
+                if let Some(mut hook) = import_entry(
                     event,
-                    matcher: matcher.clone(),
-                    command: program,
-                    args,
-                    timeout_ms,
-                    enabled: true,
-                    protocol: Protocol::ClaudeCode,
-                    // Claude Code hooks run unconfined there; an import keeps that.
-                    sandbox: None,
-                    persistent: false,
-                    fail_closed: false,
-                    max_input_bytes: None,
-                    max_output_bytes: None,
-                    env: env.clone(),
-                });
+                    entry,
+                    &matcher,
+                    &place,
+                    options,
+                    &mut used,
+                    &mut out.skipped,
+                )? {
+                    hook.env = env.clone();
+                    out.hooks.push(hook);
+                }
             }
         }
     }
@@ -175,9 +192,225 @@ fn env_block(
     Ok(env)
 }
 
-#[expect(clippy::expect_used, reason = "an invariant of the function")]
+/// One handler of a group; `Ok(None)` when it is left out (with a line in `skipped`).
+fn import_entry(
+    event: HookEvent,
+    entry: &Value,
+    matcher: &Option<MatcherConfig>,
+    place: &str,
+    options: Options<'_>,
+    used: &mut Vec<String>,
+    skipped: &mut Vec<String>,
+) -> Result<Option<HookConfig>, String> {
+    match entry.get("type").and_then(Value::as_str) {
+        Some("command") => {}
+        other => {
+            skipped.push(format!(
+                "{place}: a hook of type {} cannot run in Elph (only command hooks can); left out",
+                other.unwrap_or("(none)")
+            ));
+            return Ok(None);
+        }
+    }
+    let Some(command) = entry.get("command").and_then(Value::as_str) else {
+        return Err(format!("{place}.command is missing or not a string"));
+    };
+    let timeout_ms = match entry.get("timeout") {
+        None | Some(Value::Null) => {
+            skipped.push(format!(
+                "{place}: no timeout, so Claude Code's default of {CLAUDE_DEFAULT_TIMEOUT_S} s; Elph's \
+                 limit is {} s, so it becomes {} s",
+                MAX_TIMEOUT_MS / 1000,
+                MAX_TIMEOUT_MS / 1000
+            ));
+            MAX_TIMEOUT_MS
+        }
+        Some(value) => {
+            let seconds = value
+                .as_f64()
+                .filter(|s| *s > 0.0)
+                .ok_or_else(|| format!("{place}.timeout is not a positive number of seconds"))?;
+            let timeout_ms = (seconds * 1000.0).round() as u64;
+            if timeout_ms > MAX_TIMEOUT_MS {
+                skipped.push(format!(
+                    "{place}: timeout {} s is over Elph's limit; it becomes {} s",
+                    timeout_ms / 1000,
+                    MAX_TIMEOUT_MS / 1000
+                ));
+                MAX_TIMEOUT_MS
+            } else {
+                timeout_ms.max(1)
+            }
+        }
+    };
+    let mut matcher = matcher.clone();
+    if let Value::Object(fields) = entry {
+        for (key, value) in fields {
+            match key.as_str() {
+                "type" | "command" | "timeout" => {}
+                "if" => {
+                    let Some(rule) = value.as_str() else {
+                        return Err(format!("{place}.if is not a string"));
+                    };
+                    if !event.is_tool_event() {
+                        skipped.push(format!(
+                            "{place}: \"if\" applies only to tool events, not {event}; the hook runs every time"
+                        ));
+                        continue;
+                    }
+                    match narrow(matcher.take(), rule, options.home) {
+                        Ok(narrowed) => matcher = Some(narrowed),
+                        Err(why) => {
+                            skipped.push(format!(
+                                "{place}: \"if\": \"{rule}\" cannot be expressed ({why}); the hook is left out"
+                            ));
+                            return Ok(None);
+                        }
+                    }
+                }
+                "async" | "asyncRewake" if value == &Value::Bool(false) => {}
+                "async" | "asyncRewake" => skipped.push(format!(
+                    "{place}: {key}: Claude Code runs it in the background; Elph runs it in the \
+                     foreground, and the event waits for it (up to its timeout)"
+                )),
+                "rewakeMessage" | "rewakeSummary" => skipped.push(format!(
+                    "{place}: {key} goes with asyncRewake, which Elph does not have; left out"
+                )),
+                "statusMessage" => skipped.push(format!(
+                    "{place}: statusMessage: Elph shows the hook's id while it runs; left out"
+                )),
+                "once" => skipped.push(format!(
+                    "{place}: once: Elph runs the hook every time its event comes"
+                )),
+                other => skipped.push(format!("{place}.{other}: not a field Elph knows; left out")),
+            }
+        }
+    }
+    let command = match resolve_plugin_root(command, options.plugin_root) {
+        Ok(command) => command,
+        Err(why) => {
+            skipped.push(format!("{place}: {why}; left out"));
+            return Ok(None);
+        }
+    };
+    let id = unique_id(event, used);
+    let (program, args) = plain::split(&command, options.target)
+        .unwrap_or_else(|| ("/bin/sh".into(), vec!["-c".into(), command.clone()]));
+    Ok(Some(HookConfig {
+        id,
+        event,
+        matcher,
+        command: program,
+        args,
+        timeout_ms,
+        enabled: true,
+        protocol: Protocol::ClaudeCode,
+        // Claude Code hooks run unconfined there; an import keeps that.
+        sandbox: None,
+        persistent: false,
+        fail_closed: false,
+        max_input_bytes: None,
+        max_output_bytes: None,
+        // The settings file's env block, set by the caller for every hook of the file.
+        env: std::collections::BTreeMap::new(),
+    }))
+}
+
+/// The group's matcher narrowed by a handler's `if` rule: the rule's one tool (which the group
+/// must cover) and its input condition.
+fn narrow(group: Option<MatcherConfig>, rule: &str, home: Option<&Path>) -> Result<MatcherConfig, String> {
+    let condition = condition::translate(rule, home)?;
+    if let Some(names) = group.as_ref().and_then(|m| m.tool_names.as_ref())
+        && !names.iter().any(|name| name == &condition.tool || name == "*")
+    {
+        return Err(format!(
+            "it names {}, which the group's matcher ({}) never selects, so the hook would never run",
+            condition.tool,
+            names.join(", ")
+        ));
+    }
+    Ok(MatcherConfig {
+        tool_names: Some(vec![condition.tool]),
+        input: condition.input,
+        source: None,
+    })
+}
+
+/// `command` with the plugin's folder in place of `${CLAUDE_PLUGIN_ROOT}`, or why it cannot be.
+fn resolve_plugin_root(command: &str, root: Option<&Path>) -> Result<String, String> {
+    if !PLUGIN_ROOT_VARS.iter().any(|var| command.contains(var)) {
+        return Ok(command.to_string());
+    }
+    let Some(root) = root else {
+        return Err(
+            "it uses ${CLAUDE_PLUGIN_ROOT}, which only a plugin's hooks have: import the plugin's \
+             hooks/hooks.json (its plugin folder holds .claude-plugin/plugin.json)"
+                .to_string(),
+        );
+    };
+    let text = root.display().to_string();
+    // Written into a command line: a folder a shell would split or expand cannot go in unquoted.
+    if !text
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "/._-+@%,:".contains(c))
+    {
+        return Err(format!(
+            "the plugin folder {text} has characters a shell would read (spaces, quotes, $…); move the \
+             plugin to a plain path and import again"
+        ));
+    }
+    let mut resolved = command.to_string();
+    for var in PLUGIN_ROOT_VARS {
+        resolved = resolved.replace(var, &text);
+    }
+    Ok(resolved)
+}
+
+/// The Claude Code SessionStart matcher (`startup`, `resume`, `clear`, `compact`, or `A|B`) as a
+/// `source` condition.
+pub(super) fn session_sources(
+    matcher: &str,
+    place: &str,
+    skipped: &mut Vec<String>,
+) -> Option<Option<MatcherConfig>> {
+    let mut sources = Vec::new();
+    for alternative in matcher.split('|').map(str::trim) {
+        match alternative {
+            "startup" | "clear" => sources.push(SessionSource::New),
+            "resume" => sources.push(SessionSource::Resume),
+            "compact" => skipped.push(format!(
+                "{place}: matcher 'compact': Elph starts no session after compacting (its postCompact \
+                 event comes then); that part is left out"
+            )),
+            other => skipped.push(format!(
+                "{place}: '{other}' is not a session source Claude Code has (startup, resume, clear, compact); \
+                 that part is left out"
+            )),
+        }
+    }
+    sources.dedup();
+    if sources.is_empty() {
+        skipped.push(format!(
+            "{place}: no source of matcher '{matcher}' exists in Elph; the group is left out"
+        ));
+        return None;
+    }
+    if sources.contains(&SessionSource::New) && sources.contains(&SessionSource::Resume) {
+        return Some(None);
+    }
+    Some(Some(MatcherConfig {
+        source: Some(sources),
+        ..MatcherConfig::default()
+    }))
+}
+
 fn unique_id(event: HookEvent, used: &mut Vec<String>) -> String {
-    let stem = format!("claude-{}", kebab(event.as_str()));
+    unique_id_from(&format!("claude-{}", kebab(event.as_str())), used)
+}
+
+/// `STEM-N` for the first N not in `used`, which it joins.
+#[expect(clippy::expect_used, reason = "an invariant of the function")]
+pub(super) fn unique_id_from(stem: &str, used: &mut Vec<String>) -> String {
     let id = (1..)
         .map(|n| format!("{stem}-{n}"))
         .find(|id| !used.contains(id))
@@ -186,7 +419,7 @@ fn unique_id(event: HookEvent, used: &mut Vec<String>) -> String {
     id
 }
 
-fn kebab(camel: &str) -> String {
+pub(super) fn kebab(camel: &str) -> String {
     let mut out = String::new();
     for c in camel.chars() {
         if c.is_ascii_uppercase() {
@@ -210,6 +443,9 @@ fn translate_matcher(
     let matcher = matcher.trim();
     if matcher.is_empty() || matcher == "*" || matcher == ".*" {
         return Some(None);
+    }
+    if event == HookEvent::SessionStart {
+        return session_sources(matcher, place, skipped);
     }
     if !event.is_tool_event() {
         skipped.push(format!(
@@ -253,10 +489,11 @@ fn translate_matcher(
     names.dedup();
     Some(Some(MatcherConfig {
         tool_names: Some(names),
+        ..MatcherConfig::default()
     }))
 }
 
-fn has_regex(text: &str) -> bool {
+pub(super) fn has_regex(text: &str) -> bool {
     text.chars().any(|c| "^$.*+?()[]{}\\".contains(c))
 }
 
@@ -282,7 +519,12 @@ mod tests {
                 "Notification": [{"hooks": [{"type": "command", "command": "notify-send hi"}]}]
             }
         });
-        let imported = import(&settings, &["claude-pre-tool-use-1".to_string()], Target::Project).unwrap();
+        let imported = import(
+            &settings,
+            &["claude-pre-tool-use-1".to_string()],
+            Options::settings(Target::Project),
+        )
+        .unwrap();
         let summary: Vec<(String, Option<Vec<String>>, String, u64)> = imported
             .hooks
             .iter()
@@ -332,7 +574,7 @@ mod tests {
         let shell = import(
             &json!({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "a.sh | tee log"}]}]}}),
             &[],
-            Target::Project,
+            Options::settings(Target::Project),
         )
         .unwrap();
         assert_eq!(shell.hooks[0].command, "/bin/sh");
@@ -342,9 +584,10 @@ mod tests {
             "'MultiEdit'",
             "'^Bash$'",
             "'WebFetch'",
-            "'startup'",
             "type prompt",
             "Notification",
+            "permissions: not a hook setting",
+            "Claude Code's default of 600 s",
         ] {
             assert!(skipped.contains(expected), "{expected} in:\n{skipped}");
         }
@@ -359,7 +602,7 @@ mod tests {
                 {"type": "command", "command": "b.sh"}
             ]}]}
         });
-        let imported = import(&settings, &[], Target::Project).unwrap();
+        let imported = import(&settings, &[], Options::settings(Target::Project)).unwrap();
         for hook in &imported.hooks {
             assert_eq!(
                 hook.env,
@@ -373,29 +616,95 @@ mod tests {
             assert!(skipped.contains(expected), "{expected} in:\n{skipped}");
         }
         assert!(
-            import(&json!({"env": "x"}), &[], Target::Project)
+            import(&json!({"env": "x"}), &[], Options::settings(Target::Project))
                 .unwrap_err()
                 .contains("\"env\" is not an object")
         );
     }
 
     #[test]
+    fn if_session_sources_and_plugin_roots_translate() {
+        let settings = json!({
+            "description": "a plugin",
+            "hooks": {
+                "PostToolUse": [{"matcher": "Bash", "hooks": [
+                    {"type": "command", "command": "bash \"${CLAUDE_PLUGIN_ROOT}/hooks/r.sh\"", "if": "Bash(git commit:*)",
+                     "asyncRewake": true, "rewakeMessage": "m", "timeout": 5},
+                    {"type": "command", "command": "x.sh", "if": "Edit(src/**)", "timeout": 5}
+                ]}],
+                "PreToolUse": [{"hooks": [{"type": "command", "command": "y.sh", "if": "Write(src/**)", "timeout": 5}]}],
+                "SessionStart": [
+                    {"matcher": "resume", "hooks": [{"type": "command", "command": "r.sh", "timeout": 5}]},
+                    {"matcher": "startup|clear", "hooks": [{"type": "command", "command": "s.sh", "timeout": 5}]},
+                    {"matcher": "compact", "hooks": [{"type": "command", "command": "c.sh", "timeout": 5}]}
+                ]
+            }
+        });
+        let root = Path::new("/plugins/sec");
+        let options = Options {
+            target: Target::Project,
+            plugin_root: Some(root),
+            home: None,
+        };
+        let imported = import(&settings, &[], options).unwrap();
+        let matchers: Vec<Value> = imported
+            .hooks
+            .iter()
+            .map(|h| serde_json::to_value(&h.matcher).unwrap())
+            .collect();
+        assert_eq!(
+            matchers,
+            [
+                json!({"toolNames": ["shell_exec"], "input": {"command": "git commit*"}}),
+                json!({"toolNames": ["write_file"], "input": {"path": "src/**"}}),
+                json!({"source": ["resume"]}),
+                json!({"source": ["new"]}),
+            ]
+        );
+        assert_eq!(imported.hooks[0].command, "bash");
+        assert_eq!(imported.hooks[0].args, ["/plugins/sec/hooks/r.sh"]);
+        let skipped = imported.skipped.join("\n");
+        for expected in [
+            "description:",
+            "asyncRewake",
+            "rewakeMessage",
+            "never selects",
+            "matcher 'compact'",
+            "no source of matcher 'compact'",
+        ] {
+            assert!(skipped.contains(expected), "{expected} in:\n{skipped}");
+        }
+        let without_root = import(&settings, &[], Options::settings(Target::Project)).unwrap();
+        assert!(
+            without_root
+                .skipped
+                .iter()
+                .any(|l| l.contains("only a plugin's hooks have")),
+            "{:?}",
+            without_root.skipped
+        );
+        assert_eq!(without_root.hooks.len(), 3);
+    }
+
+    #[test]
     fn broken_shapes_are_errors_that_say_where() {
         assert!(
-            import(&json!({"hooks": []}), &[], Target::Project)
+            import(&json!({"hooks": []}), &[], Options::settings(Target::Project))
                 .unwrap_err()
                 .contains("not an object")
         );
         let error = import(
             &json!({"hooks": {"PreToolUse": [{"hooks": [{"type": "command"}]}]}}),
             &[],
-            Target::Project,
+            Options::settings(Target::Project),
         )
         .unwrap_err();
         assert!(error.contains("PreToolUse[0].hooks[0].command"), "{error}");
+        let other = import(&json!({"model": "x"}), &[], Options::settings(Target::Home)).unwrap();
+        assert!(other.hooks.is_empty());
         assert_eq!(
-            import(&json!({"model": "x"}), &[], Target::Home).unwrap(),
-            Imported::default()
+            other.skipped,
+            ["model: not a hook setting; `elph hooks import` leaves it out"]
         );
     }
 }

@@ -13,6 +13,18 @@
 //!
 //! Claude Code's file paths are absolute, so a relative Elph path is sent joined to the project
 //! folder. Fields that have no counterpart pass through under their own name.
+//!
+//! Gemini CLI's hooks speak the same protocol with their own names ([`Dialect::Gemini`]):
+//!
+//! | Elph | Gemini CLI |
+//! | --- | --- |
+//! | `shell_exec` `command` | `run_shell_command` `command` |
+//! | `write_file` `path`, `content` | `write_file` `file_path`, `content` |
+//! | `edit_file` `path`, `old_text`, `new_text`, `replace_all` | `replace` `file_path`, `old_string`, `new_string`, `allow_multiple` |
+//! | `read_file` `path`, `offset`, `limit` | `read_file` `file_path`, `offset`, `limit` |
+//! | `grep` `pattern`, `path`, `glob` | `grep_search` (`search_file_content`) `pattern`, `path`, `include` |
+//! | `find_path` `glob`, `path` | `glob` `pattern`, `path` |
+//! | `list_dir` `path` | `list_directory` `dir_path` |
 
 use std::path::Path;
 
@@ -63,17 +75,87 @@ const TOOLS: &[(&str, &str, Fields)] = &[
     ("list_dir", "LS", &[("path", "path")]),
 ];
 
+/// The same for Gemini CLI.
+const GEMINI_TOOLS: &[(&str, &str, Fields)] = &[
+    ("shell_exec", "run_shell_command", &[("command", "command")]),
+    (
+        "write_file",
+        "write_file",
+        &[("path", "file_path"), ("content", "content")],
+    ),
+    (
+        "edit_file",
+        "replace",
+        &[
+            ("path", "file_path"),
+            ("old_text", "old_string"),
+            ("new_text", "new_string"),
+            ("replace_all", "allow_multiple"),
+        ],
+    ),
+    (
+        "read_file",
+        "read_file",
+        &[("path", "file_path"), ("offset", "offset"), ("limit", "limit")],
+    ),
+    (
+        "grep",
+        "grep_search",
+        &[("pattern", "pattern"), ("path", "path"), ("glob", "include")],
+    ),
+    ("find_path", "glob", &[("glob", "pattern"), ("path", "path")]),
+    ("list_dir", "list_directory", &[("path", "dir_path")]),
+];
+
+/// Gemini CLI's tool names that Elph has a counterpart of.
+pub(crate) const GEMINI_TOOL_NAMES: &[&str] = &[
+    "run_shell_command",
+    "write_file",
+    "replace",
+    "read_file",
+    "grep_search",
+    "search_file_content",
+    "glob",
+    "list_directory",
+];
+
+/// Gemini CLI's older names for its tools.
+const GEMINI_ALIASES: &[(&str, &str)] = &[("search_file_content", "grep")];
+
+/// Whose names a hook speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Dialect {
+    Claude,
+    Gemini,
+}
+
+impl Dialect {
+    fn tools(self) -> &'static [(&'static str, &'static str, Fields)] {
+        match self {
+            Dialect::Claude => TOOLS,
+            Dialect::Gemini => GEMINI_TOOLS,
+        }
+    }
+}
+
 /// Fields that hold a file path, which Claude Code sends absolute.
-const PATH_FIELDS: &[&str] = &["file_path", "path"];
+const PATH_FIELDS: &[&str] = &["file_path", "path", "dir_path"];
 
 /// Claude Code's name for an Elph tool.
 pub(crate) fn claude_name(elph: &str) -> String {
-    if let Some((_, claude, _)) = TOOLS.iter().find(|(name, _, _)| *name == elph) {
-        return (*claude).to_string();
+    name_in(Dialect::Claude, elph)
+}
+
+/// The dialect's name for an Elph tool.
+pub(crate) fn name_in(dialect: Dialect, elph: &str) -> String {
+    if let Some((_, name, _)) = dialect.tools().iter().find(|(tool, _, _)| *tool == elph) {
+        return (*name).to_string();
     }
-    match elph.strip_prefix("mcp_") {
-        Some(rest) => format!("mcp__{rest}"),
-        None => elph.to_string(),
+    match (dialect, elph.strip_prefix("mcp_")) {
+        (Dialect::Claude, Some(rest)) => format!("mcp__{rest}"),
+        // Gemini CLI names an MCP tool mcp_SERVER_TOOL.
+        (Dialect::Gemini, Some(rest)) => format!("mcp_{}", rest.replacen("__", "_", 1)),
+        (_, None) => elph.to_string(),
     }
 }
 
@@ -88,19 +170,37 @@ pub(crate) fn elph_name(claude: &str) -> Option<String> {
         .map(|rest| format!("mcp_{rest}"))
 }
 
-fn fields(elph_tool: &str) -> &'static [(&'static str, &'static str)] {
-    TOOLS
+/// Elph's name for a Gemini CLI tool, when Elph has it.
+pub(crate) fn elph_name_of_gemini(gemini: &str) -> Option<String> {
+    if let Some((_, elph)) = GEMINI_ALIASES.iter().find(|(name, _)| *name == gemini) {
+        return Some((*elph).to_string());
+    }
+    GEMINI_TOOLS
+        .iter()
+        .find(|(_, name, _)| *name == gemini)
+        .map(|(elph, _, _)| (*elph).to_string())
+}
+
+fn fields(dialect: Dialect, elph_tool: &str) -> &'static [(&'static str, &'static str)] {
+    dialect
+        .tools()
         .iter()
         .find(|(name, _, _)| *name == elph_tool)
         .map_or(&[], |(_, _, fields)| fields)
 }
 
 /// An Elph tool input in Claude Code's field names, with absolute paths.
+#[cfg(test)]
 pub(crate) fn claude_input(elph_tool: &str, input: &Value, project_dir: &Path) -> Value {
+    input_in(Dialect::Claude, elph_tool, input, project_dir)
+}
+
+/// An Elph tool input in the dialect's field names, with absolute paths.
+pub(crate) fn input_in(dialect: Dialect, elph_tool: &str, input: &Value, project_dir: &Path) -> Value {
     let Value::Object(object) = input else {
         return input.clone();
     };
-    let fields = fields(elph_tool);
+    let fields = fields(dialect, elph_tool);
     let mut out = Map::new();
     for (key, value) in object {
         let name = fields
@@ -120,11 +220,17 @@ pub(crate) fn claude_input(elph_tool: &str, input: &Value, project_dir: &Path) -
 
 /// Elph's name for one field of a Claude Code tool input. Paths stay as the hook wrote them (Elph's
 /// tools take absolute paths as well as relative ones).
+#[cfg(test)]
 pub(crate) fn elph_field(elph_tool: &str, claude_field: &str) -> String {
-    fields(elph_tool)
+    elph_field_in(Dialect::Claude, elph_tool, claude_field)
+}
+
+/// Elph's name for one field of a tool input in the dialect's names.
+pub(crate) fn elph_field_in(dialect: Dialect, elph_tool: &str, field: &str) -> String {
+    fields(dialect, elph_tool)
         .iter()
-        .find(|(_, claude)| *claude == claude_field)
-        .map_or(claude_field, |(elph, _)| elph)
+        .find(|(_, name)| *name == field)
+        .map_or(field, |(elph, _)| elph)
         .to_string()
 }
 
@@ -181,6 +287,23 @@ mod tests {
             ),
             json!({"pattern": "x", "-i": true})
         );
+        assert_eq!(
+            input_in(
+                Dialect::Gemini,
+                "edit_file",
+                &json!({"path": "a", "old_text": "x"}),
+                project
+            ),
+            json!({"file_path": "/p/a", "old_string": "x"})
+        );
+        assert_eq!(name_in(Dialect::Gemini, "shell_exec"), "run_shell_command");
+        assert_eq!(name_in(Dialect::Gemini, "mcp_gh__issue"), "mcp_gh_issue");
+        assert_eq!(elph_name_of_gemini("replace").as_deref(), Some("edit_file"));
+        assert_eq!(
+            elph_name_of_gemini("search_file_content").as_deref(),
+            Some("grep")
+        );
+        assert_eq!(elph_field_in(Dialect::Gemini, "list_dir", "dir_path"), "path");
         // MCP inputs are the server's own: nothing is renamed, no path is touched.
         let mcp = json!({"path": "rel", "q": 1});
         assert_eq!(claude_input("mcp_fs__read", &mcp, project), mcp);

@@ -9,13 +9,23 @@ use crate::hooks::reduce::ChainFlow;
 pub struct SessionStart;
 
 /// How a session came to be.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum SessionSource {
     /// A fresh session with no history.
     New,
     /// A stored session opened again, with its history.
     Resume,
+}
+
+impl SessionSource {
+    /// The name in payloads and matchers.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SessionSource::New => "new",
+            SessionSource::Resume => "resume",
+        }
+    }
 }
 
 /// What a `sessionStart` hook reads: which session started and how.
