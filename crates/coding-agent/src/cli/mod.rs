@@ -7,6 +7,7 @@ mod hooks_import;
 mod hooks_test;
 mod import_rules;
 mod man;
+mod mcp;
 mod run;
 mod sandbox;
 mod sessions;
@@ -99,6 +100,9 @@ pub enum Command {
     /// Prompt templates: Markdown files run as /NAME commands.
     #[command(subcommand)]
     Prompts(workflows::PromptsCommand),
+    /// MCP servers: log in to an HTTP server that asks for OAuth, or log out.
+    #[command(subcommand)]
+    Mcp(mcp::McpCommand),
     /// Run one command under the sandbox policy, to see what it allows: elph sandbox -- CMD [ARGS...]
     Sandbox(sandbox::SandboxCommandArgs),
     /// Print the completion script for a shell (bash, zsh, fish, elvish, powershell).
@@ -169,6 +173,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         Some(Command::Skills(command)) => workflows::run_skills(cli.cwd.as_deref(), command),
         Some(Command::Prompts(command)) => workflows::run_prompts(cli.cwd.as_deref(), command),
         Some(Command::Sandbox(args)) => sandbox::run(cli.cwd.as_deref(), args),
+        Some(Command::Mcp(command)) => mcp::run(cli.cwd.as_deref(), command),
         Some(Command::Completions(args)) => completions::run(args),
         Some(Command::Man(args)) => man::run(args),
         None => {

@@ -22,6 +22,7 @@
 pub(crate) mod config;
 pub(crate) mod expand;
 pub mod file;
+pub mod oauth;
 pub(crate) mod process;
 pub(crate) mod server;
 pub(crate) mod tool;
@@ -194,7 +195,11 @@ impl McpManager {
         let handle = runtime.handle().clone();
         manager.servers = enabled
             .into_iter()
-            .map(|definition| Arc::new(McpServer::new(definition, paths.project_dir.clone())))
+            .map(|definition| {
+                let server = McpServer::new(definition, paths.project_dir.clone())
+                    .with_credentials(oauth::CredentialsFile::new(&paths.config_dir));
+                Arc::new(server)
+            })
             .collect();
         *manager.runtime.lock().unwrap_or_else(|p| p.into_inner()) = Some(runtime);
 

@@ -70,6 +70,8 @@ pub struct McpServer {
     pgid: Mutex<Option<i32>>,
     /// The stderr of the last started stdio server, for messages about a failed start.
     stderr: Mutex<StderrTail>,
+    /// Where an HTTP server's OAuth tokens are (none: no token is sent).
+    credentials: Option<super::oauth::CredentialsFile>,
 }
 
 fn client_info() -> ClientConfig {
@@ -124,7 +126,14 @@ impl McpServer {
             state: Mutex::new(ServerState::Configured),
             pgid: Mutex::new(None),
             stderr: Mutex::new(StderrTail::default()),
+            credentials: None,
         }
+    }
+
+    /// Sends an HTTP server the OAuth token stored for it in `credentials` (`elph mcp login`).
+    pub fn with_credentials(mut self, credentials: super::oauth::CredentialsFile) -> Self {
+        self.credentials = Some(credentials);
+        self
     }
 
     pub fn name(&self) -> &str {
@@ -205,11 +214,10 @@ impl McpServer {
                 (service, Some(process.group), Some(process.exit), stderr)
             }
             ServerTransport::Http { url, headers } => {
-                let transport = http_transport(url, headers)?;
-                let service = client_info()
-                    .serve(transport)
-                    .await
-                    .map_err(|error| format!("failed to initialize over HTTP ({url}): {error}"))?;
+                let name = &self.definition.name;
+                let credentials = self.credentials.as_ref();
+                let service =
+                    super::oauth::connect_http(client_info(), name, url, headers, credentials).await?;
                 (service, None, None, StderrTail::default())
             }
         };
@@ -345,29 +353,6 @@ async fn exit_or_never(exit: Option<watch::Receiver<Option<String>>>) -> String 
         Some(exit) => exited(exit).await,
         None => std::future::pending().await,
     }
-}
-
-fn http_transport(
-    url: &str,
-    headers: &std::collections::BTreeMap<String, String>,
-) -> Result<rmcp::transport::StreamableHttpClientTransport<reqwest::Client>, String> {
-    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-    let mut custom = std::collections::HashMap::new();
-    for (name, value) in headers {
-        let header = reqwest::header::HeaderName::from_bytes(name.as_bytes())
-            .map_err(|_| format!("header name '{name}' is not valid"))?;
-        let value = reqwest::header::HeaderValue::from_str(value)
-            .map_err(|_| format!("the value of header '{name}' is not valid"))?;
-        custom.insert(header, value);
-    }
-    let config = StreamableHttpClientTransportConfig::with_uri(url.to_string()).custom_headers(custom);
-    let client = elph_ai::http_client_builder()
-        .map_err(|err| format!("TLS set-up failed: {err}"))?
-        .build()
-        .map_err(|err| format!("HTTP client set-up failed: {err}"))?;
-    Ok(rmcp::transport::StreamableHttpClientTransport::with_client(
-        client, config,
-    ))
 }
 
 #[cfg(test)]

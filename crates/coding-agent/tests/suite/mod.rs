@@ -36,6 +36,7 @@ mod lifecycle_signals;
 mod lifecycle_store_faults;
 mod lifecycle_support;
 mod mcp;
+mod mcp_oauth;
 mod native_tool_race;
 mod other_agents;
 mod permission_rules;

@@ -1,0 +1,478 @@
+//! OAuth for HTTP MCP servers end to end: the real `elph` binary, and a real OAuth-protected MCP
+//! server (`tests/fixtures/oauth_mcp_server.py`: an MCP endpoint and its authorization server, which
+//! check bearer tokens, registered redirect URIs, PKCE S256 and the resource indicator). The test
+//! plays the browser: it opens the authorization URL `elph mcp login` prints and follows the
+//! redirect back to Elph's loopback listener.
+
+use std::io::{BufRead as _, BufReader};
+use std::os::unix::fs::MetadataExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use test_support::env::{TestEnv, json_lines};
+use test_support::fake_model::{FakeModelServer, FakeReply, Wire};
+
+use super::run_e2e::{elph, run_elph};
+
+/// The OAuth-protected MCP server, killed when dropped.
+struct OAuthServer {
+    child: Child,
+    base: String,
+    log: PathBuf,
+}
+
+impl OAuthServer {
+    fn start(env: &TestEnv, label: &str, flags: &[&str]) -> OAuthServer {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/oauth_mcp_server.py");
+        let port_file = env.evidence(&format!("{label}-port"));
+        let log = env.evidence(&format!("{label}-events.jsonl"));
+        let mut child = Command::new("python3")
+            .arg(&script)
+            .arg(&port_file)
+            .arg(&log)
+            .args(flags)
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("start python3 with the OAuth MCP server");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let port = loop {
+            if let Ok(port) = std::fs::read_to_string(&port_file) {
+                break port;
+            }
+            if let Ok(Some(status)) = child.try_wait() {
+                panic!("the OAuth MCP server exited at start: {status}");
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the OAuth MCP server listens within 30 s"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        OAuthServer {
+            child,
+            base: format!("http://127.0.0.1:{}", port.trim()),
+            log,
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("{}/mcp", self.base)
+    }
+
+    fn events(&self, kind: &str) -> Vec<Value> {
+        json_lines(&self.log)
+            .into_iter()
+            .filter(|event| event["event"] == kind)
+            .collect()
+    }
+
+    /// The bearer tokens of the MCP requests it accepted, in order.
+    fn accepted_tokens(&self) -> Vec<String> {
+        self.events("mcp")
+            .iter()
+            .map(|event| event["token"].as_str().unwrap().to_string())
+            .collect()
+    }
+
+    async fn revoke_all(&self) {
+        let response = http_client()
+            .post(format!("{}/test/revoke", self.base))
+            .send()
+            .await
+            .unwrap();
+        assert!(response.status().is_success());
+    }
+}
+
+impl Drop for OAuthServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn http_client() -> reqwest::Client {
+    elph_ai::http_client_builder()
+        .unwrap()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap()
+}
+
+fn write_home_mcp(env: &TestEnv, name: &str, url: &str) {
+    std::fs::write(
+        env.config_dir.join("mcp.json"),
+        json!({"servers": {name: {"url": url}}}).to_string(),
+    )
+    .expect("write mcp.json");
+}
+
+fn credentials_file(env: &TestEnv) -> PathBuf {
+    env.config_dir.join("mcp-credentials.json")
+}
+
+fn stored(env: &TestEnv) -> Value {
+    serde_json::from_slice(&std::fs::read(credentials_file(env)).expect("the credentials file exists"))
+        .expect("the credentials file is JSON")
+}
+
+fn stored_access_token(env: &TestEnv, name: &str) -> String {
+    stored(env)["servers"][name]["credentials"]["token_response"]["access_token"]
+        .as_str()
+        .expect("an access token is stored")
+        .to_string()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// `elph mcp login NAME` under `umask 000`, with the test as the browser: it waits for the printed
+/// authorization URL, opens it and follows the redirects (to Elph's loopback listener). Returns
+/// Elph's output and the page the browser ended on.
+async fn login(env: &TestEnv, name: &str) -> (Output, String) {
+    let mut command = env.command(Path::new("/bin/sh"));
+    command
+        .args(["-c", "umask 000; exec \"$0\" mcp login \"$1\""])
+        .arg(elph())
+        .arg(name)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = command.spawn().expect("start elph mcp login");
+    let stderr = child.stderr.take().unwrap();
+    let (url_tx, url_rx) = mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut all = String::new();
+        for line in BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            let trimmed = line.trim();
+            if trimmed.starts_with("http://127.0.0.1") && trimmed.contains("/authorize?") {
+                let _ = url_tx.send(trimmed.to_string());
+            }
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    let url = tokio::task::spawn_blocking(move || url_rx.recv_timeout(Duration::from_secs(60)))
+        .await
+        .unwrap();
+    let page = match url {
+        Ok(url) => {
+            let response = http_client()
+                .get(&url)
+                .send()
+                .await
+                .expect("the browser's requests");
+            response.text().await.unwrap_or_default()
+        }
+        Err(_) => String::new(),
+    };
+    let output = tokio::time::timeout(
+        Duration::from_secs(60),
+        tokio::task::spawn_blocking(move || child.wait_with_output()),
+    )
+    .await
+    .expect("elph mcp login ended within 60 s")
+    .unwrap()
+    .unwrap();
+    let stderr = reader.join().unwrap();
+    (
+        Output {
+            status: output.status,
+            stdout: output.stdout,
+            stderr: stderr.into_bytes(),
+        },
+        page,
+    )
+}
+
+/// A run whose model calls `mcp_NAME__whoami`, then answers "done"; returns the output and what
+/// the tool gave the model.
+async fn run_whoami(env: &TestEnv, name: &str) -> (Output, Vec<String>) {
+    let model = FakeModelServer::start(Wire::OpenAi).await;
+    model.enqueue(FakeReply::tool_call(format!("mcp_{name}__whoami"), json!({})));
+    model.enqueue(FakeReply::text("done"));
+    let output = run_elph(env, &model, &["who am i"]).await;
+    let requests = model.requests();
+    let tool_results = requests
+        .get(1)
+        .and_then(|request| request["messages"].as_array().cloned())
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|message| message["role"] == "tool")
+        .map(|message| message["content"].as_str().unwrap_or_default().to_string())
+        .collect();
+    (output, tool_results)
+}
+
+#[tokio::test]
+async fn mcp_login_registers_uses_pkce_and_stores_an_owner_only_token() {
+    let env = TestEnv::new();
+    let server = OAuthServer::start(&env, "oauth", &[]);
+    write_home_mcp(&env, "remote", &server.url());
+
+    let (output, page) = login(&env, "remote").await;
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(
+        text(&output.stdout).contains("Logged in to MCP server 'remote'"),
+        "{}",
+        text(&output.stdout)
+    );
+    assert!(page.contains("logged in to MCP server 'remote'"), "{page}");
+
+    // Discovery went through the resource's metadata, named by its 401 challenge.
+    assert!(
+        !server.events("unauthorized").is_empty(),
+        "the server was asked first"
+    );
+    let resource = server.events("resource_metadata");
+    assert_eq!(resource[0]["path"], "/.well-known/oauth-protected-resource/mcp");
+    assert!(!server.events("server_metadata").is_empty());
+    // Dynamic registration as a public client with a loopback redirect.
+    let register = server.events("register");
+    assert_eq!(register.len(), 1, "{register:?}");
+    assert_eq!(register[0]["client_name"], "Elph");
+    assert_eq!(register[0]["token_endpoint_auth_method"], "none");
+    let redirect = register[0]["redirect_uris"][0].as_str().unwrap();
+    assert!(redirect.starts_with("http://127.0.0.1:"), "{redirect}");
+    // PKCE S256 and the resource indicator, checked by the server at the token endpoint.
+    let authorize = server.events("authorize");
+    assert_eq!(authorize[0]["code_challenge_method"], "S256");
+    assert_eq!(authorize[0]["resource"], server.url());
+    let token = server.events("token");
+    assert_eq!(
+        token,
+        [
+            json!({"event": "token", "grant": "authorization_code", "pkce_ok": true, "ok": true, "resource": server.url()})
+        ]
+    );
+
+    // Stored for this server and URL, in a file only the user can read, even under umask 000.
+    let file = credentials_file(&env);
+    assert_eq!(std::fs::metadata(&file).unwrap().mode() & 0o777, 0o600);
+    let contents = stored(&env);
+    assert_eq!(contents["servers"]["remote"]["url"], server.url());
+    assert_eq!(
+        contents["servers"]["remote"]["credentials"]["client_id"],
+        register[0]["client_id"]
+    );
+    let access = stored_access_token(&env, "remote");
+    assert!(access.starts_with("at-"), "{access}");
+    // The token itself is not printed.
+    assert!(!text(&output.stderr).contains(&access));
+    assert!(!text(&output.stdout).contains(&access));
+}
+
+#[tokio::test]
+async fn a_logged_in_server_is_called_with_its_token_and_the_token_is_refreshed_after_expiry() {
+    let env = TestEnv::new();
+    let server = OAuthServer::start(&env, "oauth", &[]);
+    write_home_mcp(&env, "remote", &server.url());
+    let (output, _) = login(&env, "remote").await;
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let first = stored_access_token(&env, "remote");
+    let client_id = stored(&env)["servers"]["remote"]["credentials"]["client_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    let (output, results) = run_whoami(&env, "remote").await;
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert_eq!(results, [format!("you are {client_id}")]);
+    let tokens = server.accepted_tokens();
+    assert!(!tokens.is_empty());
+    assert!(tokens.iter().all(|token| *token == first), "{tokens:?}");
+    assert!(!text(&output.stderr).contains(&first), "the token is not printed");
+
+    // The stored token is past its lifetime: Elph refreshes it before using it.
+    let mut contents = stored(&env);
+    contents["servers"]["remote"]["credentials"]["token_received_at"] = json!(1);
+    std::fs::write(credentials_file(&env), contents.to_string()).unwrap();
+    let (output, results) = run_whoami(&env, "remote").await;
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert_eq!(results, [format!("you are {client_id}")]);
+    let refreshes: Vec<Value> = server
+        .events("token")
+        .into_iter()
+        .filter(|event| event["grant"] == "refresh_token")
+        .collect();
+    assert_eq!(
+        refreshes,
+        [json!({"event": "token", "grant": "refresh_token", "ok": true})]
+    );
+    let second = stored_access_token(&env, "remote");
+    assert_ne!(second, first, "the refreshed token is stored");
+    assert_eq!(
+        std::fs::metadata(credentials_file(&env)).unwrap().mode() & 0o777,
+        0o600
+    );
+    let tokens = server.accepted_tokens();
+    let after: Vec<&String> = tokens.iter().skip_while(|token| **token == first).collect();
+    assert!(
+        !after.is_empty() && after.iter().all(|token| **token == second),
+        "{tokens:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_token_the_server_revoked_is_refreshed_once_on_its_401() {
+    let env = TestEnv::new();
+    let server = OAuthServer::start(&env, "oauth", &[]);
+    write_home_mcp(&env, "remote", &server.url());
+    let (output, _) = login(&env, "remote").await;
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let first = stored_access_token(&env, "remote");
+    server.revoke_all().await;
+
+    let (output, results) = run_whoami(&env, "remote").await;
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert_eq!(results.len(), 1, "{}", text(&output.stderr));
+    assert!(results[0].starts_with("you are client-"), "{results:?}");
+    let rejected = server.events("unauthorized");
+    assert!(
+        rejected.iter().any(|event| event["token"] == first.as_str()),
+        "the revoked token was refused: {rejected:?}"
+    );
+    let second = stored_access_token(&env, "remote");
+    assert_ne!(second, first);
+    assert!(server.accepted_tokens().iter().all(|token| *token == second));
+}
+
+#[tokio::test]
+async fn without_a_login_a_run_says_to_log_in_and_goes_on_and_logout_removes_the_token() {
+    let env = TestEnv::new();
+    let server = OAuthServer::start(&env, "oauth", &[]);
+    write_home_mcp(&env, "remote", &server.url());
+
+    // Never logged in: the run goes on without the server, and says what to do.
+    let model = FakeModelServer::start(Wire::OpenAi).await;
+    model.enqueue(FakeReply::text("answered anyway"));
+    let output = run_elph(&env, &model, &["hello"]).await;
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert_eq!(text(&output.stdout).trim(), "answered anyway");
+    assert!(
+        text(&output.stderr).contains("MCP server 'remote' needs you to log in: run `elph mcp login remote`"),
+        "{}",
+        text(&output.stderr)
+    );
+
+    // Logged in, then out: the token is gone from the file, and the next run asks again.
+    let (output, _) = login(&env, "remote").await;
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let logout = env
+        .command(&elph())
+        .args(["mcp", "logout", "remote"])
+        .output()
+        .unwrap();
+    assert!(logout.status.success(), "{}", text(&logout.stderr));
+    assert!(
+        text(&logout.stdout).contains("Logged out of MCP server 'remote'"),
+        "{}",
+        text(&logout.stdout)
+    );
+    assert!(
+        !credentials_file(&env).exists(),
+        "the only login is gone, and its file"
+    );
+    let model = FakeModelServer::start(Wire::OpenAi).await;
+    model.enqueue(FakeReply::text("still fine"));
+    let output = run_elph(&env, &model, &["hello"]).await;
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(
+        text(&output.stderr).contains("needs you to log in: run `elph mcp login remote`"),
+        "{}",
+        text(&output.stderr)
+    );
+    let again = env
+        .command(&elph())
+        .args(["mcp", "logout", "remote"])
+        .output()
+        .unwrap();
+    assert!(again.status.success());
+    assert!(text(&again.stdout).contains("No login was stored for MCP server 'remote'"));
+}
+
+#[tokio::test]
+async fn a_token_is_never_sent_to_another_url_under_the_same_name() {
+    let env = TestEnv::new();
+    let server = OAuthServer::start(&env, "oauth", &[]);
+    write_home_mcp(&env, "remote", &server.url());
+    let (output, _) = login(&env, "remote").await;
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let token = stored_access_token(&env, "remote");
+
+    // The name now points elsewhere (an edited file, or a project's mcp.json reusing the name):
+    // that server sees no token, and the user is asked to log in to it.
+    let other = OAuthServer::start(&env, "other", &[]);
+    write_home_mcp(&env, "remote", &other.url());
+    let model = FakeModelServer::start(Wire::OpenAi).await;
+    model.enqueue(FakeReply::text("ok"));
+    let output = run_elph(&env, &model, &["hello"]).await;
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(
+        text(&output.stderr).contains("needs you to log in: run `elph mcp login remote`"),
+        "{}",
+        text(&output.stderr)
+    );
+    let seen = other.events("unauthorized");
+    assert!(!seen.is_empty(), "the other server was asked");
+    assert!(seen.iter().all(|event| event["token"].is_null()), "{seen:?}");
+    assert_eq!(stored_access_token(&env, "remote"), token, "the login is kept");
+}
+
+#[tokio::test]
+async fn login_explains_what_it_cannot_do() {
+    let env = TestEnv::new();
+    let no_registration = OAuthServer::start(&env, "noreg", &["--no-registration"]);
+    std::fs::write(
+        env.config_dir.join("mcp.json"),
+        json!({"servers": {
+            "closed": {"url": no_registration.url()},
+            "plain": {"url": "http://mcp.example.com/mcp"},
+            "local": {"command": "/bin/true"},
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        env.command(&elph())
+            .args(["mcp", "login"])
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let output = run(&["closed"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        text(&output.stderr).contains("does not offer dynamic client registration")
+            && text(&output.stderr).contains("--client-id"),
+        "{}",
+        text(&output.stderr)
+    );
+    let output = run(&["plain"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        text(&output.stderr).contains("is not an https address"),
+        "{}",
+        text(&output.stderr)
+    );
+    let output = run(&["local"]);
+    assert!(
+        text(&output.stderr).contains("is a stdio server"),
+        "{}",
+        text(&output.stderr)
+    );
+    let output = run(&["nosuch"]);
+    assert!(
+        text(&output.stderr).contains("no MCP server named 'nosuch'; the HTTP servers are: closed, plain"),
+        "{}",
+        text(&output.stderr)
+    );
+    assert!(!credentials_file(&env).exists());
+}
