@@ -134,6 +134,12 @@ fn text(bytes: &[u8]) -> String {
 /// authorization URL, opens it and follows the redirects (to Elph's loopback listener). Returns
 /// Elph's output and the page the browser ended on.
 async fn login(env: &TestEnv, name: &str) -> (Output, String) {
+    login_with(env, name, false).await
+}
+
+/// [`login`]; with `forge`, another program of the machine first sends Elph's listener a code of
+/// its own (with a state it had to guess), which must be refused without ending the login.
+async fn login_with(env: &TestEnv, name: &str, forge: bool) -> (Output, String) {
     let mut command = env.command(Path::new("/bin/sh"));
     command
         .args(["-c", "umask 000; exec \"$0\" mcp login \"$1\""])
@@ -163,6 +169,20 @@ async fn login(env: &TestEnv, name: &str) -> (Output, String) {
         .unwrap();
     let page = match url {
         Ok(url) => {
+            if forge {
+                let redirect = reqwest::Url::parse(&url)
+                    .unwrap()
+                    .query_pairs()
+                    .find(|(key, _)| key == "redirect_uri")
+                    .map(|(_, value)| value.into_owned())
+                    .unwrap();
+                let forged = http_client()
+                    .get(format!("{redirect}?code=code-forged&state=guessed"))
+                    .send()
+                    .await
+                    .expect("the forged request is answered");
+                assert_eq!(forged.status().as_u16(), 400, "a foreign state is refused");
+            }
             let response = http_client()
                 .get(&url)
                 .send()
@@ -211,12 +231,12 @@ async fn run_whoami(env: &TestEnv, name: &str) -> (Output, Vec<String>) {
 }
 
 #[tokio::test]
-async fn mcp_login_registers_uses_pkce_and_stores_an_owner_only_token() {
+async fn mcp_login_registers_uses_pkce_refuses_a_forged_callback_and_stores_an_owner_only_token() {
     let env = TestEnv::new();
     let server = OAuthServer::start(&env, "oauth", &[]);
     write_home_mcp(&env, "remote", &server.url());
 
-    let (output, page) = login(&env, "remote").await;
+    let (output, page) = login_with(&env, "remote", true).await;
     assert!(output.status.success(), "{}", text(&output.stderr));
     assert!(
         text(&output.stdout).contains("Logged in to MCP server 'remote'"),
@@ -244,6 +264,7 @@ async fn mcp_login_registers_uses_pkce_and_stores_an_owner_only_token() {
     let authorize = server.events("authorize");
     assert_eq!(authorize[0]["code_challenge_method"], "S256");
     assert_eq!(authorize[0]["resource"], server.url());
+    // One exchange: the real code's (the forged one never reached the token endpoint).
     let token = server.events("token");
     assert_eq!(
         token,
@@ -475,4 +496,41 @@ async fn login_explains_what_it_cannot_do() {
         text(&output.stderr)
     );
     assert!(!credentials_file(&env).exists());
+}
+
+/// Over ACP the editor is told, and the session goes on without the server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acp_session_without_a_login_tells_the_editor_and_goes_on() {
+    use super::acp::{Setup, agent_text, finish, notice_text};
+    use elph_agent::harness::ApprovalPolicy;
+
+    let setup = Setup::new().await;
+    let server = OAuthServer::start(&setup.env, "oauth", &[]);
+    write_home_mcp(&setup.env, "remote", &server.url());
+    setup.server.enqueue(FakeReply::text("answered without it"));
+
+    let (mut client, agent) = setup.connect(ApprovalPolicy::Auto).await;
+    let session = client.new_session(&setup.env.project).await;
+    let updates = client
+        .wait_for("the login message", |update| {
+            notice_text(std::slice::from_ref(update)).contains("elph mcp login remote")
+        })
+        .await;
+    assert!(
+        notice_text(&updates)
+            .contains("MCP server 'remote' needs you to log in: run `elph mcp login remote`"),
+        "{}",
+        notice_text(&updates)
+    );
+    client
+        .prompt(&session, "hello")
+        .await
+        .expect("the prompt is answered");
+    assert!(agent_text(&client.drain()).contains("answered without it"));
+    assert!(!server.events("unauthorized").is_empty(), "the server was asked");
+    assert!(
+        server.events("mcp").is_empty(),
+        "nothing got through without a token"
+    );
+    finish(client, agent).await;
 }
