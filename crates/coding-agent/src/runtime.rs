@@ -46,6 +46,9 @@ pub struct RuntimeOptions {
     pub editor_mcp_servers: Vec<crate::mcp::ServerDefinition>,
     /// `--mode`: build or plan.
     pub mode: elph_agent::harness::AgentMode,
+    /// The editor's file system (ACP, when the client offers it): the native file tools read and
+    /// write through it.
+    pub editor_files: Option<Arc<dyn elph_agent::tools::EditorFiles>>,
 }
 
 impl Default for RuntimeOptions {
@@ -58,6 +61,7 @@ impl Default for RuntimeOptions {
             sandbox: crate::sandbox::SandboxArgs::default(),
             editor_mcp_servers: Vec::new(),
             mode: elph_agent::harness::AgentMode::Build,
+            editor_files: None,
         }
     }
 }
@@ -155,6 +159,7 @@ impl Runtime {
             config.max_stop_continuations = count;
         }
         config.mode = options.mode;
+        config.editor_files = options.editor_files.clone();
         config.compaction = CompactionSettings {
             threshold: settings
                 .compaction_threshold

@@ -56,16 +56,28 @@ fn options(request: &ApprovalRequest) -> Vec<PermissionOption> {
 
 /// Asks the client about `question` and answers it. The session forwards the question after the
 /// events before it, so the client has seen the tool call (and its pending status) already.
-pub(super) async fn ask(cx: ConnectionTo<Client>, session_id: SessionId, question: PendingApproval) {
+pub(super) async fn ask(
+    cx: ConnectionTo<Client>,
+    session_id: SessionId,
+    question: PendingApproval,
+    project_dir: std::path::PathBuf,
+) {
     let request = &question.request;
     let reason = ToolCallContent::from(ContentBlock::from(format!("Needs approval: {}", request.reason)));
+    // The change the call would make, for the editor to review with the question.
+    let mut content: Vec<ToolCallContent> = request
+        .change
+        .iter()
+        .map(|change| super::updates::diff(change, &project_dir))
+        .collect();
+    content.push(reason);
     let tool_call = ToolCallUpdate::new(
         request.tool_call_id.clone(),
         ToolCallUpdateFields::new()
             .title(request.title.clone())
             .kind(tool_kind(&request.tool_name))
             .status(ToolCallStatus::Pending)
-            .content(vec![reason])
+            .content(content)
             .raw_input(request.input.clone()),
     );
     let permission = RequestPermissionRequest::new(session_id.clone(), tool_call, options(request));

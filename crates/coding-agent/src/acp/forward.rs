@@ -4,16 +4,17 @@
 //! `session/request_permission`, and each operation's outcome as the answer to its prompt (with a
 //! message in Elph's words for a slash command).
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     AvailableCommandsUpdate, ConfigOptionUpdate, ContentBlock, ContentChunk, CurrentModeUpdate,
     PromptResponse, SessionId, SessionInfoUpdate, SessionNotification, SessionUpdate, StopReason,
-    ToolCallStatus, UsageUpdate,
+    ToolCallContent, ToolCallStatus, UsageUpdate,
 };
 use agent_client_protocol::{Client, Error, ErrorCode};
-use elph_agent::harness::{AgentEvent, CompactOutcome, TurnResult};
+use elph_agent::harness::{AgentEvent, AgentMode, CompactOutcome, TurnResult};
 use elph_agent::hooks::StopStatus;
 
 use super::approval;
@@ -49,6 +50,11 @@ pub(crate) struct Forwarder {
     context_window: u64,
     /// Whether the client has the session's title (a resumed session has one already).
     titled: bool,
+    /// The mode the session runs in now: a plan-mode answer is sent as a plan too.
+    mode: AgentMode,
+    /// The diff of each file-changing call not finished yet: its last update keeps it beside the
+    /// result.
+    diffs: HashMap<String, ToolCallContent>,
 }
 
 impl Forwarder {
@@ -70,6 +76,8 @@ impl Forwarder {
             config,
             context_window: 0,
             titled: false,
+            mode: AgentMode::default(),
+            diffs: HashMap::new(),
         }
     }
 
@@ -98,6 +106,7 @@ impl Forwarder {
                     }
                     hooks = Some(opened.hooks);
                     mode = opened.mode;
+                    self.mode = opened.mode;
                     self.config.set_mode(opened.mode);
                     self.config.set_model(&opened.model);
                     self.context_window = opened.context_window;
@@ -125,7 +134,12 @@ impl Forwarder {
                 SessionEvent::Agent(event) => self.forward(event),
                 SessionEvent::Approval(question) => {
                     // Asked in a task of its own: a cancel must still reach the prompt's answer.
-                    tokio::spawn(approval::ask(self.cx.clone(), self.session_id.clone(), question));
+                    tokio::spawn(approval::ask(
+                        self.cx.clone(),
+                        self.session_id.clone(),
+                        question,
+                        self.project_dir.clone(),
+                    ));
                 }
                 SessionEvent::Context { .. } => {}
                 SessionEvent::Finished { op, outcome } if self.config.was_quiet(op) => {
@@ -178,6 +192,7 @@ impl Forwarder {
     fn config_changed(&mut self, outcome: &Outcome) {
         match outcome {
             Outcome::Mode(Ok(mode)) => {
+                self.mode = *mode;
                 self.config.set_mode(*mode);
                 self.notify(SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(
                     mode.as_str(),
@@ -219,12 +234,22 @@ impl Forwarder {
                 input,
             } => {
                 let call = tool_call(&tool_call_id, &tool_name, &input, &self.project_dir);
+                if let Some(diff) = call.content.first() {
+                    self.diffs.insert(tool_call_id, diff.clone());
+                }
                 self.notify(SessionUpdate::ToolCall(call));
             }
             AgentEvent::ToolInputRewritten {
-                tool_call_id, input, ..
+                tool_call_id,
+                tool_name,
+                input,
             } => {
-                let update = rewritten_update(&tool_call_id, input);
+                let diff = updates::tool_diff(&tool_name, &input, &self.project_dir);
+                match &diff {
+                    Some(diff) => self.diffs.insert(tool_call_id.clone(), diff.clone()),
+                    None => self.diffs.remove(&tool_call_id),
+                };
+                let update = rewritten_update(&tool_call_id, input, diff);
                 self.notify(SessionUpdate::ToolCallUpdate(update));
             }
             AgentEvent::ToolStarted { tool_call_id, .. } => {
@@ -243,7 +268,8 @@ impl Forwarder {
                 ran,
                 ..
             } => {
-                let update = finished_update(&tool_call_id, &content, &details, is_error, ran);
+                let diff = self.diffs.remove(&tool_call_id);
+                let update = finished_update(&tool_call_id, diff, &content, &details, is_error, ran);
                 self.notify(SessionUpdate::ToolCallUpdate(update));
             }
             AgentEvent::Hooks { dispatch } => {
@@ -278,6 +304,14 @@ impl Forwarder {
                     self.context_window,
                 )));
             }
+            // Plan mode's final answer is the plan.
+            AgentEvent::AssistantMessage { text, tool_calls }
+                if self.mode == AgentMode::Plan && tool_calls.is_empty() =>
+            {
+                if let Some(plan) = super::plan::from_answer(&text) {
+                    self.notify(SessionUpdate::Plan(plan));
+                }
+            }
             AgentEvent::SessionStarted { .. }
             | AgentEvent::TurnStarted { .. }
             | AgentEvent::HooksStarted { .. }
@@ -309,6 +343,7 @@ impl Forwarder {
             }
             // From `session/set_mode`, answered already: the client hears the mode it is in now.
             Outcome::Mode(Ok(mode)) => {
+                self.mode = *mode;
                 self.config.set_mode(*mode);
                 self.notify(SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(
                     mode.as_str(),

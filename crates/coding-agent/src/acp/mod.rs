@@ -11,10 +11,12 @@
 mod approval;
 mod commands;
 mod config;
+mod files;
 mod forward;
 mod framing;
 mod handshake;
 mod mcp;
+mod plan;
 mod session;
 mod stored;
 mod updates;
@@ -172,7 +174,15 @@ pub async fn serve(
         .v1()
         .name("elph")
         .on_receive_request(
-            async move |_request: InitializeRequest, responder, _cx| responder.respond(initialize_response()),
+            {
+                let sessions = sessions.clone();
+                async move |request: InitializeRequest, responder, _cx| {
+                    // Sessions opened from now on read and write through the client's file
+                    // system if it offers one.
+                    sessions.files.set(request.client_capabilities.fs);
+                    responder.respond(initialize_response())
+                }
+            },
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_request(

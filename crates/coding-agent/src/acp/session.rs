@@ -145,6 +145,8 @@ pub(super) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 /// Every session of one connection.
 pub(super) struct Sessions {
     config: AcpConfig,
+    /// The client's file system, as its `initialize` offered it.
+    pub(super) files: super::files::Offered,
     live: Mutex<Live>,
     tasks: TaskTracker,
 }
@@ -153,6 +155,7 @@ impl Sessions {
     pub(super) fn new(config: AcpConfig) -> Self {
         Sessions {
             config,
+            files: super::files::Offered::default(),
             live: Mutex::new(Live::default()),
             tasks: TaskTracker::new(),
         }
@@ -386,6 +389,7 @@ impl Sessions {
         cwd: PathBuf,
         mcp_servers: Vec<McpServer>,
         choice: SessionChoice,
+        editor_files: Option<Arc<super::files::ClientFiles>>,
     ) -> Result<(Session, SessionEvents, Vec<Diagnostic>), Error> {
         // The protocol requires an absolute path; a relative one would resolve against wherever
         // `elph acp` happened to be started.
@@ -409,6 +413,7 @@ impl Sessions {
             session: choice,
             sandbox: self.config.sandbox.clone(),
             editor_mcp_servers,
+            editor_files: editor_files.map(|files| files as Arc<dyn elph_agent::tools::EditorFiles>),
             mode: self.config.mode,
         };
         let built = tokio::task::spawn_blocking(move || Session::open(paths, options, Approvals::Asked))
@@ -458,14 +463,19 @@ impl Sessions {
             },
             _ => None,
         };
-        let (session, events, diagnostics) = match self.build(cwd, mcp_servers, choice).await {
-            Ok(built) => built,
-            Err(error) => {
-                tracing::warn!(message = %error.message, "a session could not be opened");
-                return opening.fail(error);
-            }
-        };
+        let editor_files = self.files.for_session(&cx);
+        let (session, events, diagnostics) =
+            match self.build(cwd, mcp_servers, choice, editor_files.clone()).await {
+                Ok(built) => built,
+                Err(error) => {
+                    tracing::warn!(message = %error.message, "a session could not be opened");
+                    return opening.fail(error);
+                }
+            };
         let id = session.session_id().to_string();
+        if let Some(files) = &editor_files {
+            files.opened(&id);
+        }
         let project_dir = session.project_dir().to_path_buf();
         let trust = (
             crate::trust::TrustStore::new(&self.config.paths.config_dir),

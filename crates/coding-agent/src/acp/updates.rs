@@ -6,11 +6,12 @@
 use std::path::Path;
 
 use agent_client_protocol::v1::schema::{
-    ContentBlock, ContentChunk, ImageContent, SessionId, SessionNotification, SessionUpdate, ToolCall,
+    ContentBlock, ContentChunk, Diff, ImageContent, SessionId, SessionNotification, SessionUpdate, ToolCall,
     ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
 };
 use elph_agent::harness::Entry;
 use elph_agent::messages::{self, Message};
+use elph_agent::tools::ProposedChange;
 use serde_json::Value;
 
 /// The marker of hook notices in the agent's messages.
@@ -58,13 +59,40 @@ pub(crate) fn tool_locations(tool_name: &str, input: &Value, project_dir: &Path)
         .collect()
 }
 
+/// A proposed change as ACP's `diff` content, for the editor's review: `edit_file`'s old and new
+/// text; `write_file`'s whole new content with no old text. Elph does not read the file to fill
+/// that in: a file the read policy keeps from the model is not sent to the editor either.
+pub(crate) fn diff(change: &ProposedChange, project_dir: &Path) -> ToolCallContent {
+    let path = project_dir.join(change.path());
+    let diff = match change {
+        ProposedChange::Write { content, .. } => Diff::new(path, content.clone()),
+        ProposedChange::Edit {
+            old_text, new_text, ..
+        } => Diff::new(path, new_text.clone()).old_text(old_text.clone()),
+    };
+    ToolCallContent::Diff(diff)
+}
+
+/// The change a call of `tool_name` with `input` proposes, as `diff` content (none for tools that
+/// change no file, or arguments that do not parse).
+pub(crate) fn tool_diff(tool_name: &str, input: &Value, project_dir: &Path) -> Option<ToolCallContent> {
+    let tool = elph_agent::tools::native::find(tool_name)?;
+    let change = tool.parse(input.clone()).ok()?.change()?;
+    Some(diff(&change, project_dir))
+}
+
 /// The start of a tool call, as the client first sees it: `pending` until it runs (hooks and
-/// approval come first), then `in_progress`.
+/// approval come first), then `in_progress`. A call that changes a file carries its diff.
 pub(super) fn tool_call(tool_call_id: &str, tool_name: &str, input: &Value, project_dir: &Path) -> ToolCall {
     ToolCall::new(tool_call_id.to_string(), tool_title(tool_name, input))
         .kind(tool_kind(tool_name))
         .status(ToolCallStatus::Pending)
         .locations(tool_locations(tool_name, input, project_dir))
+        .content(
+            tool_diff(tool_name, input, project_dir)
+                .into_iter()
+                .collect::<Vec<_>>(),
+        )
         .raw_input(input.clone())
 }
 
@@ -76,13 +104,18 @@ pub(crate) fn status_update(tool_call_id: &str, status: ToolCallStatus) -> ToolC
     )
 }
 
-/// A call whose arguments preToolUse hooks rewrote: the client shows the arguments that will run,
-/// not the ones the model first sent.
-pub(crate) fn rewritten_update(tool_call_id: &str, input: Value) -> ToolCallUpdate {
-    ToolCallUpdate::new(
-        tool_call_id.to_string(),
-        ToolCallUpdateFields::new().raw_input(input),
-    )
+/// A call whose arguments preToolUse hooks rewrote: the client shows the arguments that will run
+/// (and the change they make), not the ones the model first sent.
+pub(crate) fn rewritten_update(
+    tool_call_id: &str,
+    input: Value,
+    diff: Option<ToolCallContent>,
+) -> ToolCallUpdate {
+    let mut fields = ToolCallUpdateFields::new().raw_input(input);
+    if let Some(diff) = diff {
+        fields = fields.content(vec![diff]);
+    }
+    ToolCallUpdate::new(tool_call_id.to_string(), fields)
 }
 
 fn content_block(block: &messages::ContentBlock) -> ContentBlock {
@@ -102,9 +135,11 @@ pub(crate) fn tool_content(blocks: &[messages::ContentBlock]) -> Vec<ToolCallCon
         .collect()
 }
 
-/// The end of a tool call: completed, or failed (an error result, or the call never ran).
+/// The end of a tool call: completed, or failed (an error result, or the call never ran). The
+/// result follows the call's diff, which the content of an update would otherwise replace.
 pub(crate) fn finished_update(
     tool_call_id: &str,
+    diff: Option<ToolCallContent>,
     content: &[messages::ContentBlock],
     details: &Value,
     is_error: bool,
@@ -115,9 +150,9 @@ pub(crate) fn finished_update(
     } else {
         ToolCallStatus::Completed
     };
-    let mut fields = ToolCallUpdateFields::new()
-        .status(status)
-        .content(tool_content(content));
+    let mut all: Vec<ToolCallContent> = diff.into_iter().collect();
+    all.extend(tool_content(content));
+    let mut fields = ToolCallUpdateFields::new().status(status).content(all);
     if !details.is_null() {
         fields = fields.raw_output(details.clone());
     }
@@ -143,6 +178,7 @@ pub(super) fn history(
     project_dir: &Path,
 ) -> Vec<SessionNotification> {
     let mut updates = Vec::new();
+    let mut diffs = std::collections::HashMap::new();
     let update = |update: SessionUpdate| SessionNotification::new(session_id.clone(), update);
     for entry in entries {
         match entry {
@@ -158,6 +194,9 @@ pub(super) fn history(
                         updates.push(update(SessionUpdate::AgentMessageChunk(chunk)));
                     }
                     for call in tool_calls {
+                        if let Some(diff) = tool_diff(&call.name, &call.input, project_dir) {
+                            diffs.insert(call.id.clone(), diff);
+                        }
                         let start = tool_call(&call.id, &call.name, &call.input, project_dir);
                         updates.push(update(SessionUpdate::ToolCall(start)));
                     }
@@ -171,7 +210,8 @@ pub(super) fn history(
                         messages::Content::Text(text) => vec![messages::ContentBlock::text(text.clone())],
                         messages::Content::Blocks(blocks) => blocks.clone(),
                     };
-                    let done = finished_update(tool_call_id, &blocks, &Value::Null, *is_error, true);
+                    let diff = diffs.remove(tool_call_id);
+                    let done = finished_update(tool_call_id, diff, &blocks, &Value::Null, *is_error, true);
                     updates.push(update(SessionUpdate::ToolCallUpdate(done)));
                 }
             },
@@ -230,16 +270,54 @@ mod tests {
     #[test]
     fn failed_or_skipped_calls_are_failed() {
         let text = [messages::ContentBlock::text("nope")];
-        let done = finished_update("c1", &text, &Value::Null, false, false);
+        let done = finished_update("c1", None, &text, &Value::Null, false, false);
         assert_eq!(done.fields.status, Some(ToolCallStatus::Failed));
-        let done = finished_update("c1", &text, &json!({"exitCode": 0}), false, true);
+        let done = finished_update("c1", None, &text, &json!({"exitCode": 0}), false, true);
         assert_eq!(done.fields.status, Some(ToolCallStatus::Completed));
         assert_eq!(done.fields.raw_output, Some(json!({"exitCode": 0})));
     }
 
     #[test]
+    fn changes_to_files_carry_their_diff() {
+        let project = Path::new("/p");
+        let call = tool_call(
+            "c1",
+            "edit_file",
+            &json!({"path": "a.rs", "old_text": "x", "new_text": "y"}),
+            project,
+        );
+        let expected = Diff::new("/p/a.rs", "y").old_text("x".to_string());
+        assert_eq!(call.content, vec![ToolCallContent::Diff(expected)]);
+        let call = tool_call(
+            "c2",
+            "write_file",
+            &json!({"path": "/q/b.txt", "content": "new"}),
+            project,
+        );
+        assert_eq!(
+            call.content,
+            vec![ToolCallContent::Diff(Diff::new("/q/b.txt", "new"))]
+        );
+        let call = tool_call("c3", "read_file", &json!({"path": "a.rs"}), project);
+        assert!(call.content.is_empty());
+        let done = finished_update(
+            "c1",
+            tool_diff("write_file", &json!({"path": "b", "content": "n"}), project),
+            &[messages::ContentBlock::text("Created b")],
+            &Value::Null,
+            false,
+            true,
+        );
+        let content = done.fields.content.unwrap();
+        assert!(
+            matches!(content[0], ToolCallContent::Diff(_)) && content.len() == 2,
+            "{content:?}"
+        );
+    }
+
+    #[test]
     fn a_rewrite_updates_the_raw_input() {
-        let update = rewritten_update("c1", json!({"path": "docs/notes.txt"}));
+        let update = rewritten_update("c1", json!({"path": "docs/notes.txt"}), None);
         assert_eq!(update.fields.raw_input, Some(json!({"path": "docs/notes.txt"})));
         assert_eq!(update.fields.status, None);
     }

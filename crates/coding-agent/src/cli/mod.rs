@@ -190,6 +190,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 session,
                 sandbox: cli.sandbox,
                 editor_mcp_servers: Vec::new(),
+                editor_files: None,
                 mode: cli.agent_mode,
             };
             interactive(cli.cwd.as_deref(), options)

@@ -7,6 +7,8 @@ mod acp_policy;
 mod acp_projects;
 mod acp_props;
 mod acp_sessions_v1;
+mod acp_ts;
+mod acp_ts_editor;
 mod acp_workflows;
 mod children;
 mod claude_code_hooks;

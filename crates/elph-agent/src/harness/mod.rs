@@ -84,6 +84,8 @@ pub struct HarnessConfig {
     /// How many times in a row stop hooks may continue a turn (`{"continue": "…"}`) before the
     /// turn ends anyway.
     pub max_stop_continuations: u32,
+    /// The editor's file system, when the front end's client offers it ([`crate::tools::EditorFiles`]).
+    pub editor_files: Option<Arc<dyn crate::tools::EditorFiles>>,
 }
 
 /// Stop hooks may continue a turn this many times in a row unless the front end says otherwise
@@ -110,6 +112,7 @@ impl HarnessConfig {
             mode: AgentMode::Build,
             read_deadline: DEFAULT_READ_DEADLINE,
             max_stop_continuations: DEFAULT_MAX_STOP_CONTINUATIONS,
+            editor_files: None,
         }
     }
 
@@ -660,6 +663,7 @@ impl AgentHarness {
             exact_call_approved: false,
             roots: self.roots.clone(),
             judged: None,
+            editor: self.config.editor_files.clone(),
         };
         for (index, call) in calls.iter().enumerate() {
             let Some(done) = unless_cancelled(cancel, self.tool_call(call, &ctx)).await else {

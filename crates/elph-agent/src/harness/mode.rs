@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 pub const PLAN_MODE_PROMPT: &str = "You are in plan mode: the session is read-only. You can read and \
 search files and run commands in a read-only sandbox (only $TMPDIR is writable, for scratch files and \
 test runs), but you cannot change the project. Investigate, \
-then answer with a concrete plan of the changes you would make; the user switches to build mode to \
+then answer with a concrete plan of the changes you would make, as a numbered list of steps; the user switches to build mode to \
 carry it out.";
 
 /// Whether the agent may change things: the mode the user picks with `/mode` or Shift+Tab.

@@ -60,6 +60,7 @@ impl AgentHarness {
             exact_call_approved: false,
             roots: self.roots.clone(),
             judged: None,
+            editor: self.config.editor_files.clone(),
         };
         match unless_cancelled(cancel, self.tool_call(&call, &ctx)).await {
             Some(done) => TemplateCallOutput {

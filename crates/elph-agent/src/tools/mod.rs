@@ -74,6 +74,9 @@ pub struct ToolContext {
     /// native tool that finds its path now leads elsewhere refuses. `None` when no one judged the
     /// call (a tool run directly, as in tests).
     pub judged: Option<Vec<PathBuf>>,
+    /// The editor's file system, when the front end's client offers it: the native file tools
+    /// then read and write through it (after the file policy, as always).
+    pub editor: Option<Arc<dyn EditorFiles>>,
 }
 
 impl ToolContext {
@@ -93,6 +96,7 @@ impl ToolContext {
             read_deadline: DEFAULT_READ_DEADLINE,
             exact_call_approved: false,
             judged: None,
+            editor: None,
         }
     }
 
@@ -360,8 +364,10 @@ impl ToolCatalog {
     }
 }
 
+mod editor;
 pub mod native;
 mod schema;
 mod typed;
 
+pub use editor::EditorFiles;
 pub use typed::{Call, ProposedChange, TypedTool};

@@ -79,14 +79,26 @@ impl TypedTool for EditFile {
             Ok(place) => place,
             Err(refusal) => return ToolOutput::error(refusal),
         };
-        let reading = place.clone();
-        let bytes = match tokio::task::spawn_blocking(move || read_all(&reading)).await {
-            Ok(Ok(bytes)) => bytes,
-            Ok(Err(error)) => return ToolOutput::error(paths::describe_io("edit", path, &error)),
-            Err(error) => return ToolOutput::error(format!("reading {path} failed: {error}")),
-        };
-        let Ok(text) = String::from_utf8(bytes) else {
-            return ToolOutput::error(format!("cannot edit {path}: it is not UTF-8 text"));
+        let editor = ctx.editor.as_ref();
+        let text = match editor.filter(|editor| editor.reads()) {
+            Some(editor) => match editor.read_text(place.real()).await {
+                Ok(text) => text,
+                Err(error) => {
+                    return ToolOutput::error(format!("cannot edit {path}: the editor says: {error}"));
+                }
+            },
+            None => {
+                let reading = place.clone();
+                let bytes = match tokio::task::spawn_blocking(move || read_all(&reading)).await {
+                    Ok(Ok(bytes)) => bytes,
+                    Ok(Err(error)) => return ToolOutput::error(paths::describe_io("edit", path, &error)),
+                    Err(error) => return ToolOutput::error(format!("reading {path} failed: {error}")),
+                };
+                let Ok(text) = String::from_utf8(bytes) else {
+                    return ToolOutput::error(format!("cannot edit {path}: it is not UTF-8 text"));
+                };
+                text
+            }
         };
         let (edited, replacements) = match replace(&text, &args.old_text, &args.new_text, args.replace_all) {
             Ok(done) => done,
@@ -98,13 +110,19 @@ impl TypedTool for EditFile {
                 ));
             }
         };
-        let written =
-            tokio::task::spawn_blocking(move || beneath::replace_file(&place, edited.as_bytes(), false))
-                .await;
-        match written {
-            Ok(Ok(_)) => {}
-            Ok(Err(error)) => return ToolOutput::error(paths::describe_io("write", path, &error)),
-            Err(error) => return ToolOutput::error(format!("writing {path} failed: {error}")),
+        if let Some(editor) = editor.filter(|editor| editor.writes()) {
+            if let Err(error) = editor.write_text(place.real(), &edited).await {
+                return ToolOutput::error(format!("cannot edit {path}: the editor says: {error}"));
+            }
+        } else {
+            let written =
+                tokio::task::spawn_blocking(move || beneath::replace_file(&place, edited.as_bytes(), false))
+                    .await;
+            match written {
+                Ok(Ok(_)) => {}
+                Ok(Err(error)) => return ToolOutput::error(paths::describe_io("write", path, &error)),
+                Err(error) => return ToolOutput::error(format!("writing {path} failed: {error}")),
+            }
         }
         let noun = if replacements == 1 {
             "replacement"

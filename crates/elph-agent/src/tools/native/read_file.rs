@@ -71,6 +71,14 @@ impl TypedTool for ReadFile {
             Ok(place) => place,
             Err(refusal) => return ToolOutput::error(refusal),
         };
+        if let Some(editor) = ctx.editor.as_ref().filter(|editor| editor.reads()) {
+            return match editor.read_text(place.real()).await {
+                Ok(text) => from_editor(&args.path, &text, offset, limit),
+                Err(error) => {
+                    ToolOutput::error(format!("cannot read {}: the editor says: {error}", args.path))
+                }
+            };
+        }
         let shown = args.path.clone();
         let window = Arc::new(Mutex::new(Window::new(offset, limit, OUTPUT_CAP)));
         let task_window = window.clone();
@@ -85,6 +93,19 @@ impl TypedTool for ReadFile {
             Err(message) => ToolOutput::error(message),
         }
     }
+}
+
+/// The window of a file's text as the editor has it, bounded and noted as a read from the disk is.
+fn from_editor(path: &str, text: &str, offset: u64, limit: Option<u64>) -> ToolOutput {
+    if paths::looks_binary(text.as_bytes()) {
+        return ToolOutput::error(format!(
+            "cannot read {path}: it looks like a binary file ({} bytes); read_file only shows text",
+            text.len()
+        ));
+    }
+    let mut window = Window::new(offset, limit, OUTPUT_CAP);
+    window.feed(text.as_bytes());
+    window.into_output(path, offset, None)
 }
 
 /// The lines of one file selected by offset and limit, as far as they fit in the cap.

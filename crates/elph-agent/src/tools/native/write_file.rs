@@ -61,6 +61,13 @@ impl TypedTool for WriteFile {
             Ok(place) => place,
             Err(refusal) => return ToolOutput::error(refusal),
         };
+        if let Some(editor) = ctx.editor.as_ref().filter(|editor| editor.writes()) {
+            let existed = std::fs::symlink_metadata(place.real()).is_ok();
+            if let Err(error) = editor.write_text(place.real(), &args.content).await {
+                return ToolOutput::error(format!("cannot write {}: the editor says: {error}", args.path));
+            }
+            return wrote(&args, existed);
+        }
         let content = args.content.clone();
         let written =
             tokio::task::spawn_blocking(move || beneath::replace_file(&place, content.as_bytes(), true))
@@ -73,12 +80,17 @@ impl TypedTool for WriteFile {
             Ok(Err(error)) => return ToolOutput::error(paths::describe_io("write", &args.path, &error)),
             Err(error) => return ToolOutput::error(format!("writing {} failed: {error}", args.path)),
         };
-        let bytes = args.content.len();
-        let verb = if existed { "Overwrote" } else { "Created" };
-        ToolOutput::text(format!("{verb} {} ({bytes} bytes)", args.path)).with_details(json!({
-            "path": args.path,
-            "bytes": bytes,
-            "created": !existed,
-        }))
+        wrote(&args, existed)
     }
+}
+
+/// What the model and the front end are told once the file is written.
+fn wrote(args: &Args, existed: bool) -> ToolOutput {
+    let bytes = args.content.len();
+    let verb = if existed { "Overwrote" } else { "Created" };
+    ToolOutput::text(format!("{verb} {} ({bytes} bytes)", args.path)).with_details(json!({
+        "path": args.path,
+        "bytes": bytes,
+        "created": !existed,
+    }))
 }
