@@ -363,3 +363,38 @@ async fn the_file_policy_holds_in_front_of_the_editors_file_system() {
     let told = setup.server.requests()[4].to_string();
     assert!(told.contains("refused"), "{told}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_editor_that_offers_only_reads_gets_only_reads() {
+    let setup = Setup::new().await;
+    let project = &setup.env.project;
+    std::fs::write(project.join("notes.txt"), "on disk\n").unwrap();
+    let notes = project.join("notes.txt").display().to_string();
+    setup.server.enqueue_all([
+        FakeReply::tool_call(
+            "edit_file",
+            json!({"path": "notes.txt", "old_text": "unsaved", "new_text": "saved"}),
+        ),
+        FakeReply::text("done"),
+    ]);
+    let mut scenario = Scenario::new(&setup.env, ARGS)
+        .step("session/new", session_params(&setup), Some("s"))
+        .step("session/prompt", prompt("save it"), None);
+    scenario.initialize = json!({"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": true}}});
+    scenario.buffers = json!({ notes.clone(): "unsaved\n" });
+    let run = scenario.run().await;
+    assert_eq!(run.ok(2)["stopReason"], "end_turn");
+    // The edit starts from the editor's buffer and, with no write offered, lands on the disk.
+    let reads: Vec<&Value> = run.report["reads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|read| &read["path"])
+        .collect();
+    assert_eq!(reads, [&json!(notes)]);
+    assert_eq!(run.report["writes"], json!([]));
+    assert_eq!(
+        std::fs::read_to_string(project.join("notes.txt")).unwrap(),
+        "saved\n"
+    );
+}
