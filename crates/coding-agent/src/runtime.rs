@@ -9,6 +9,7 @@ use elph_agent::harness::{
 };
 use elph_agent::hooks::{HookRegistry, SessionSource};
 use elph_agent::tools::ToolCatalog;
+use elph_process::sandbox::SandboxMode;
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::hooks::HookSet;
@@ -102,6 +103,11 @@ impl Runtime {
         events: UnboundedSender<AgentEvent>,
     ) -> anyhow::Result<Runtime> {
         let settings = Settings::load(&paths.config_dir)?;
+        // What this system gives the sandbox is probed beside the rest of the start; the answer
+        // is awaited below, before anything can run (`weaker_sandbox`).
+        if crate::sandbox::session_mode(&settings, &options.sandbox) != SandboxMode::FullAccess {
+            elph_process::sandbox::start_probes();
+        }
         let provider = crate::model_choice::resolve_provider(&paths, options.model.as_deref(), &settings)?;
         let model = format!("{}/{}", provider.provider_name(), provider.model_id());
 
@@ -128,10 +134,6 @@ impl Runtime {
             }
             None => None,
         };
-        for line in crate::sandbox::weaker_sandbox(&config.sandbox, &settings, &options.sandbox)? {
-            tracing::warn!(%line, "sandbox");
-            let _ = events.send(AgentEvent::Notice { message: line });
-        }
         // Before anything sandboxed runs: what a command makes later is compared with this.
         config.sandbox.start_session();
         config.shell_env = crate::sandbox::shell_env_policy(&paths, &settings);
@@ -169,6 +171,11 @@ impl Runtime {
         config.system_prompt.push_str(&workflows.system_prompt_section());
         send_workflow_notices(&events, &workflows);
         send_provider_notices(&events, &paths);
+        // Refused here, before any server or hook starts; said before the turn.
+        for line in crate::sandbox::weaker_sandbox(&config.sandbox, &settings, &options.sandbox)? {
+            tracing::warn!(%line, "sandbox");
+            let _ = events.send(AgentEvent::Notice { message: line });
+        }
         // MCP servers start here, so the model sees their tools in its first request.
         let (mcp, mcp_tools, mut mcp_diagnostics) =
             McpManager::start_with(&paths, trust.trusted, options.editor_mcp_servers.clone());

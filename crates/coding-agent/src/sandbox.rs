@@ -35,7 +35,7 @@ pub(crate) fn resolve_policy(
     args: &SandboxArgs,
     temp_dir: Option<&Path>,
 ) -> anyhow::Result<SandboxPolicy> {
-    let mode = args.mode.or(settings.sandbox.mode).unwrap_or_default();
+    let mode = session_mode(settings, args);
     let mut policy = SandboxPolicy::workspace(&paths.project_dir).with_mode(mode);
     policy.network = args.network || settings.sandbox.network == Some(NetworkSetting::On);
     if let Some(dir) = temp_dir {
@@ -90,6 +90,11 @@ pub(crate) fn resolve_policy(
         .into());
     }
     Ok(policy)
+}
+
+/// The session's sandbox mode: the flag, then settings.json, then `workspace-write`.
+pub(crate) fn session_mode(settings: &Settings, args: &SandboxArgs) -> SandboxMode {
+    args.mode.or(settings.sandbox.mode).unwrap_or_default()
 }
 
 /// The folders `sandbox.writableRoots` and `sandbox.writableCaches` add, absolute.

@@ -8,7 +8,9 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use nix::errno::Errno;
+use nix::fcntl::OFlag;
 use nix::sys::signal::{SigSet, SigmaskHow, pthread_sigmask};
+use nix::unistd::{ForkResult, Pid};
 
 use super::child::{self, Child};
 use crate::sandbox::{Confinement, SandboxPolicy};
@@ -207,53 +209,136 @@ where
     }
 }
 
-/// Starts `/bin/sh -c 'read _'` (it waits on a pipe that stays open) with `setup` applied in the
-/// child before exec: the holder of a namespace the caller then opens through /proc. It must fork
-/// (a child sharing Elph's memory cannot make a user namespace), and it is the sandbox's own
-/// helper, never a command of the user's: it lives a few milliseconds and is killed and reaped by
-/// its caller.
-pub(crate) fn spawn_holder<F>(setup: F) -> io::Result<std::process::Child>
-where
-    F: FnMut() -> io::Result<()> + Send + Sync + 'static,
-{
-    let mut command = std::process::Command::new("/bin/sh");
-    command
-        .args(["-c", "read _"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    in_child_before_exec(&mut command, dumpable_then(setup));
-    command.spawn()
+/// A child that made a namespace (its `setup`) and now only waits, executing nothing, until
+/// its caller has opened the namespace through /proc and ends it: the sandbox's own helper, never
+/// a command of the user's. It lives a few milliseconds; dropping it ends and reaps it.
+pub(crate) struct Holder {
+    pid: Pid,
+    /// The write end of the pipe the holder waits on; closing it lets the holder go.
+    release: Option<OwnedFd>,
+    reaped: bool,
 }
 
-/// `setup`, after making the forked child dumpable again: Elph is not (see
-/// `sandbox::make_self_undumpable`), and a process that is not dumpable cannot write its own
-/// `/proc/self/uid_map`. The fork has its own copy of the flag; Elph's stays off.
-fn dumpable_then<F>(mut setup: F) -> impl FnMut() -> io::Result<()> + Send + Sync + 'static
-where
-    F: FnMut() -> io::Result<()> + Send + Sync + 'static,
-{
-    move || {
-        nix::sys::prctl::set_dumpable(true)?;
-        setup()
+impl Holder {
+    pub(crate) fn id(&self) -> u32 {
+        self.pid.as_raw().cast_unsigned()
+    }
+
+    /// Ends the holder and reaps it.
+    pub(crate) fn end(&mut self) {
+        if self.reaped {
+            return;
+        }
+        drop(self.release.take());
+        let _ = nix::sys::signal::kill(self.pid, nix::sys::signal::Signal::SIGKILL);
+        child::reap_blocking(self.pid.as_raw());
+        self.reaped = true;
     }
 }
 
-/// Runs `/bin/sh -c :` with `setup` applied in the child before exec; true if it exits 0. For
+impl Drop for Holder {
+    fn drop(&mut self) {
+        self.end();
+    }
+}
+
+/// Forks a child that runs `setup`, says whether it succeeded, and waits, executing nothing,
+/// until the returned [`Holder`] ends it. It must fork (a child sharing Elph's memory cannot
+/// make a user namespace); it executes no program, so it costs a fork and no more (it once
+/// executed `sh`: a millisecond more at every session's start).
+pub(crate) fn spawn_holder<F>(setup: F) -> io::Result<Holder>
+where
+    F: FnOnce() -> io::Result<()>,
+{
+    let (pid, release) = fork_and_setup(setup, true)?;
+    Ok(Holder {
+        pid,
+        release,
+        reaped: false,
+    })
+}
+
+/// Whether `setup` succeeds in a forked child, which then exits without executing anything. For
 /// probing what the kernel lets a child do (a mount namespace) without trying it in this
 /// multi-threaded process.
 pub(crate) fn probe_in_child<F>(setup: F) -> bool
 where
-    F: FnMut() -> io::Result<()> + Send + Sync + 'static,
+    F: FnOnce() -> io::Result<()>,
 {
-    let mut command = std::process::Command::new("/bin/sh");
-    command
-        .args(["-c", ":"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    in_child_before_exec(&mut command, dumpable_then(setup));
-    command.status().is_ok_and(|status| status.success())
+    match fork_and_setup(setup, false) {
+        Ok((pid, _)) => {
+            child::reap_blocking(pid.as_raw());
+            true
+        }
+        Err(_) => false,
+    }
+}
+
+/// Forks; the child makes itself dumpable again (Elph is not, see
+/// `sandbox::make_self_undumpable`, and a process that is not dumpable cannot write its own
+/// `/proc/self/uid_map`), runs `setup`, writes its errno (0: it succeeded) to the parent, then,
+/// when `hold`, waits until the parent closes the returned pipe or kills it, and exits. Returns
+/// once the child has reported: `Err` with the child's error (the child is reaped), or its pid
+/// and, when `hold`, the pipe that keeps it waiting.
+fn fork_and_setup<F>(setup: F, hold: bool) -> io::Result<(Pid, Option<OwnedFd>)>
+where
+    F: FnOnce() -> io::Result<()>,
+{
+    let (report_read, report_write) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+    let (wait_read, wait_write) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+    // SAFETY: the child of a multi-threaded process may only make async-signal-safe calls until
+    // it executes or exits, and this one never executes: it closes two descriptors, makes the
+    // system calls of `setup` (every caller's setup only makes system calls on data prepared
+    // before the fork, as the steps of `in_child_before_exec` do: unshare, mount, writes of
+    // prepared bytes), prctl(2), write(2) and read(2) on stack buffers, and leaves with _exit(2),
+    // so no destructor, allocation or lock of the parent's runs in it.
+    match unsafe { nix::unistd::fork() }? {
+        ForkResult::Child => {
+            drop(report_read);
+            drop(wait_write);
+            let errno = match nix::sys::prctl::set_dumpable(true)
+                .map_err(io::Error::from)
+                .and_then(|()| setup())
+            {
+                Ok(()) => 0,
+                Err(error) => error.raw_os_error().unwrap_or(libc::EPERM),
+            };
+            let _ = nix::unistd::write(&report_write, &errno.to_ne_bytes());
+            if hold && errno == 0 {
+                let mut byte = [0u8; 1];
+                while nix::unistd::read(&wait_read, &mut byte) == Err(Errno::EINTR) {}
+            }
+            // SAFETY: ends the child at once, running no atexit handler and no destructor of the
+            // parent's state it holds a copy of.
+            unsafe { libc::_exit(i32::from(errno != 0)) }
+        }
+        ForkResult::Parent { child: pid } => {
+            drop(report_write);
+            drop(wait_read);
+            let mut report = [0u8; 4];
+            let mut got = 0;
+            while got < report.len() {
+                match nix::unistd::read(&report_read, &mut report[got..]) {
+                    Ok(0) => break,
+                    Ok(n) => got += n,
+                    Err(Errno::EINTR) => {}
+                    Err(_) => break,
+                }
+            }
+            // Fewer bytes: it died before it could say.
+            let errno = if got == report.len() {
+                i32::from_ne_bytes(report)
+            } else {
+                libc::ECHILD
+            };
+            if errno != 0 {
+                let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+                child::reap_blocking(pid.as_raw());
+                return Err(io::Error::from_raw_os_error(errno));
+            }
+            Ok((pid, hold.then_some(wait_write)))
+        }
+    }
 }
 
 /// Says why `program` could not be started, and what to do about it.

@@ -184,8 +184,7 @@ fn shared_namespace(
             mount: open("mnt")?,
         })
     })();
-    let _ = holder.kill();
-    let _ = holder.wait();
+    holder.end();
     let namespace = Arc::new(opened.map_err(failed)?);
     namespaces.insert(key, namespace.clone());
     Ok(namespace)

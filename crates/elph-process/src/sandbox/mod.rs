@@ -40,7 +40,7 @@ pub use privileges::{make_self_undumpable, user_namespaces_available};
 pub use refusal::Refused;
 pub use repositories::SessionWatch;
 pub use unix_sockets::socket_variable;
-pub use weaker::{MissingProtection, missing_protections};
+pub use weaker::{MissingProtection, missing_protections, start_probes};
 
 /// How much a sandboxed process may do.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]

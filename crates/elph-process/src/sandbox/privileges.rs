@@ -172,7 +172,7 @@ fn make_user_namespace() -> io::Result<UserNamespace> {
     })?;
     let made = (|| -> io::Result<UserNamespace> {
         let pid = holder.id();
-        // The holder unshares before it executes `sh`; the maps can be written once it has.
+        // `spawn_holder` returns once the holder has unshared: the maps can be written now.
         let file = std::fs::File::open(format!("/proc/{pid}/ns/user"))?;
         let own = std::fs::File::open("/proc/self/ns/user")?;
         if same_namespace(&file, &own)? {
@@ -190,8 +190,7 @@ fn make_user_namespace() -> io::Result<UserNamespace> {
         std::fs::write(format!("/proc/{pid}/gid_map"), gid_map)?;
         Ok(UserNamespace { file })
     })();
-    let _ = holder.kill();
-    let _ = holder.wait();
+    holder.end();
     made
 }
 
