@@ -76,7 +76,8 @@ impl TestEnv {
     }
 
     /// A command for `bin` with a cleared environment: HOME, ELPH_HOME, ELPH_DATA_DIR, PATH, and the
-    /// project as the working directory.
+    /// project as the working directory; and `ELPH_SPAWN` when the tests run with it, so that CI
+    /// can run the whole suite with every child started through the fork (`ELPH_SPAWN=fork`).
     pub fn command(&self, bin: &Path) -> Command {
         let mut command = Command::new(bin);
         command
@@ -86,6 +87,9 @@ impl TestEnv {
             .env("ELPH_DATA_DIR", &self.data_dir)
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .current_dir(&self.project);
+        if let Some(path) = std::env::var_os("ELPH_SPAWN") {
+            command.env("ELPH_SPAWN", path);
+        }
         command
     }
 }

@@ -42,7 +42,19 @@ pub async fn busy_elph_with(
     server: &FakeModelServer,
     front: Front,
     during: During,
+    hooks: Vec<serde_json::Value>,
+) -> (Running, Vec<i32>) {
+    busy_elph_with_vars(env, server, front, during, hooks, &[]).await
+}
+
+/// `busy_elph_with`, elph started with more environment variables.
+pub async fn busy_elph_with_vars(
+    env: &TestEnv,
+    server: &FakeModelServer,
+    front: Front,
+    during: During,
     mut hooks: Vec<serde_json::Value>,
+    vars: &[(&str, &str)],
 ) -> (Running, Vec<i32>) {
     env.trust_project();
     // Inside the project: the default sandbox (workspace-write) lets a command write only there.
@@ -91,7 +103,7 @@ pub async fn busy_elph_with(
         }
     }
     let mut running = match front {
-        Front::Run => Running::start(
+        Front::Run => Running::start_with(
             env,
             server,
             &[
@@ -102,13 +114,15 @@ pub async fn busy_elph_with(
                 "stream-json",
                 "go",
             ],
+            vars,
             false,
         ),
         Front::Acp => {
-            let mut running = Running::start(
+            let mut running = Running::start_with(
                 env,
                 server,
                 &["acp", "--model", "openai/gpt-test", "--approval", "auto"],
+                vars,
                 true,
             );
             let session = acp_open_session(&mut running, &env.project).await;
@@ -122,9 +136,18 @@ pub async fn busy_elph_with(
 }
 
 async fn kill_9_leaves_nothing(front: Front, during: During) {
+    kill_9_leaves_nothing_with(front, during, &[]).await;
+}
+
+/// Unconfined children (hooks, MCP servers) start in a child sharing Elph's memory until it
+/// executes; `ELPH_SPAWN=fork` starts them through the fork that confined ones take. Both register
+/// the child's group with the orphan watcher before its program runs.
+const THROUGH_THE_FORK: [(&str, &str); 1] = [("ELPH_SPAWN", "fork")];
+
+async fn kill_9_leaves_nothing_with(front: Front, during: During, vars: &[(&str, &str)]) {
     let env = TestEnv::new();
     let server = FakeModelServer::start(Wire::OpenAi).await;
-    let (running, busy) = busy_elph(&env, &server, front, during).await;
+    let (running, busy) = busy_elph_with_vars(&env, &server, front, during, Vec::new(), vars).await;
     let mut family = descendants(running.pid);
     for pid in &busy {
         assert!(family.contains(pid), "{pid} is a descendant of elph ({family:?})");
@@ -152,6 +175,16 @@ async fn kill_9_of_elph_run_during_shell_exec_leaves_no_process() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_of_elph_run_during_a_hook_leaves_no_process() {
     kill_9_leaves_nothing(Front::Run, During::Hook).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_of_elph_run_during_a_hook_started_through_the_fork_leaves_no_process() {
+    kill_9_leaves_nothing_with(Front::Run, During::Hook, &THROUGH_THE_FORK).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_of_elph_run_with_an_mcp_server_started_through_the_fork_leaves_no_process() {
+    kill_9_leaves_nothing_with(Front::Run, During::McpServer, &THROUGH_THE_FORK).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

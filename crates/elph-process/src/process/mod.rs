@@ -19,11 +19,14 @@
 //! 6. the group killed with SIGKILL when the [`Child`] is dropped, and by
 //!    [`kill_running_groups`] on an exit that does not unwind.
 //!
-//! The child is created by std's `Command` with a `pre_exec` step, that is by `fork`: it copies
-//! Elph's page tables, a cost that grows with Elph's memory. A `clone(CLONE_VM)` spawn that copies
-//! nothing was measured against it and removed: at Elph's size it saved about 0.2 ms per hook,
-//! which no one waits for beside a model round trip (the `spawn` benchmark, and
-//! docs/architecture.md, "Starting a child").
+//! A confined child is created by std's `Command` with a `pre_exec` step, that is by `fork`: it
+//! copies Elph's page tables, and Landlock and seccomp are set up in it by crates that do not
+//! promise to be safe in a child sharing Elph's memory. An unconfined child (a hook, an MCP server,
+//! a `full-access` command) starts in a child that shares Elph's memory until it executes, as
+//! `posix_spawn` makes one (`vfork`), with the same steps as raw system calls, the orphan
+//! watcher's registration included: it copies nothing. `ELPH_SPAWN=fork` sends every child through
+//! the fork (CI runs the whole suite both ways); docs/architecture.md, "Starting a child", has the
+//! figures.
 
 mod capture;
 mod child;
@@ -33,6 +36,7 @@ mod group;
 mod one_path;
 mod run;
 mod spawn;
+mod vfork;
 
 pub use capture::{Capture, CaptureMode};
 pub use child::{Child, ChildStdin, ChildStdout};

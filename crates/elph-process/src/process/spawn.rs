@@ -110,7 +110,17 @@ pub async fn spawn(spec: &SpawnSpec<'_>) -> io::Result<Child> {
             .transpose()
             .map(Option::flatten)
             .map_err(io::Error::other)?;
-        match fork(spec, confinement) {
+        let started = match confinement {
+            // Unconfined: a child sharing Elph's memory until it executes (`vfork`).
+            None if !super::vfork::fork_for_every_child() => {
+                super::vfork::spawn_unconfined(spec).map_err(|error| SpawnError {
+                    step: Step::Exec,
+                    error,
+                })
+            }
+            confinement => fork(spec, confinement),
+        };
+        match started {
             Ok(started) => return Child::watch(started),
             // A file that another thread of this process still has open for writing (a script
             // that was just written, while another thread forked) cannot be executed for a moment.
@@ -131,8 +141,9 @@ pub async fn spawn(spec: &SpawnSpec<'_>) -> io::Result<Child> {
     }
 }
 
-/// Creates the child: std's `Command`, whose `pre_exec` step puts it on the fork path, with the
-/// steps before exec in one closure, in the documented order.
+/// Creates a confined child (and every child under `ELPH_SPAWN=fork`): std's `Command`, whose
+/// `pre_exec` step puts it on the fork path, with the steps before exec in one closure, in the
+/// documented order.
 fn fork(spec: &SpawnSpec<'_>, confinement: Option<Confinement>) -> Result<Started, SpawnError> {
     let mut command = std::process::Command::new(spec.program);
     command
@@ -429,5 +440,94 @@ mod tests {
             .expect("the child exited within the test deadline")
             .unwrap();
         assert_eq!(status.code(), Some(3));
+    }
+
+    /// Runs `program` unconfined through the fork (`fork_path`) or the shared-memory child, with a
+    /// pipe on stdin (closed at once) and stdout; returns what it printed.
+    async fn output_through(
+        fork_path: bool,
+        program: &str,
+        args: &[&str],
+        env: &[(OsString, OsString)],
+        cwd: &Path,
+    ) -> String {
+        use tokio::io::AsyncReadExt;
+        let args: Vec<&OsStr> = args.iter().map(OsStr::new).collect();
+        let spec = SpawnSpec {
+            program: Path::new(program),
+            args: &args,
+            cwd,
+            env,
+            stdin: Input::Piped,
+            stdout: Output::Piped,
+            stderr: Output::Null,
+            sandbox: None,
+        };
+        let started = if fork_path {
+            fork(&spec, None).map_err(|failed| failed.error)
+        } else {
+            super::super::vfork::spawn_unconfined(&spec)
+        };
+        let mut child = Child::watch(started.unwrap()).unwrap();
+        drop(child.stdin.take());
+        let mut out = String::new();
+        let mut stdout = child.stdout.take().unwrap();
+        tokio::time::timeout(Duration::from_secs(30), stdout.read_to_string(&mut out))
+            .await
+            .expect("the output ended within the test deadline")
+            .unwrap();
+        let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
+            .await
+            .expect("the child exited within the test deadline")
+            .unwrap();
+        assert!(status.success(), "{program}: {status:?}");
+        out
+    }
+
+    /// The fork (confined children, and every child under `ELPH_SPAWN=fork`) and the shared-memory
+    /// child (unconfined ones) start a program in the same state, as the kernel shows it: a session
+    /// and group of its own with no terminal, no signal blocked and the same ones ignored, exactly
+    /// the environment given (one entry per name), the working directory, stdin a pipe, and the
+    /// same descriptors (Elph's own are close-on-exec; what the test runner leaves open is
+    /// inherited on both paths alike).
+    #[tokio::test]
+    async fn both_spawn_paths_start_a_program_in_the_same_state() {
+        let dir = tempfile::tempdir().unwrap();
+        let cwd = std::fs::canonicalize(dir.path()).unwrap();
+        let env: Vec<(OsString, OsString)> = [("B", "1"), ("A", "2"), ("B", "3")]
+            .map(|(name, value)| (name.into(), value.into()))
+            .to_vec();
+        let mut seen = Vec::new();
+        for fork_path in [true, false] {
+            let path = if fork_path { "fork" } else { "shared memory" };
+            let stat = output_through(fork_path, "/bin/cat", &["/proc/self/stat"], &env, &cwd).await;
+            let pid = stat.split(' ').next().unwrap().to_string();
+            let after_name: Vec<&str> = stat.rsplit_once(") ").unwrap().1.split(' ').collect();
+            // state, ppid, pgrp, session, tty_nr
+            assert_eq!(after_name[2], pid, "{path}: its own process group");
+            assert_eq!(after_name[3], pid, "{path}: its own session");
+            assert_eq!(after_name[4], "0", "{path}: no controlling terminal");
+            let status = output_through(fork_path, "/bin/cat", &["/proc/self/status"], &env, &cwd).await;
+            let signals: Vec<String> = status
+                .lines()
+                .filter(|line| {
+                    line.starts_with("SigBlk") || line.starts_with("SigIgn") || line.starts_with("NoNewPrivs")
+                })
+                .map(str::to_string)
+                .collect();
+            assert!(
+                signals.contains(&"SigBlk:\t0000000000000000".to_string()),
+                "{path}: {signals:?}"
+            );
+            let environ = output_through(fork_path, "/usr/bin/env", &[], &env, &cwd).await;
+            assert_eq!(environ, "A=2\nB=3\n", "{path}");
+            let pwd = output_through(fork_path, "/bin/pwd", &["-P"], &env, &cwd).await;
+            assert_eq!(pwd.trim_end(), cwd.to_str().unwrap(), "{path}");
+            let stdin = output_through(fork_path, "/bin/readlink", &["/proc/self/fd/0"], &env, &cwd).await;
+            assert!(stdin.starts_with("pipe:"), "{path}: {stdin}");
+            let fds = output_through(fork_path, "/bin/ls", &["/proc/self/fd"], &env, &cwd).await;
+            seen.push((signals, fds));
+        }
+        assert_eq!(seen[0], seen[1], "the same signals and descriptors on both paths");
     }
 }
