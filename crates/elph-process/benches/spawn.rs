@@ -4,33 +4,34 @@
 //! steps), in the same run.
 //!
 //! The command is a hook in miniature: `/bin/cat` reads a 1 KiB payload on stdin and writes it
-//! back. The spawn forks (std's `pre_exec` path), and a fork copies the parent's page tables, so
-//! its cost grows with the memory Elph has written: each bench runs with 0, 64 and 256 MiB of
-//! touched heap (`ballast`) beside the runtime. An idle `elph` holds about 1 MiB of anonymous
+//! back. A fork copies the parent's page tables, so its cost grows with the memory Elph has
+//! written: each bench runs with 0, 64 and 256 MiB of touched heap (`ballast`) beside the
+//! runtime. An idle `elph` holds about 1 MiB of anonymous
 //! memory, a long session a few MiB more: the 0 MiB row is Elph's case.
 //!
-//! The `CLONE_VM` spawn that once sat beside the fork path was decided on these figures: in one run
-//! on the 2-core machine (heavily loaded, so the fastest sample is the steadier figure), fastest /
-//! median per hook, 0 MiB: bare std spawn 600 / 691 µs, CLONE_VM 679 / 1,088 µs, fork 873 / 1,398
-//! µs; at 64 MiB the fork took 3.2 ms (fastest), at 256 MiB 24 ms. At Elph's size the CLONE_VM path
-//! saved 0.2-0.3 ms per hook, under 0.1 % of a model round trip (hundreds of ms): no user waits
-//! for it, so it went, with its shared-memory child and most of the crate's `unsafe`. The ratio to
-//! a bare spawn is reported, not enforced: 1.45× (fastest; 2.0× median) through the fork path,
-//! where the CLONE_VM path had 1.13× (1.58×). docs/architecture.md, "Starting a child", has the
-//! decision.
+//! An unconfined child (this bench's hook has no sandbox) starts in a child that shares Elph's
+//! memory until it executes (`process/vfork.rs`); `ELPH_SPAWN=fork` sends it through the fork that
+//! confined children take. Run the bench both ways: the ratios are each against a bare spawn
+//! measured in the same run.
 //!
 //! The steps of the difference, each measured on its own in the same run (`summary`, printed by
 //! `cargo bench -p elph-process --bench spawn` after divan's table, quiet and then under load):
 //! std's fork path with only `setsid` in `pre_exec` (what forking alone costs over
 //! `posix_spawn`), glibc's `posix_spawn` with `POSIX_SPAWN_SETSID` and the orphan-watcher record
-//! written by the parent after it returns (what an unconfined child could cost without a fork,
-//! and how long its group would go unregistered), `process::spawn` and a blocking wait (our spawn
-//! alone), and `process::run` (the whole hook). In one run on the 2-core machine at a load average
-//! of 13-16 (fastest / median, µs): bare 634 / 940, fork and setsid 821 / 1,281, posix_spawn with
-//! setsid and the parent's record 650 / 1,002, process::spawn and a wait 934 / 1,529, process::run
-//! 961 / 1,482, that is 1.52×; the posix_spawned group went unregistered for 26 µs (median; 0.7 ms
-//! at worst), 0.43 ms (2.1 ms) beside two busy loops. Why the fork stays: docs/architecture.md,
-//! "Starting a child".
+//! written by the parent after it returns (how long such a group would go unregistered, which the
+//! shared-memory child avoids by registering before exec), `process::spawn` and a blocking wait
+//! (our spawn alone), and `process::run` (the whole hook). One run each way on the 2-core machine,
+//! at a load average of 12-13 from other builds (fastest / median, µs, the "quiet" phase):
+//!
+//! | | default (shared-memory child) | `ELPH_SPAWN=fork` |
+//! | --- | --- | --- |
+//! | bare std spawn | 616 / 866 | 604 / 735 |
+//! | std fork + setsid | 809 / 1,238 | 787 / 993 |
+//! | posix_spawn + SETSID, parent registers | 639 / 914 | 634 / 766 |
+//! | process::spawn + wait | 687 / 1,030 | 854 / 1,102 |
+//! | process::run (the hook) | 681 / 1,006: 1.10× / 1.16× | 839 / 1,086: 1.39× / 1.48× |
+//!
+//! docs/architecture.md, "Starting a child", has why each path is where it is.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
