@@ -45,6 +45,9 @@ pub struct RuntimeOptions {
     pub sandbox: crate::sandbox::SandboxArgs,
     /// MCP servers an editor sent for this session (ACP), started after mcp.json's.
     pub editor_mcp_servers: Vec<crate::mcp::ServerDefinition>,
+    /// The answers to the MCP files' `${input:ID}` (the terminal UI asks them at its start), or
+    /// which front end cannot ask.
+    pub mcp_inputs: crate::mcp::inputs::McpInputs,
     /// `--mode`: build or plan.
     pub mode: elph_agent::harness::AgentMode,
     /// The editor's file system (ACP, when the client offers it): the native file tools read and
@@ -61,6 +64,7 @@ impl Default for RuntimeOptions {
             session: SessionChoice::New,
             sandbox: crate::sandbox::SandboxArgs::default(),
             editor_mcp_servers: Vec::new(),
+            mcp_inputs: crate::mcp::inputs::McpInputs::headless("this session"),
             mode: elph_agent::harness::AgentMode::Build,
             editor_files: None,
         }
@@ -177,8 +181,12 @@ impl Runtime {
             let _ = events.send(AgentEvent::Notice { message: line });
         }
         // MCP servers start here, so the model sees their tools in its first request.
-        let (mcp, mcp_tools, mut mcp_diagnostics) =
-            McpManager::start_with(&paths, trust.trusted, options.editor_mcp_servers.clone());
+        let (mcp, mcp_tools, mut mcp_diagnostics) = McpManager::start_with(
+            &paths,
+            trust.trusted,
+            options.editor_mcp_servers.clone(),
+            &options.mcp_inputs,
+        );
         let mut tools = ToolCatalog::native();
         for tool in mcp_tools {
             let name = tool.name().to_string();

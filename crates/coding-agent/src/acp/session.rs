@@ -414,6 +414,7 @@ impl Sessions {
             sandbox: self.config.sandbox.clone(),
             editor_mcp_servers,
             editor_files: editor_files.map(|files| files as Arc<dyn elph_agent::tools::EditorFiles>),
+            mcp_inputs: crate::mcp::inputs::McpInputs::headless("`elph acp`"),
             mode: self.config.mode,
         };
         let built = tokio::task::spawn_blocking(move || Session::open(paths, options, Approvals::Asked))

@@ -274,8 +274,9 @@ fn project_target_of(paths: &Paths) -> PathBuf {
     paths.project_dir.join(".elph").join("hooks.json")
 }
 
-fn write_atomically(target: &Path, text: &str) -> anyhow::Result<()> {
-    let folder = target.parent().context("the hooks.json has no folder")?;
+/// Replaces `target` with `text` in one step (a temporary file in its folder, renamed).
+pub(super) fn write_atomically(target: &Path, text: &str) -> anyhow::Result<()> {
+    let folder = target.parent().context("the file has no folder")?;
     std::fs::create_dir_all(folder).with_context(|| format!("cannot create {}", folder.display()))?;
     let mut file = tempfile::NamedTempFile::new_in(folder)
         .with_context(|| format!("cannot write in {}", folder.display()))?;

@@ -20,6 +20,10 @@ pub enum McpCommand {
     Login(LoginArgs),
     /// Forget the tokens of an MCP server (removes them from CONFIG_DIR/mcp-credentials.json).
     Logout(LogoutArgs),
+    /// Add another client's MCP servers to Elph's mcp.json: VS Code (.vscode/mcp.json), Cursor
+    /// (.cursor/mcp.json), Claude Desktop (claude_desktop_config.json), Claude Code (.mcp.json),
+    /// Codex (config.toml's [mcp_servers.NAME]). What cannot be carried over is said, one line each.
+    Import(super::mcp_import::ImportArgs),
 }
 
 #[derive(Debug, Args)]
@@ -50,6 +54,7 @@ pub(crate) fn run(cwd: Option<&Path>, command: McpCommand) -> anyhow::Result<u8>
     match command {
         McpCommand::Login(args) => run_login(&paths, args),
         McpCommand::Logout(args) => run_logout(&paths, &args.name),
+        McpCommand::Import(args) => super::mcp_import::run(cwd, args),
     }
 }
 
@@ -58,7 +63,8 @@ fn server_url(paths: &Paths, name: &str) -> anyhow::Result<String> {
     let trusted = crate::trust::TrustStore::new(&paths.config_dir)
         .decide(&paths.project_dir)
         .trusted;
-    let config = McpConfig::load(paths, trusted);
+    // Nothing is asked: only the server's URL is needed.
+    let config = McpConfig::load(paths, trusted, &crate::mcp::inputs::McpInputs::placeholders());
     if let Some(server) = config.servers.iter().find(|server| server.name == name) {
         return match &server.transport {
             ServerTransport::Http { url, .. } => Ok(url.clone()),

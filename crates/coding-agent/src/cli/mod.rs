@@ -8,6 +8,7 @@ mod hooks_test;
 mod import_rules;
 mod man;
 mod mcp;
+mod mcp_import;
 mod run;
 mod sandbox;
 mod sessions;
@@ -191,6 +192,8 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 sandbox: cli.sandbox,
                 editor_mcp_servers: Vec::new(),
                 editor_files: None,
+                // Asked on the terminal before the TUI's screen opens (tui::run).
+                mcp_inputs: crate::mcp::inputs::McpInputs::default(),
                 mode: cli.agent_mode,
             };
             interactive(cli.cwd.as_deref(), options)

@@ -130,6 +130,7 @@ pub(super) fn run(cwd: Option<&Path>, args: RunArgs) -> anyhow::Result<u8> {
         sandbox: args.sandbox.clone(),
         editor_mcp_servers: Vec::new(),
         editor_files: None,
+        mcp_inputs: crate::mcp::inputs::McpInputs::headless("`elph run`"),
         mode: args.agent_mode,
     };
     // One turn is one chain of awaits: the model stream, then the tools and hooks it asks for, one

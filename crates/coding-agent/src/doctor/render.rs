@@ -335,6 +335,15 @@ fn render_mcp(out: &mut impl Write, mcp: &crate::mcp::McpOverview) -> io::Result
     for diagnostic in &mcp.diagnostics {
         writeln!(out, "  ! {diagnostic}")?;
     }
+    for file in &mcp.other_clients {
+        writeln!(
+            out,
+            "  {} has MCP servers of {} that Elph does not read; to bring them: {}",
+            file.path.display(),
+            file.client,
+            file.import
+        )?;
+    }
     Ok(())
 }
 

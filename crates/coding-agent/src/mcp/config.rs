@@ -27,8 +27,9 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::expand::expand;
+use super::expand::{ExpandError, Variables, expand_with};
 use super::file::{McpFile, ServerConfig, TransportType};
+use super::inputs::{InputConfig, McpInputs, parse_specs};
 use crate::diagnostics::Diagnostic;
 use crate::hooks::discovery::{ResolvedCommand, resolve_command};
 use crate::paths::Paths;
@@ -56,6 +57,12 @@ pub enum McpScope {
 /// The project's mcp.json.
 pub(crate) fn project_file(paths: &Paths) -> PathBuf {
     paths.project_dir.join(".elph").join("mcp.json")
+}
+
+/// The project's files of MCP servers: `.elph/mcp.json`, then `.mcp.json` at the project's root
+/// (the file Claude Code and other clients keep there), read alike.
+pub(crate) fn project_files(paths: &Paths) -> [PathBuf; 2] {
+    [project_file(paths), paths.project_dir.join(".mcp.json")]
 }
 
 /// The home mcp.json.
@@ -150,35 +157,51 @@ pub struct McpConfig {
 }
 
 impl McpConfig {
-    /// Reads the home file and, when `project_trusted`, the project file. An untrusted project's
-    /// mcp.json is not read at all; when it exists, a diagnostic says how to trust the project.
-    pub fn load(paths: &Paths, project_trusted: bool) -> McpConfig {
+    /// Reads the home file and, when `project_trusted`, the project's files (`.elph/mcp.json`, then
+    /// `.mcp.json`). An untrusted project's files are not read at all; when one exists, a diagnostic
+    /// says how to trust the project. `inputs` answers `${input:ID}`.
+    pub fn load(paths: &Paths, project_trusted: bool, inputs: &McpInputs) -> McpConfig {
         let path_var = std::env::var("PATH").unwrap_or_default();
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let env = |name: &str| std::env::var(name).ok();
+        let context = Context {
+            env: &env,
+            project_dir: &paths.project_dir,
+            home: home.as_deref(),
+            inputs,
+            path_var: &path_var,
+        };
         let mut config = McpConfig::default();
-        config.read(&home_file(paths), McpScope::Home, &path_var);
+        config.read(&home_file(paths), McpScope::Home, &context);
         config.refuse_home_servers_in_project(paths);
-        let project = project_file(paths);
-        if project_trusted {
-            config.read(&project, McpScope::Project, &path_var);
-        } else if project.exists() {
-            config.files.push(McpFileStatus {
-                path: project.clone(),
-                scope: McpScope::Project,
-                state: McpFileState::SkippedUntrusted,
-            });
-            config.diagnostics.push(
-                Diagnostic::new(format!(
-                    "project MCP servers skipped until {} is trusted (run `elph trust` there, or /trust in the app)",
-                    paths.project_dir.display()
-                ))
-                .in_file(&project),
-            );
-        } else {
-            config.files.push(McpFileStatus {
-                path: project,
-                scope: McpScope::Project,
-                state: McpFileState::Missing,
-            });
+        let [elph_file, root_file] = project_files(paths);
+        for project in [elph_file, root_file] {
+            // `.mcp.json` is listed only when it is there: most projects have none.
+            let listed = project.ends_with(".elph/mcp.json");
+            if project_trusted {
+                if listed || project.exists() {
+                    config.read(&project, McpScope::Project, &context);
+                }
+            } else if project.exists() {
+                config.files.push(McpFileStatus {
+                    path: project.clone(),
+                    scope: McpScope::Project,
+                    state: McpFileState::SkippedUntrusted,
+                });
+                config.diagnostics.push(
+                    Diagnostic::new(format!(
+                        "project MCP servers skipped until {} is trusted (run `elph trust` there, or /trust in the app)",
+                        paths.project_dir.display()
+                    ))
+                    .in_file(&project),
+                );
+            } else if listed {
+                config.files.push(McpFileStatus {
+                    path: project,
+                    scope: McpScope::Project,
+                    state: McpFileState::Missing,
+                });
+            }
         }
         config
     }
@@ -232,8 +255,8 @@ impl McpConfig {
         self.diagnostics.extend(refused);
     }
 
-    fn read(&mut self, path: &Path, scope: McpScope, path_var: &str) {
-        let state = match read_file(path, scope, path_var, &|name| std::env::var(name).ok()) {
+    fn read(&mut self, path: &Path, scope: McpScope, context: &Context<'_>) {
+        let state = match read_file(path, scope, context) {
             Ok(None) => McpFileState::Missing,
             Err(error) => {
                 let diagnostic = Diagnostic::new(error.message.clone()).in_file(path);
@@ -297,6 +320,18 @@ fn malformed(pointer: Option<String>, message: impl Into<String>) -> McpLoadErro
 /// Looks up an environment variable for `${VAR}` expansion.
 pub(crate) type EnvLookup<'a> = &'a dyn Fn(&str) -> Option<String>;
 
+/// What a file's variables stand for, and where bare command names are looked up.
+pub(crate) struct Context<'a> {
+    pub env: EnvLookup<'a>,
+    /// `${workspaceFolder}`.
+    pub project_dir: &'a Path,
+    /// `${userHome}`.
+    pub home: Option<&'a Path>,
+    /// `${input:ID}`.
+    pub inputs: &'a McpInputs,
+    pub path_var: &'a str,
+}
+
 /// The servers of one file, and the ones it skipped (JSON pointer, why).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct ParsedFile {
@@ -308,8 +343,7 @@ pub(crate) struct ParsedFile {
 pub(crate) fn read_file(
     path: &Path,
     scope: McpScope,
-    path_var: &str,
-    env: EnvLookup<'_>,
+    context: &Context<'_>,
 ) -> Result<Option<ParsedFile>, McpLoadError> {
     let bytes = match elph_config::read_config(path) {
         Ok(Some(bytes)) => bytes,
@@ -317,7 +351,7 @@ pub(crate) fn read_file(
         Err(err) => return Err(malformed(None, err.reason())),
     };
     let folder = path.parent().unwrap_or(Path::new("/"));
-    parse(&bytes, path, folder, scope, path_var, env).map(Some)
+    parse(&bytes, path, folder, scope, context).map(Some)
 }
 
 /// Parses and checks the contents of an mcp.json found at `source`.
@@ -326,8 +360,7 @@ pub(crate) fn parse(
     source: &Path,
     folder: &Path,
     scope: McpScope,
-    path_var: &str,
-    env: EnvLookup<'_>,
+    context: &Context<'_>,
 ) -> Result<ParsedFile, McpLoadError> {
     let value = elph_config::parse_json(bytes).map_err(|err| {
         let message = if err.pointer.is_some() {
@@ -352,6 +385,8 @@ pub(crate) fn parse(
             }
         }
     }
+    let inputs =
+        parse_specs(value.get("inputs")).map_err(|(pointer, reason)| malformed(Some(pointer), reason))?;
     let file: McpFile = serde_json::from_value(value).map_err(|err| {
         malformed(
             Some(String::new()),
@@ -389,9 +424,21 @@ pub(crate) fn parse(
             ));
             continue;
         }
-        let config = expand_config(config, env)
-            .map_err(|(field, reason)| malformed(Some(format!("{pointer}{field}")), reason))?;
-        let mut server = definition(name, config, source, folder, scope, path_var)
+        let config = match expand_config(config, context, &inputs) {
+            Ok(config) => config,
+            // A server whose input this session cannot answer is skipped; the rest loads.
+            Err((field, ExpandError::Input(reason))) => {
+                parsed.skipped.push((
+                    format!("{pointer}{field}"),
+                    format!("MCP server '{name}' skipped: {reason}"),
+                ));
+                continue;
+            }
+            Err((field, error)) => {
+                return Err(malformed(Some(format!("{pointer}{field}")), error.to_string()));
+            }
+        };
+        let mut server = definition(name, config, source, folder, scope, context.path_var)
             .map_err(|(field, reason)| malformed(Some(format!("{pointer}{field}")), reason))?;
         server.pointer = pointer;
         parsed.servers.push(server);
@@ -399,9 +446,28 @@ pub(crate) fn parse(
     Ok(parsed)
 }
 
-/// Expands `${VAR}` in every field where it is allowed; the error names the field.
-fn expand_config(mut config: ServerConfig, env: EnvLookup<'_>) -> Result<ServerConfig, (String, String)> {
-    let one = |field: String, text: &str| expand(text, env).map_err(|err| (field, err.to_string()));
+/// Expands the variables in every field where they are allowed; the error names the field. A
+/// disabled server never starts, so its inputs are not asked for.
+fn expand_config(
+    mut config: ServerConfig,
+    context: &Context<'_>,
+    inputs: &[InputConfig],
+) -> Result<ServerConfig, (String, ExpandError)> {
+    let enabled = config.enabled;
+    let input = |id: &str| {
+        if enabled {
+            context.inputs.resolve(inputs, id)
+        } else {
+            Ok(String::new())
+        }
+    };
+    let vars = Variables {
+        env: context.env,
+        workspace: Some(context.project_dir),
+        home: context.home,
+        input: Some(&input),
+    };
+    let one = |field: String, text: &str| expand_with(text, &vars).map_err(|err| (field, err));
     if let Some(command) = &config.command {
         config.command = Some(one("/command".into(), command)?);
     }
@@ -544,19 +610,102 @@ mod tests {
     }
 
     fn parse_with_skips(text: &str) -> Result<ParsedFile, McpLoadError> {
+        parse_with_inputs(text, &McpInputs::headless("`elph run`"))
+    }
+
+    fn parse_with_inputs(text: &str, inputs: &McpInputs) -> Result<ParsedFile, McpLoadError> {
         let env = |name: &str| match name {
             "TOKEN" => Some("s3cret".to_string()),
             "HOST" => Some("127.0.0.1:7".to_string()),
             _ => None,
+        };
+        let context = Context {
+            env: &env,
+            project_dir: Path::new("/p"),
+            home: Some(Path::new("/home/me")),
+            inputs,
+            path_var: "/usr/bin:/bin",
         };
         parse(
             text.as_bytes(),
             Path::new("/p/.elph/mcp.json"),
             Path::new("/p/.elph"),
             McpScope::Project,
-            "/usr/bin:/bin",
-            &env,
+            &context,
         )
+    }
+
+    /// The VS Code shape: `servers`, `inputs`, `${workspaceFolder}`, `${env:…}`, `${input:…}`.
+    const VS_CODE_FILE: &str = r#"{
+        "inputs": [
+            {"type": "promptString", "id": "token", "description": "API token", "password": true},
+            {"type": "promptString", "id": "url", "description": "API URL", "default": "https://h/api"}
+        ],
+        "servers": {
+            "files": {"command": "npx", "args": ["-y", "files-server", "${workspaceFolder}"]},
+            "api": {"type": "stdio", "command": "api-server",
+                    "env": {"TOKEN": "${input:token}", "URL": "${input:url}", "HOME_TOKEN": "${env:TOKEN}"}},
+            "off": {"command": "x", "env": {"T": "${input:token}"}, "enabled": false}
+        }
+    }"#;
+
+    #[test]
+    fn a_vs_code_file_with_inputs_loads_with_its_answers() {
+        let answered = McpInputs::answered(
+            [("token", "t-1"), ("url", "u")]
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .into(),
+        );
+        let parsed = parse_with_inputs(VS_CODE_FILE, &answered).unwrap();
+        let names: Vec<&str> = parsed.servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["files", "api", "off"]);
+        assert!(parsed.skipped.is_empty(), "{:?}", parsed.skipped);
+        let ServerTransport::Stdio { env, .. } = &parsed.servers[1].transport else {
+            panic!("stdio expected");
+        };
+        assert_eq!(env["TOKEN"], "t-1");
+        assert_eq!(env["URL"], "u");
+        assert_eq!(env["HOME_TOKEN"], "s3cret");
+        let ServerTransport::Stdio { args, .. } = &parsed.servers[0].transport else {
+            panic!("stdio expected");
+        };
+        assert_eq!(args, &["-y", "files-server", "/p"]);
+
+        // The URL was not answered (Esc at its question): the server that needs it is skipped.
+        let partly = McpInputs::answered([("token".to_string(), "t-1".to_string())].into());
+        let parsed = parse_with_inputs(VS_CODE_FILE, &partly).unwrap();
+        let names: Vec<&str> = parsed.servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["files", "off"]);
+        assert!(
+            parsed.skipped[0].1.contains("'url' (API URL) was not answered"),
+            "{:?}",
+            parsed.skipped
+        );
+    }
+
+    #[test]
+    fn headless_a_server_whose_input_has_no_default_is_skipped_and_named() {
+        let parsed = parse_with_skips(VS_CODE_FILE).unwrap();
+        let names: Vec<&str> = parsed.servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["files", "off"], "the disabled server asks nothing");
+        assert_eq!(parsed.skipped.len(), 1, "{:?}", parsed.skipped);
+        let (pointer, message) = &parsed.skipped[0];
+        assert_eq!(pointer, "/servers/api/env/TOKEN");
+        for expected in [
+            "MCP server 'api' skipped",
+            "input 'token' (API token)",
+            "`elph run` cannot ask",
+        ] {
+            assert!(message.contains(expected), "{expected} in {message}");
+        }
+        let error =
+            parse_text(r#"{"servers": {"a": {"command": "x", "args": ["${input:nope}"]}}}"#).unwrap_err();
+        assert_eq!(error.pointer.as_deref(), Some("/servers/a/args/0"));
+        assert!(
+            error.message.contains("names no entry of the file's \"inputs\""),
+            "{}",
+            error.message
+        );
     }
 
     #[test]
@@ -750,7 +899,8 @@ mod tests {
         )
         .unwrap();
 
-        let trusted = McpConfig::load(&paths, true);
+        let inputs = McpInputs::headless("`elph run`");
+        let trusted = McpConfig::load(&paths, true, &inputs);
         let names: Vec<&str> = trusted.servers.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(names, ["same", "other"]);
         assert_eq!(trusted.servers[0].scope, McpScope::Home);
@@ -761,7 +911,7 @@ mod tests {
                 .contains("duplicate MCP server 'same'")
         );
 
-        let untrusted = McpConfig::load(&paths, false);
+        let untrusted = McpConfig::load(&paths, false, &inputs);
         assert_eq!(untrusted.servers.len(), 1);
         assert_eq!(untrusted.files[1].state, McpFileState::SkippedUntrusted);
         assert!(
@@ -772,8 +922,34 @@ mod tests {
             untrusted.diagnostics
         );
 
+        // `.mcp.json` at the root is read after .elph/mcp.json, behind the same trust.
+        let root_file = paths.project_dir.join(".mcp.json");
+        std::fs::write(
+            &root_file,
+            r#"{"mcpServers": {"other": {"command": "/bin/false"}, "root": {"command": "/bin/true"}}}"#,
+        )
+        .unwrap();
+        let trusted = McpConfig::load(&paths, true, &inputs);
+        let names: Vec<&str> = trusted.servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["same", "other", "root"]);
+        assert_eq!(trusted.servers[2].scope, McpScope::Project);
+        assert_eq!(trusted.servers[2].source, root_file);
+        assert!(
+            trusted
+                .diagnostics
+                .iter()
+                .any(|d| d.message.contains("duplicate MCP server 'other'")),
+            "{:?}",
+            trusted.diagnostics
+        );
+        let untrusted = McpConfig::load(&paths, false, &inputs);
+        assert_eq!(untrusted.servers.len(), 1);
+        assert_eq!(untrusted.files[2].path, root_file);
+        assert_eq!(untrusted.files[2].state, McpFileState::SkippedUntrusted);
+        std::fs::remove_file(&root_file).unwrap();
+
         std::fs::write(project_file(&paths), "[]").unwrap();
-        let malformed = McpConfig::load(&paths, true);
+        let malformed = McpConfig::load(&paths, true, &inputs);
         assert_eq!(malformed.servers.len(), 1, "the home file still loads");
         assert!(matches!(malformed.files[1].state, McpFileState::Malformed { .. }));
     }

@@ -32,10 +32,20 @@ pub(crate) struct McpFile {
     #[serde(rename = "mcpServers", default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "BTreeMap<String, ServerConfig>")]
     pub mcp_servers: Option<serde_json::Map<String, Value>>,
-    /// Servers by name (Elph's first spelling; give this or `mcpServers`, not both).
+    /// Servers by name (VS Code's key, and Elph's first spelling; give this or `mcpServers`, not
+    /// both).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "BTreeMap<String, ServerConfig>")]
     pub servers: Option<serde_json::Map<String, Value>>,
+    /// Values asked of the person when the terminal UI starts, named as `${input:ID}` (VS Code's
+    /// `inputs`). Where nobody can be asked (`elph run`, `elph acp`), an input's `default` is
+    /// used, and a server whose input has none is skipped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[allow(
+        dead_code,
+        reason = "read by serde and the schema; the loader reads them with pointers"
+    )]
+    pub inputs: Option<Vec<super::inputs::InputConfig>>,
 }
 
 /// How Elph talks to a server.
@@ -51,8 +61,8 @@ pub(crate) enum TransportType {
     Sse,
 }
 
-/// One server as written. `${VAR}` and `${VAR:-default}` expand in `command`, `args`, `env`,
-/// `url` and `headers`.
+/// One server as written. `${VAR}`, `${VAR:-default}`, `${env:VAR}`, `${workspaceFolder}`,
+/// `${userHome}` and `${input:ID}` expand in `command`, `args`, `env`, `url` and `headers`.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct ServerConfig {

@@ -22,6 +22,8 @@
 pub(crate) mod config;
 pub(crate) mod expand;
 pub mod file;
+pub mod import;
+pub mod inputs;
 pub mod oauth;
 pub(crate) mod process;
 pub(crate) mod server;
@@ -53,19 +55,22 @@ pub struct ServerStatus {
     pub state: ServerState,
 }
 
-/// The MCP part of doctor: the two files, every server with its state, and the diagnostics.
+/// The MCP part of doctor: the files, every server with its state, the diagnostics, and other
+/// clients' MCP files that `elph mcp import` can bring.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct McpOverview {
     pub files: Vec<McpFileStatus>,
     pub servers: Vec<ServerStatus>,
     pub diagnostics: Vec<Diagnostic>,
+    pub other_clients: Vec<import::OtherClientFile>,
 }
 
 /// What doctor shows without starting anything: the files, the configured servers (`configured`
 /// or `disabled`; an untrusted project's file is `skippedUntrusted` and not read), diagnostics.
 pub(crate) fn describe_servers(paths: &Paths, project_trusted: bool) -> McpOverview {
-    let config = McpConfig::load(paths, project_trusted);
+    // Nothing is asked here: a server that needs an input is shown as the session would start it.
+    let config = McpConfig::load(paths, project_trusted, &inputs::McpInputs::placeholders());
     let servers = config
         .servers
         .into_iter()
@@ -78,10 +83,12 @@ pub(crate) fn describe_servers(paths: &Paths, project_trusted: bool) -> McpOverv
             definition,
         })
         .collect();
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
     McpOverview {
         files: config.files,
         servers,
         diagnostics: config.diagnostics,
+        other_clients: import::other_client_files(paths, home.as_deref()),
     }
 }
 
@@ -124,18 +131,27 @@ impl McpManager {
     ///
     /// Blocks the calling thread until every server has started or failed (at most the startup
     /// timeout); safe to call from synchronous code and from inside any tokio runtime.
+    /// Nothing answers `${input:ID}` here: a server that needs an input without a default is
+    /// skipped.
     pub fn start(paths: &Paths, project_trusted: bool) -> (McpManager, Vec<Arc<dyn Tool>>, Vec<Diagnostic>) {
-        Self::start_with(paths, project_trusted, Vec::new())
+        Self::start_with(
+            paths,
+            project_trusted,
+            Vec::new(),
+            &inputs::McpInputs::headless("this session"),
+        )
     }
 
-    /// [`McpManager::start`] with more servers after the files' (an editor's, over ACP). A name
-    /// already taken by an mcp.json server is skipped with a diagnostic.
+    /// [`McpManager::start`] with more servers after the files' (an editor's, over ACP), and the
+    /// session's answers to the files' inputs. A name already taken by an mcp.json server is
+    /// skipped with a diagnostic.
     pub fn start_with(
         paths: &Paths,
         project_trusted: bool,
         extra: Vec<ServerDefinition>,
+        inputs: &inputs::McpInputs,
     ) -> (McpManager, Vec<Arc<dyn Tool>>, Vec<Diagnostic>) {
-        let mut config = McpConfig::load(paths, project_trusted);
+        let mut config = McpConfig::load(paths, project_trusted, inputs);
         for server in extra {
             if let Some(first) = config.servers.iter().find(|s| s.name == server.name) {
                 config.diagnostics.push(Diagnostic::new(format!(

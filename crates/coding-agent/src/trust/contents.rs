@@ -42,8 +42,10 @@ impl<T> Listing<T> {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProjectContents {
     pub hooks: Listing<ProjectHook>,
-    /// Server names.
+    /// Server names of `.elph/mcp.json`.
     pub mcp_servers: Listing<String>,
+    /// Server names of `.mcp.json` at the project's root (read like `.elph/mcp.json`).
+    pub root_mcp_servers: Listing<String>,
     pub skills: usize,
     pub templates: usize,
     /// What trusting cannot pin (files its hooks and servers load at run time), in words.
@@ -69,23 +71,32 @@ impl ProjectContents {
             Err(error) => Listing::Unreadable(error.message),
         };
         let path_var = std::env::var("PATH").unwrap_or_default();
-        // `${VAR}` is not expanded: a server is counted whatever its environment holds.
-        let mcp_servers = match crate::mcp::config::read_file(
-            &crate::mcp::config::project_file(paths),
-            McpScope::Project,
-            &path_var,
-            &|_| Some(String::new()),
-        ) {
+        // Variables stand for empty texts: a server is counted whatever its environment holds,
+        // and nothing is asked.
+        let inputs = crate::mcp::inputs::McpInputs::placeholders();
+        let context = crate::mcp::config::Context {
+            env: &|_| Some(String::new()),
+            project_dir: &paths.project_dir,
+            home: None,
+            inputs: &inputs,
+            path_var: &path_var,
+        };
+        let servers_of = |file: &Path| match crate::mcp::config::read_file(file, McpScope::Project, &context)
+        {
             Ok(None) => Listing::Absent,
             Ok(Some(parsed)) => {
                 Listing::Items(parsed.servers.into_iter().map(|server| server.name).collect())
             }
             Err(error) => Listing::Unreadable(error.message),
         };
+        let [elph_file, root_file] = crate::mcp::config::project_files(paths);
+        let mcp_servers = servers_of(&elph_file);
+        let root_mcp_servers = servers_of(&root_file);
         let elph = paths.project_dir.join(".elph");
         ProjectContents {
             hooks,
             mcp_servers,
+            root_mcp_servers,
             skills: count_entries(&elph.join("skills"), |entry| {
                 entry.is_dir() && entry.join("SKILL.md").exists()
             }),
@@ -100,14 +111,30 @@ impl ProjectContents {
     pub fn is_empty(&self) -> bool {
         matches!(self.hooks, Listing::Absent)
             && matches!(self.mcp_servers, Listing::Absent)
+            && matches!(self.root_mcp_servers, Listing::Absent)
             && self.skills == 0
             && self.templates == 0
     }
 
     /// One sentence: `Its .elph/ holds 2 hooks, 1 MCP server and no skills or prompt templates.`,
     /// or that it holds none of them.
+    /// A `.mcp.json` at the root adds `Its .mcp.json names 1 MCP server.`
     pub fn sentence(&self) -> String {
-        if self.is_empty() {
+        let root = match &self.root_mcp_servers {
+            Listing::Absent => String::new(),
+            Listing::Unreadable(_) => " Its .mcp.json does not load.".to_string(),
+            Listing::Items(servers) if servers.len() == 1 => " Its .mcp.json names 1 MCP server.".to_string(),
+            Listing::Items(servers) => format!(" Its .mcp.json names {} MCP servers.", servers.len()),
+        };
+        self.elph_sentence() + &root
+    }
+
+    fn elph_sentence(&self) -> String {
+        if matches!(self.hooks, Listing::Absent)
+            && matches!(self.mcp_servers, Listing::Absent)
+            && self.skills == 0
+            && self.templates == 0
+        {
             return "Its .elph/ holds no hooks, MCP servers, skills or prompt templates.".to_string();
         }
         let mut held = Vec::new();

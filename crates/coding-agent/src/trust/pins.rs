@@ -2,7 +2,7 @@
 //!
 //! Trusting by path alone means a `git pull` that adds a hook, or edits a hook script, runs the new
 //! code with no question. So `elph trust` (and `/trust`, and Yes at the startup question) also records
-//! a fingerprint of what it trusts: every file of `.elph/`, `.elph/hooks.json` and `.elph/mcp.json`
+//! a fingerprint of what it trusts: every file of `.elph/`, `.elph/hooks.json`, `.elph/mcp.json`, `.mcp.json`
 //! and the project's Claude Code settings (present or not), each hook (by id), and every project file
 //! that a hook's or MCP server's command line names (see [`super::named`]). When any of it changes,
 //! the project is "changed since trusted" and its hooks and servers stay off until it is trusted
@@ -21,9 +21,10 @@ use super::named;
 
 /// The config files a project brings, relative to the project folder. Each is pinned, present or not,
 /// so that adding one counts as a change.
-pub(crate) const PINNED_FILES: [&str; 4] = [
+pub(crate) const PINNED_FILES: [&str; 5] = [
     ".elph/hooks.json",
     ".elph/mcp.json",
+    ".mcp.json",
     ".claude/settings.json",
     ".claude/settings.local.json",
 ];
@@ -190,18 +191,23 @@ fn survey(project: &Path) -> (Fingerprint, Vec<String>) {
             pin_named(named::named_in_env(env_values, project, &folder), &mut files);
         }
     }
-    if let Some(value) = read_json(&project.join(".elph/mcp.json")) {
-        for (name, server) in value
-            .get("mcpServers")
-            .and_then(Value::as_object)
+    // Both of the project's MCP files, under either key (`mcpServers`, or VS Code's `servers`).
+    // A relative command is relative to the folder of the file that names it.
+    let mcp_files = [(".elph/mcp.json", folder.as_path()), (".mcp.json", project)];
+    for (value, base) in mcp_files
+        .iter()
+        .filter_map(|(file, base)| Some((read_json(&project.join(file))?, base)))
+    {
+        let servers = ["mcpServers", "servers"]
             .into_iter()
-            .flatten()
-        {
+            .filter_map(|key| value.get(key).and_then(Value::as_object))
+            .flatten();
+        for (name, server) in servers {
             let (command, args) = command_line(server);
             if let Some(command) = command {
                 let label = format!("MCP server {name}");
                 pin_named(
-                    named::named_files(&label, command, &args, project, &folder, &path_var),
+                    named::named_files(&label, command, &args, project, base, &path_var),
                     &mut files,
                 );
             }

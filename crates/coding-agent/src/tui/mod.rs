@@ -17,6 +17,7 @@ pub(crate) mod farewell;
 pub mod hookview;
 pub(crate) mod items;
 pub(crate) mod markdown;
+pub(crate) mod mcp_inputs;
 pub(crate) mod transcript;
 pub mod view;
 pub mod worker;
@@ -44,10 +45,15 @@ use app::{App, Msg};
 
 /// Runs the TUI for the project in `paths` until the person quits. `decision` is the startup
 /// gate's; the runtime reads trust again when it loads the hooks (and on every reload).
-pub fn run(paths: Paths, options: SessionOptions, decision: TrustDecision) -> anyhow::Result<u8> {
+pub fn run(paths: Paths, mut options: SessionOptions, decision: TrustDecision) -> anyhow::Result<u8> {
     if !crate::gate::has_terminal() {
         eprintln!("elph: the terminal UI needs a terminal on stdin and stdout; use `elph run` in scripts");
         return Ok(exit::USAGE);
+    }
+    // The MCP files' inputs, once for the session, before the screen opens.
+    match mcp_inputs::ask(&paths, decision.trusted).context("cannot ask the MCP servers' inputs")? {
+        mcp_inputs::Asked::Answered(inputs) => options.mcp_inputs = inputs,
+        mcp_inputs::Asked::Interrupted => return Ok(exit::INTERRUPTED),
     }
     crate::logging::to_file(&paths);
     tracing::info!(

@@ -38,6 +38,7 @@ mod lifecycle_signals;
 mod lifecycle_store_faults;
 mod lifecycle_support;
 mod mcp;
+mod mcp_files;
 mod mcp_oauth;
 mod native_tool_race;
 mod other_agents;

@@ -6,8 +6,9 @@
 //! - `crash {}` exits the process with status 3 in the middle of the call.
 //!
 //! Evidence for the tests, through the environment the client gives it:
-//! - `MCP_TEST_STARTED`: on start, one JSON line `{"pid", "env"}` is appended to this file
-//!   (`env` is the sorted list of the names of its environment variables);
+//! - `MCP_TEST_STARTED`: on start, one JSON line `{"pid", "env", "args", "shown"}` is appended to
+//!   this file (`env` is the sorted list of the names of its environment variables, `args` its
+//!   arguments, `shown` the values of the variables `MCP_TEST_SHOW_ENV` names, comma-separated);
 //! - `MCP_TEST_CALLS`: each call appends one JSON line `{"tool", "arguments"}` before it does anything;
 //! - `MCP_TEST_GRANDCHILD=1`: on start, a `sleep 300` is left running in the server's process group,
 //!   so that a test can see the whole group stopped, not only the server.
@@ -106,9 +107,18 @@ async fn main() {
         .map(|(name, _)| name.to_string_lossy().into_owned())
         .collect();
     names.sort();
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    // The values of the variables MCP_TEST_SHOW_ENV names (comma-separated), for tests of what
+    // the client put in them.
+    let shown: serde_json::Map<String, Value> = std::env::var("MCP_TEST_SHOW_ENV")
+        .unwrap_or_default()
+        .split(',')
+        .filter(|name| !name.is_empty())
+        .filter_map(|name| Some((name.to_string(), json!(std::env::var(name).ok()?))))
+        .collect();
     append_line(
         "MCP_TEST_STARTED",
-        &json!({"pid": std::process::id(), "env": names}),
+        &json!({"pid": std::process::id(), "env": names, "args": args, "shown": shown}),
     );
     if std::env::var_os("MCP_TEST_GRANDCHILD").is_some() {
         // Left running on purpose: the client must stop it with the server's group.
