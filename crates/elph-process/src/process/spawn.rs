@@ -13,7 +13,7 @@ use nix::sys::signal::{SigSet, SigmaskHow, pthread_sigmask};
 use nix::unistd::{ForkResult, Pid};
 
 use super::child::{self, Child};
-use crate::sandbox::{Confinement, SandboxPolicy};
+use crate::sandbox::{CommandFailure, Confinement, SandboxPolicy};
 
 /// Attempts to spawn a file another thread still holds open for writing (ETXTBSY).
 const SPAWN_ATTEMPTS: u32 = 6;
@@ -160,14 +160,25 @@ fn fork(spec: &SpawnSpec<'_>, confinement: Option<Confinement>) -> Result<Starte
         .stderr(stdio(spec.stderr));
     let watcher = crate::orphans::registration_fd();
     let mut confinement = confinement;
+    if let Some(confinement) = &mut confinement {
+        // In the sandbox's PID namespace, the command's process executes the program itself.
+        confinement
+            .set_program(spec.program, spec.args, spec.env)
+            .map_err(|error| SpawnError {
+                step: Step::Exec,
+                error,
+            })?;
+    }
     in_child_before_exec(&mut command, move || {
         nix::unistd::setsid()?;
         if let Some(fd) = watcher {
             crate::orphans::register_self(fd);
         }
         if let Some(confinement) = &mut confinement {
-            confinement.apply_in_child().map_err(|error| {
-                io::Error::from_raw_os_error(CONFINE_FAILED + error.raw_os_error().unwrap_or(libc::EPERM))
+            confinement.apply_in_child().map_err(|failure| match failure {
+                CommandFailure::Confine(errno) => io::Error::from_raw_os_error(CONFINE_FAILED + errno),
+                // The program itself could not be executed: said as without the sandbox.
+                CommandFailure::Exec(errno) => io::Error::from_raw_os_error(errno),
             })?;
         }
         // The child inherits the forking thread's signal mask, which std leaves as it is when a

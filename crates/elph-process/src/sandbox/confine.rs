@@ -23,8 +23,9 @@
 //!    would cost several milliseconds on a busy machine (the teardown waits for an RCU grace
 //!    period). Where the system allows no mount namespace, `read-only` refuses the metadata
 //!    system calls with seccomp instead;
-//! 2. a PID namespace of the command's own, with its own `/proc` (`pid_namespace`): the child
-//!    becomes the waiter for the command, which runs as pid 2 under an init of its own;
+//! 2. the view's PID namespace, with its own `/proc` (`pid_namespace`): the child joins it for
+//!    its children and becomes the waiter for the command, which it starts there without copying
+//!    Elph's memory and which does the steps below itself;
 //! 3. no privileges and the limits (`privileges`, `limits`);
 //! 4. Landlock (`landlock_rules`): the file system and TCP; once restricted, no more mounts;
 //! 5. seccomp (`seccomp`): the other socket families, with the network off.
@@ -41,7 +42,7 @@ use seccompiler::BpfProgram;
 use super::landlock_rules;
 use super::limits::Limits;
 use super::mount_view::{MountView, ViewKey, c_path};
-use super::pid_namespace::{PidNamespace, pid_namespaces_available};
+use super::pid_namespace::{CommandFailure, RunCommand, StartInit, pid_namespaces_available};
 use super::privileges::DropPrivileges;
 use super::seccomp;
 use super::{SandboxError, SandboxMode, SandboxPolicy};
@@ -51,8 +52,9 @@ pub use super::landlock_rules::{LandlockSupport, landlock_support};
 /// Everything one child needs to confine itself, prepared before `fork`.
 pub struct Confinement {
     mounts: Option<JoinNamespace>,
-    /// Where the kernel allows one (it needs the mount namespace for its `/proc`).
-    pids: Option<PidNamespace>,
+    /// Where the kernel allows one (it needs the mount namespace for its `/proc`): the command
+    /// runs in the view's PID namespace.
+    pids: Option<RunCommand>,
     landlock: Option<RulesetCreated>,
     seccomp: Option<BpfProgram>,
     /// Refuses changes to metadata where no mount view can (read-only without mount namespaces).
@@ -66,6 +68,9 @@ pub struct Confinement {
 struct SharedNamespace {
     user: Option<std::fs::File>,
     mount: std::fs::File,
+    /// The view's PID namespace, whose init mounted the `/proc` of the mount namespace (where
+    /// the system allows one).
+    pid: Option<std::fs::File>,
 }
 
 /// What a child does to enter the shared namespace.
@@ -103,7 +108,10 @@ impl Confinement {
             (None, None)
         };
         let in_user_namespace = mounts.as_ref().is_some_and(|join| join.namespace.user.is_some());
-        let pids = (mounts.is_some() && pid_namespaces_available()).then(PidNamespace::prepare);
+        let pids = mounts
+            .as_ref()
+            .is_some_and(|join| join.namespace.pid.is_some())
+            .then(RunCommand::prepare);
         Ok(Some(Confinement {
             mounts,
             pids,
@@ -115,43 +123,75 @@ impl Confinement {
         }))
     }
 
-    /// Confines the calling process. Runs in the child between `fork` and `exec`, so it must not
-    /// allocate: it only makes system calls on the data `prepare` made.
-    pub(crate) fn apply_in_child(&mut self) -> io::Result<()> {
-        let landlock = self.landlock.take();
-        self.apply(landlock)
+    /// What the child will execute, for a child that starts its command itself (in the view's
+    /// PID namespace); a no-op otherwise. Called before the fork, with what the `Command` gets.
+    pub(crate) fn set_program(
+        &mut self,
+        program: &Path,
+        args: &[&std::ffi::OsStr],
+        env: &[(std::ffi::OsString, std::ffi::OsString)],
+    ) -> io::Result<()> {
+        match &mut self.pids {
+            Some(run) => run.set_program(program, args, env),
+            None => Ok(()),
+        }
     }
 
-    fn apply(&self, landlock: Option<RulesetCreated>) -> io::Result<()> {
-        if let Some(join) = &self.mounts {
-            if let Some(user) = &join.namespace.user {
-                nix::sched::setns(user, CloneFlags::CLONE_NEWUSER)?;
+    /// Confines the calling process. Runs in the child between `fork` and `exec`, so it must not
+    /// allocate: it only makes system calls on the data `prepare` made. In a PID namespace the
+    /// command is a process of its own, which executes the program itself, and the calling
+    /// process waits for it and exits as it did: then this returns only on a failure.
+    pub(crate) fn apply_in_child(&mut self) -> Result<(), CommandFailure> {
+        let confine_failed =
+            |error: io::Error| CommandFailure::Confine(error.raw_os_error().unwrap_or(libc::EPERM));
+        let Confinement {
+            mounts,
+            pids,
+            landlock,
+            seccomp,
+            metadata,
+            privileges,
+            limits,
+        } = self;
+        if let Some(join) = mounts {
+            join_view(join).map_err(confine_failed)?;
+        }
+        let mut landlock = landlock.take();
+        let mut confine = || {
+            privileges.apply_in_child()?;
+            limits.apply_in_child()?;
+            if let Some(ruleset) = landlock.take() {
+                match ruleset.restrict_self() {
+                    Ok(status) if status.ruleset != RulesetStatus::NotEnforced => {}
+                    // Never exec unconfined.
+                    _ => return Err(io::Error::from(Errno::EPERM)),
+                }
             }
-            nix::sched::setns(&join.namespace.mount, CloneFlags::CLONE_NEWNS)?;
-            nix::unistd::chdir(join.cwd.as_c_str())?;
-        }
-        if let Some(pids) = &self.pids {
-            // Only the command's own process comes back from here.
-            pids.enter_in_child()?;
-        }
-        self.privileges.apply_in_child()?;
-        self.limits.apply_in_child()?;
-        if let Some(ruleset) = landlock {
-            match ruleset.restrict_self() {
-                Ok(status) if status.ruleset != RulesetStatus::NotEnforced => {}
-                // Never exec unconfined.
-                _ => return Err(io::Error::from(Errno::EPERM)),
+            for filter in [&*seccomp, &*metadata].into_iter().flatten() {
+                seccompiler::apply_filter(filter).map_err(|_| io::Error::from(Errno::EPERM))?;
             }
+            Ok(())
+        };
+        match (pids, mounts.as_ref().and_then(|join| join.namespace.pid.as_ref())) {
+            (Some(run), Some(namespace)) => Err(run.run(namespace, &mut confine)),
+            _ => confine().map_err(confine_failed),
         }
-        for filter in [&self.seccomp, &self.metadata].into_iter().flatten() {
-            seccompiler::apply_filter(filter).map_err(|_| io::Error::from(Errno::EPERM))?;
-        }
-        Ok(())
     }
 }
 
-/// The namespace for `key`, made on first use: a holder process applies `view` in a child and
-/// waits; Elph opens its namespace files, then ends it (the descriptors keep the namespaces).
+fn join_view(join: &JoinNamespace) -> io::Result<()> {
+    if let Some(user) = &join.namespace.user {
+        nix::sched::setns(user, CloneFlags::CLONE_NEWUSER)?;
+    }
+    nix::sched::setns(&join.namespace.mount, CloneFlags::CLONE_NEWNS)?;
+    nix::unistd::chdir(join.cwd.as_c_str())?;
+    Ok(())
+}
+
+/// The namespace for `key`, made on first use: a holder process applies `view` in a child and,
+/// where the system allows, starts the view's PID namespace and its init (which lives as long as
+/// Elph); Elph opens the namespace files, then ends the holder (the descriptors keep the
+/// namespaces).
 fn shared_namespace(
     mut view: MountView,
     key: ViewKey,
@@ -176,12 +216,31 @@ fn shared_namespace(
         ),
     };
     let own_user = view.has_user_namespace();
-    let mut holder = crate::process::spawn_holder(move || view.apply()).map_err(failed)?;
+    // The view's PID namespace and its init are made by the same holder, in its mount namespace.
+    let init = if pid_namespaces_available() {
+        Some(StartInit::prepare().ok_or_else(|| failed(io::Error::other("no pipe for its init")))?)
+    } else {
+        None
+    };
+    let with_pids = init.is_some();
+    let mut holder = crate::process::spawn_holder(move || {
+        view.apply()?;
+        match &init {
+            Some(init) => init.in_holder(),
+            None => Ok(()),
+        }
+    })
+    .map_err(failed)?;
     let open = |name: &str| std::fs::File::open(format!("/proc/{}/ns/{name}", holder.id()));
     let opened = (|| -> io::Result<SharedNamespace> {
         Ok(SharedNamespace {
             user: if own_user { Some(open("user")?) } else { None },
             mount: open("mnt")?,
+            pid: if with_pids {
+                Some(open("pid_for_children")?)
+            } else {
+                None
+            },
         })
     })();
     holder.end();

@@ -35,6 +35,7 @@ pub use confine::{
 };
 pub use limits::Limits;
 pub use network::{HostDecision, HostJournal, NetworkAccess, PROXY_VARIABLES, ProxyRoute};
+pub(crate) use pid_namespace::CommandFailure;
 pub use pid_namespace::pid_namespaces_available;
 pub use privileges::{make_self_undumpable, user_namespaces_available};
 pub use refusal::Refused;

@@ -1,116 +1,428 @@
-//! A PID namespace of its own, with its own `/proc`, for every sandboxed command.
+//! A PID namespace with its own `/proc`, one per sandbox view, that every sandboxed command of
+//! that view runs in.
 //!
 //! Why: without one, a sandboxed command sees every process of the system in `/proc` and `ps`,
 //! with their command lines, and can signal the ones of its own user wherever Landlock cannot
-//! scope signals (before its ABI 6). In a namespace of its own it sees only itself and what it
-//! started: Elph, the user's shell, an editor have no pid there, so there is nothing to list,
-//! read, signal or trace.
+//! scope signals (before its ABI 6). In the namespace it sees only the sandboxed commands of its
+//! own Elph and view and what they started: Elph, the user's shell, an editor have no pid there,
+//! so there is nothing to list, read, signal or trace.
 //!
-//! How, in the child Elph forks (`P`: the leader of the command's session and process group,
-//! already in the sandbox's mount and user namespaces):
+//! Why one per view and not one per command (as `bwrap --unshare-pid` gives Codex and Claude
+//! Code): a namespace per command needs an init process per command, a copy of the mount
+//! namespace to mount its `/proc` in, and their teardown, which together cost more than the
+//! command `true` itself (docs/architecture.md, "The sandbox's PID namespace", has the figures).
+//! The price is that the commands of one Elph see each other: a server one command left in the
+//! background is listed (with its command line) to the next. They still cannot read each other's
+//! environment or memory, nor trace them (each command has a Landlock domain of its own, and the
+//! kernel refuses `ptrace` from one domain into another), nor, with Landlock ABI 6, signal them.
+//!
+//! How:
 //!
 //! ```text
-//! P (Elph's pid namespace) ──clone──▶ G (pid 1 of a new one) ──clone──▶ H (pid 2: the command)
+//! holder (once per view) ──clone──▶ init (pid 1: `elph-init`, mounts the view's /proc, lives with Elph)
+//! Elph ──fork──▶ P (waits) ──clone(CLONE_VM|CLONE_VFORK), in the namespace──▶ H (the command)
 //! ```
 //!
-//! - `P` unshares the PID namespace (only its children enter it), clones `G`, then keeps nothing
-//!   open but a pipe from `G`, waits for the command's status on it and exits with it: Elph's
-//!   child exits when the command does, with its code or its signal.
-//! - `G` is the namespace's init. It unshares a mount namespace (a copy of the sandbox's view)
-//!   and mounts a fresh `/proc` there, read-only like the rest of the view; only a process inside
-//!   the namespace can mount the `/proc` that shows it. It clones `H`, closes everything but the
-//!   pipe, gives up its capabilities and reaps: every orphan of the namespace becomes its child.
-//!   When `H` exits, it sends `H`'s status to `P`; it stays while something `H` left in the
-//!   background still runs (`server > log 2>&1 &`, which `shell_exec` leaves running) and exits
-//!   when nothing is left. When `G` dies, the kernel kills everything in the namespace, even a
-//!   process that left the process group: killing the group on timeout, or the orphan watcher
-//!   when Elph dies, leaves nothing behind.
-//! - `H` leads a session and process group of its own inside the namespace (pid, group and
-//!   session 2: to the command, and to `kill -- -$$` in its scripts, nothing changed), then goes
-//!   on confining itself (capabilities, limits, Landlock, seccomp) and executes the command.
-//!
-//! Elph's process group is `P` and `G`; killing it kills `G`, and with it the whole namespace.
-//! `G` passes on to the command's group the signals Elph passes on (SIGINT, SIGTERM, SIGHUP,
-//! SIGQUIT: Ctrl+C in `elph sandbox`); `P` ignores them. As pid 1, `G` gets no other signal from
-//! outside but SIGKILL, nor any from inside but those four. `G` is a copy of Elph: it is not
-//! dumpable and outside the command's Landlock domain, so the command cannot read its memory or
-//! `/proc/1/environ`.
+//! - The view's holder (`confine`), once it made the mount namespace, unshares the PID namespace
+//!   and clones its init. The init mounts a fresh `/proc` over the view's, read-only like the rest
+//!   of it (only a process inside a PID namespace can mount the `/proc` that shows it), then gives
+//!   up its capabilities and its dumpable flag and waits on a pipe whose only write end Elph
+//!   holds. It ignores `SIGCHLD`, so the kernel reaps every orphan of the namespace at once. When
+//!   Elph's process ends, however it ends, the pipe reads EOF, the init exits and the kernel kills
+//!   everything left in the namespace: what a command left in the background outlives the command
+//!   and dies with Elph.
+//! - Each command's child `P` (Elph's fork, the leader of the command's session and process
+//!   group, already in the view's user and mount namespaces) joins the namespace for its children
+//!   (`setns`), and starts the command `H` with `clone(CLONE_VM | CLONE_VFORK)`: `H` shares `P`'s
+//!   memory until it executes the command, so no copy of Elph's page tables is made (that copy is
+//!   most of what a fork of Elph costs). `H` confines itself (capabilities, limits, Landlock,
+//!   seccomp) and executes the command; `P` waits for it and exits with its code or its signal.
+//! - `H` stays in `P`'s process group and session, so everything Elph does to a command's group
+//!   (the kill on a timeout, the orphan watcher, Ctrl+C passed on) reaches the command and what it
+//!   started, as without the sandbox. Inside the namespace that group has no number (its leader
+//!   `P` is outside): `ps` shows group 0, and `kill -- -$$` finds no group; `kill 0` still
+//!   signals the command's own group. `P` blocks every signal, so only the command gets them.
 //!
 //! Everything here runs in a forked child of a multi-threaded process: only system calls on
 //! prepared data, and new processes by a raw `clone(2)`, never the C library's `fork`, whose
 //! handlers may take locks that another thread of Elph held at the first fork.
 
+use std::ffi::{CString, OsStr, OsString, c_void};
 use std::io;
-use std::os::fd::{FromRawFd, IntoRawFd, OwnedFd};
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use nix::errno::Errno;
 use nix::fcntl::OFlag;
 use nix::mount::MsFlags;
 use nix::sched::CloneFlags;
-use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use nix::sys::wait::{WaitStatus, waitpid};
 use nix::unistd::Pid;
 
 use super::privileges;
 
-/// What `P` learns from `G`: how the command ended, and whether `G` is exiting too.
-const EXITED: u8 = 0;
-const SIGNALED: u8 = 1;
+/// How the command's own process `H` failed before its program ran: in a confinement step, or in
+/// `execve` itself (a program not found, not executable, busy). The value is the errno.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CommandFailure {
+    Confine(i32),
+    Exec(i32),
+}
 
-/// The PID namespace step of a confinement, prepared before the fork.
-pub(super) struct PidNamespace {
-    /// For `G` to give up its capabilities (`/proc/sys/kernel/cap_last_cap`).
+/// The init's half of a view's namespace, prepared before the holder's fork.
+pub(super) struct StartInit {
+    /// The read end of Elph's lifeline (see [`lifeline`]).
+    lifeline: RawFd,
     last_cap: u32,
 }
 
-impl PidNamespace {
-    pub(super) fn prepare() -> PidNamespace {
-        PidNamespace {
+impl StartInit {
+    /// `None` when the lifeline pipe cannot be made (then no namespace is made either).
+    pub(super) fn prepare() -> Option<StartInit> {
+        Some(StartInit {
+            lifeline: lifeline()?,
             last_cap: privileges::last_cap(),
-        }
+        })
     }
 
-    /// Runs in `P` after it joined the sandbox's mount (and user) namespace. Returns only in the
-    /// command's process `H`; `P` and `G` end in `_exit`. An error before `H` exists fails the
-    /// spawn, as any other step of the confinement does.
-    pub(super) fn enter_in_child(&self) -> io::Result<()> {
+    /// Runs in the view's holder, after it made the view: unshares the PID namespace and starts
+    /// its init, which mounts the namespace's `/proc`. Returns once `/proc` is mounted; the
+    /// holder's `/proc/PID/ns/pid_for_children` is the namespace from then on.
+    pub(super) fn in_holder(&self) -> io::Result<()> {
         nix::sched::unshare(CloneFlags::CLONE_NEWPID)?;
-        let (from_init, to_parent) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
-        let init = clone_process()?;
-        if init != 0 {
-            drop(to_parent);
-            wait_for_command(init, from_init);
+        let (from_init, to_holder) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+        if clone_process()? == 0 {
+            drop(from_init);
+            let errno = mount_proc()
+                .err()
+                .and_then(|error| error.raw_os_error())
+                .unwrap_or(0);
+            let _ = nix::unistd::write(&to_holder, &errno.to_ne_bytes());
+            if errno != 0 {
+                exit(1);
+            }
+            be_init(to_holder, self.lifeline, self.last_cap);
         }
-        // G: pid 1.
-        drop(from_init);
-        nix::sched::unshare(CloneFlags::CLONE_NEWNS)?;
-        mount_proc()?;
-        let command = clone_process()?;
-        if command != 0 {
-            be_init(Pid::from_raw(command), to_parent, self.last_cap);
+        drop(to_holder);
+        let mut word = [0u8; 4];
+        let mut got = 0;
+        while got < word.len() {
+            match nix::unistd::read(&from_init, &mut word[got..]) {
+                Ok(0) => break,
+                Ok(n) => got += n,
+                Err(Errno::EINTR) => {}
+                Err(errno) => return Err(errno.into()),
+            }
         }
-        // H: the command.
-        drop(to_parent);
-        nix::unistd::setsid()?;
-        Ok(())
+        match i32::from_ne_bytes(word) {
+            _ if got < word.len() => Err(io::Error::from(Errno::EPERM)),
+            0 => Ok(()),
+            errno => Err(io::Error::from_raw_os_error(errno)),
+        }
     }
 }
 
-/// Whether this system gives a sandboxed command a PID namespace with its own `/proc` (probed
-/// once, with a real child that makes the sandbox's view and then this step, as a command does).
-/// Needs a mount namespace; a container whose `/proc` hides paths under other mounts (Docker's
-/// default) lets only real root mount another one.
+/// A pipe whose write end only Elph holds, for its whole life; each namespace's init holds the
+/// read end and exits when it reads EOF, that is when Elph's process has ended.
+fn lifeline() -> Option<RawFd> {
+    static LIFELINE: OnceLock<Option<(OwnedFd, OwnedFd)>> = OnceLock::new();
+    LIFELINE
+        .get_or_init(|| nix::unistd::pipe2(OFlag::O_CLOEXEC).ok())
+        .as_ref()
+        .map(|(read, _write)| read.as_raw_fd())
+}
+
+/// The init of a view's namespace: pid 1 there, until Elph's process ends.
+fn be_init(to_holder: OwnedFd, lifeline: RawFd, last_cap: u32) -> ! {
+    set_name(c"elph-init");
+    // A copy of Elph's memory (the holder is Elph's fork, made dumpable to write its id maps).
+    let _ = nix::sys::prctl::set_dumpable(false);
+    // As pid 1 with no handler, no signal from inside the namespace arrives; from outside, only
+    // SIGKILL. SIGCHLD ignored: the kernel reaps the namespace's orphans.
+    for signal in 1..32 {
+        set_disposition(signal, libc::SIG_DFL);
+    }
+    set_disposition(libc::SIGCHLD, libc::SIG_IGN);
+    set_disposition(libc::SIGPIPE, libc::SIG_IGN);
+    let _ = nix::sys::signal::pthread_sigmask(
+        nix::sys::signal::SigmaskHow::SIG_SETMASK,
+        Some(&nix::sys::signal::SigSet::empty()),
+        None,
+    );
+    drop(to_holder);
+    // A duplicate the init owns; every other descriptor (the lifeline's write end, the
+    // command's pipes, Elph's sockets) is closed by `keep_only`.
+    let Ok(own) = nix::unistd::dup(lifeline_fd(lifeline)) else {
+        exit(1);
+    };
+    let lifeline = keep_only(own);
+    // Nothing the init does from here needs a privilege.
+    let _ = privileges::drop_capabilities(last_cap);
+    let mut byte = [0u8; 1];
+    loop {
+        match nix::unistd::read(&lifeline, &mut byte) {
+            Ok(0) => exit(0),
+            Ok(_) | Err(Errno::EINTR) => {}
+            Err(_) => exit(0),
+        }
+    }
+}
+
+#[expect(
+    unsafe_code,
+    reason = "borrowing the lifeline's raw descriptor in the forked init"
+)]
+fn lifeline_fd(fd: RawFd) -> std::os::fd::BorrowedFd<'static> {
+    // SAFETY: the lifeline's read end is held open by a static for the life of the process (and
+    // of this fork's copy of it).
+    unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) }
+}
+
+/// The command's half, prepared before Elph's fork: the program `H` executes and the stack it
+/// runs on. `H` executes the program itself: it runs on a stack of its own, so it cannot return
+/// into the code that forked `P` (std's `Command`), as a forked child does.
+pub(super) struct RunCommand {
+    program: Option<Program>,
+    /// `H`'s stack, in `P`'s memory (which `H` shares until it executes the program).
+    stack: Vec<u8>,
+    /// How `H` failed before its program ran (0: it did not), written by `H` into the memory it
+    /// shares with `P`.
+    failure: AtomicU64,
+}
+
+/// The program, its arguments and its environment as `execve(2)` takes them.
+struct Program {
+    path: CString,
+    _strings: Vec<CString>,
+    /// Pointers into `_strings` (which never move: each string is its own allocation), each list
+    /// ending with a null pointer.
+    argv: Vec<*const libc::c_char>,
+    envp: Vec<*const libc::c_char>,
+}
+
+#[expect(unsafe_code, reason = "a Program's pointers point into its own strings")]
+// SAFETY: the pointers only point into the `CString`s the same value owns and never changes.
+unsafe impl Send for Program {}
+#[expect(unsafe_code, reason = "a Program's pointers point into its own strings")]
+// SAFETY: as for Send: nothing is ever written through them.
+unsafe impl Sync for Program {}
+
+/// `H`'s stack: the confinement steps and `execve` need a few pages; it is mapped lazily.
+const STACK_SIZE: usize = 256 * 1024;
+
+const KIND_CONFINE: u64 = 1 << 32;
+const KIND_EXEC: u64 = 2 << 32;
+
+impl RunCommand {
+    pub(super) fn prepare() -> RunCommand {
+        RunCommand {
+            program: None,
+            stack: vec![0; STACK_SIZE],
+            failure: AtomicU64::new(0),
+        }
+    }
+
+    /// The program to execute, as std's `Command` would: `args` without the program, which is
+    /// also the first argument.
+    pub(super) fn set_program(
+        &mut self,
+        program: &Path,
+        args: &[&OsStr],
+        env: &[(OsString, OsString)],
+    ) -> io::Result<()> {
+        let c = |bytes: &[u8]| {
+            CString::new(bytes).map_err(|_| {
+                io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "an argument or variable contains a NUL byte",
+                )
+            })
+        };
+        let path = c(program.as_os_str().as_bytes())?;
+        let mut strings = vec![path.clone()];
+        for arg in args {
+            strings.push(c(arg.as_bytes())?);
+        }
+        let argc = strings.len();
+        for (name, value) in env {
+            let mut pair = name.as_bytes().to_vec();
+            pair.push(b'=');
+            pair.extend_from_slice(value.as_bytes());
+            strings.push(c(&pair)?);
+        }
+        let pointers = |list: &[CString]| {
+            let mut pointers: Vec<*const libc::c_char> = list.iter().map(|s| s.as_ptr()).collect();
+            pointers.push(std::ptr::null());
+            pointers
+        };
+        self.program = Some(Program {
+            path,
+            argv: pointers(&strings[..argc]),
+            envp: pointers(&strings[argc..]),
+            _strings: strings,
+        });
+        Ok(())
+    }
+
+    /// Runs in `P`, in the view's user and mount namespaces: joins `namespace` for `H`, starts
+    /// `H`, which runs `confine` and executes the program, then waits for `H` and exits as it
+    /// did. Returns only when `H` failed before its program ran.
+    pub(super) fn run(
+        &mut self,
+        namespace: &std::fs::File,
+        confine: &mut dyn FnMut() -> io::Result<()>,
+    ) -> CommandFailure {
+        let errno = |error: io::Error| error.raw_os_error().unwrap_or(libc::EPERM);
+        if let Err(error) = nix::sched::setns(namespace, CloneFlags::CLONE_NEWPID) {
+            return CommandFailure::Confine(error as i32);
+        }
+        let Some(program) = &self.program else {
+            return CommandFailure::Confine(libc::EINVAL);
+        };
+        // `P` takes no signal but SIGKILL from here on: the command's group gets them; `H`
+        // unblocks them before its program runs.
+        let _ = nix::sys::signal::pthread_sigmask(
+            nix::sys::signal::SigmaskHow::SIG_SETMASK,
+            Some(&nix::sys::signal::SigSet::all()),
+            None,
+        );
+        let mut start = Start {
+            confine,
+            program,
+            failure: &self.failure,
+        };
+        let command = match clone_command(&mut self.stack, &mut start) {
+            Ok(pid) => Pid::from_raw(pid),
+            Err(error) => return CommandFailure::Confine(errno(error)),
+        };
+        // `CLONE_VFORK`: `H` has executed its program or exited by now.
+        match self.failure.load(Ordering::SeqCst) {
+            0 => wait_for_command(command),
+            failure => {
+                let _ = reap(command);
+                let errno = (failure & 0xffff_ffff) as i32;
+                if failure & KIND_EXEC != 0 {
+                    CommandFailure::Exec(errno)
+                } else {
+                    CommandFailure::Confine(errno)
+                }
+            }
+        }
+    }
+}
+
+/// What `H` gets from `P`: a pointer to this, on `P`'s stack, which `H` shares.
+struct Start<'a> {
+    confine: &'a mut dyn FnMut() -> io::Result<()>,
+    program: &'a Program,
+    failure: &'a AtomicU64,
+}
+
+/// `clone(CLONE_VM | CLONE_VFORK)` of `H` on `stack`: `P` sleeps until `H` has executed its
+/// program or exited.
+#[expect(unsafe_code, reason = "clone(2) of a process that shares this one's memory")]
+fn clone_command(stack: &mut [u8], start: &mut Start<'_>) -> io::Result<libc::pid_t> {
+    let top = stack.as_mut_ptr_range().end as usize & !15;
+    // SAFETY: `H` runs `command_main` on `stack`, which is `P`'s and stays allocated while `H`
+    // uses it: `P` sleeps (CLONE_VFORK) until `H` executes its program or exits, and only then
+    // reads `start` again. `H` gets its own copy of the descriptors and signal handlers (no
+    // CLONE_FILES, no CLONE_SIGHAND); what it writes in the shared memory is `start.failure` and
+    // its own stack. The C library's clone wrapper runs no fork handlers.
+    let pid = unsafe {
+        libc::clone(
+            command_main,
+            top as *mut c_void,
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            (start as *mut Start<'_>).cast::<c_void>(),
+        )
+    };
+    Errno::result(pid).map_err(io::Error::from)
+}
+
+/// `H`: the command's own process, pid N of the view's namespace.
+#[expect(
+    unsafe_code,
+    reason = "the entry of a clone(2) child: a pointer and execve(2)"
+)]
+extern "C" fn command_main(start: *mut c_void) -> libc::c_int {
+    // SAFETY: `start` is the `Start` that `clone_command` passed, alive on `P`'s stack while `P`
+    // sleeps.
+    let start = unsafe { &mut *start.cast::<Start<'_>>() };
+    // Handlers inherited from Elph would run Elph's code in `P`'s memory.
+    default_handlers();
+    if let Err(error) = (start.confine)() {
+        let errno = error.raw_os_error().unwrap_or(libc::EPERM);
+        start
+            .failure
+            .store(KIND_CONFINE | errno as u32 as u64, Ordering::SeqCst);
+        exit(127);
+    }
+    // The program starts with nothing blocked, as a program expects.
+    let _ = nix::sys::signal::pthread_sigmask(
+        nix::sys::signal::SigmaskHow::SIG_SETMASK,
+        Some(&nix::sys::signal::SigSet::empty()),
+        None,
+    );
+    let program = start.program;
+    // SAFETY: the path and both lists are NUL-terminated strings and null-terminated pointer
+    // arrays that `Program` owns; execve(2) only reads them.
+    unsafe {
+        libc::execve(
+            program.path.as_ptr(),
+            program.argv.as_ptr(),
+            program.envp.as_ptr(),
+        );
+    }
+    let errno = Errno::last() as i32;
+    start
+        .failure
+        .store(KIND_EXEC | errno as u32 as u64, Ordering::SeqCst);
+    exit(127)
+}
+
+/// Every signal with a handler back to its default (ignored ones stay ignored, as across exec).
+#[expect(unsafe_code, reason = "sigaction(2) on stack data")]
+fn default_handlers() {
+    for signal in 1..libc::SIGRTMAX() {
+        // SAFETY: sigaction(2) reads and writes `old`, a zeroed struct on this stack; SIG_DFL
+        // runs no code.
+        unsafe {
+            let mut old: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(signal, std::ptr::null(), &mut old) == 0
+                && old.sa_sigaction != libc::SIG_DFL
+                && old.sa_sigaction != libc::SIG_IGN
+            {
+                libc::signal(signal, libc::SIG_DFL);
+            }
+        }
+    }
+}
+
+/// Whether this system gives sandboxed commands a PID namespace with its own `/proc` (probed
+/// once, with a real child that makes the sandbox's view, a PID namespace, and mounts `/proc`
+/// from inside it, as a view's init does). Needs a mount namespace; a container whose `/proc`
+/// hides paths under other mounts (Docker's default) lets only real root mount another one.
 pub fn pid_namespaces_available() -> bool {
-    static AVAILABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    static AVAILABLE: OnceLock<bool> = OnceLock::new();
     *AVAILABLE.get_or_init(|| {
         if !super::mount_namespaces_available() {
             return false;
         }
         let mut view = super::mount_view::MountView::probe();
-        let step = PidNamespace::prepare();
         crate::process::probe_in_child(move || {
             view.apply()?;
-            step.enter_in_child()
+            nix::sched::unshare(CloneFlags::CLONE_NEWPID)?;
+            let init = clone_process()?;
+            if init == 0 {
+                exit(if mount_proc().is_ok() { 0 } else { 1 });
+            }
+            match reap(Pid::from_raw(init)) {
+                Some(WaitStatus::Exited(_, 0)) => Ok(()),
+                _ => Err(io::Error::from(Errno::EPERM)),
+            }
         })
     })
 }
@@ -128,42 +440,19 @@ fn mount_proc() -> io::Result<()> {
     .map_err(io::Error::from)
 }
 
-/// `P`: waits for the command's status from `G` and exits with it.
-fn wait_for_command(init: libc::pid_t, from_init: OwnedFd) -> ! {
-    // The command's group gets the signals Elph passes on; `P` must outlive the command.
-    for signal in 1..32 {
-        if ![libc::SIGKILL, libc::SIGSTOP, libc::SIGCHLD].contains(&signal) {
-            set_disposition(signal, libc::SIG_IGN);
-        }
-    }
-    // Holding the command's stdout or std's exec-error pipe would keep Elph waiting for them.
-    let from_init = keep_only(from_init);
-    let mut message = [0u8; 3];
-    let mut got = 0;
-    while got < message.len() {
-        match nix::unistd::read(&from_init, &mut message[got..]) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(Errno::EINTR) => {}
-            Err(_) => break,
-        }
-    }
-    let init = Pid::from_raw(init);
-    if got == message.len() {
-        if message[2] == 1 {
-            // `G` is exiting: wait for it, so that no part of the group outlives Elph's child.
-            let _ = reap(init);
-        }
-        exit_as(message[0], message[1]);
-    }
-    // `G` ended without a word: its own setup failed (the spawn's error says why) or it was
-    // killed.
-    match reap(init) {
+/// `P`: waits for the command and exits as it did. It holds no descriptor: holding the command's
+/// stdout or std's exec-error pipe would keep Elph waiting for them.
+fn wait_for_command(command: Pid) -> ! {
+    close_from(0);
+    match reap(command) {
         Some(WaitStatus::Exited(_, code)) => exit_as(EXITED, code as u8),
         Some(WaitStatus::Signaled(_, signal, _)) => exit_as(SIGNALED, signal as i32 as u8),
-        _ => exit_as(EXITED, 1),
+        _ => exit(1),
     }
 }
+
+const EXITED: u8 = 0;
+const SIGNALED: u8 = 1;
 
 fn reap(pid: Pid) -> Option<WaitStatus> {
     loop {
@@ -171,80 +460,6 @@ fn reap(pid: Pid) -> Option<WaitStatus> {
             Err(Errno::EINTR) => {}
             Ok(status) => return Some(status),
             Err(_) => return None,
-        }
-    }
-}
-
-/// `G`: the namespace's init, until nothing is left in the namespace.
-fn be_init(command: Pid, to_parent: OwnedFd, last_cap: u32) -> ! {
-    set_name(c"elph-init");
-    COMMAND.store(command.as_raw(), Ordering::Relaxed);
-    // Handlers inherited from Elph would let signals in; as pid 1 without one, none arrives.
-    for signal in 1..32 {
-        set_disposition(signal, libc::SIG_DFL);
-    }
-    set_disposition(libc::SIGPIPE, libc::SIG_IGN);
-    for signal in PASSED_ON {
-        set_disposition(
-            signal,
-            pass_on as extern "C" fn(libc::c_int) as libc::sighandler_t,
-        );
-    }
-    let _ = nix::sys::signal::pthread_sigmask(
-        nix::sys::signal::SigmaskHow::SIG_SETMASK,
-        Some(&nix::sys::signal::SigSet::empty()),
-        None,
-    );
-    let to_parent = keep_only(to_parent);
-    // Nothing `G` does from here needs a privilege.
-    let _ = privileges::drop_capabilities(last_cap);
-    let mut to_parent = Some(to_parent);
-    loop {
-        let ended = match waitpid(None, None) {
-            Ok(WaitStatus::Exited(pid, code)) if pid == command => Some((EXITED, code as u8)),
-            Ok(WaitStatus::Signaled(pid, signal, _)) if pid == command => {
-                Some((SIGNALED, signal as i32 as u8))
-            }
-            Ok(_) | Err(Errno::EINTR) => None,
-            Err(_) => exit(0),
-        };
-        if let (Some((how, value)), Some(pipe)) = (ended, to_parent.take()) {
-            let last = nothing_left();
-            let _ = nix::unistd::write(&pipe, &[how, value, u8::from(last)]);
-            drop(pipe);
-            if last {
-                exit(0);
-            }
-        }
-    }
-}
-
-/// The signals Elph passes on to a command's group (`process::run_in_foreground`).
-const PASSED_ON: [libc::c_int; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
-
-/// `H`'s pid in `G`'s namespace: the group `G` passes signals on to.
-static COMMAND: AtomicI32 = AtomicI32::new(0);
-
-/// `G`'s handler of [`PASSED_ON`]: the signal goes on to the command's group (or to the command
-/// alone in the instant before it made its group).
-#[expect(unsafe_code, reason = "kill(2) in a signal handler")]
-extern "C" fn pass_on(signal: libc::c_int) {
-    let command = COMMAND.load(Ordering::Relaxed);
-    // SAFETY: kill(2) is async-signal-safe and takes integers only.
-    unsafe {
-        if command > 0 && libc::kill(-command, signal) != 0 {
-            libc::kill(command, signal);
-        }
-    }
-}
-
-/// Reaps what has already ended; true when `G` has no child left.
-fn nothing_left() -> bool {
-    loop {
-        match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
-            Ok(WaitStatus::StillAlive) => return false,
-            Ok(_) | Err(Errno::EINTR) => {}
-            Err(_) => return true,
         }
     }
 }
@@ -300,7 +515,7 @@ fn set_name(name: &std::ffi::CStr) {
 }
 
 /// Moves `fd` to descriptor 0 and closes every other one of the process.
-#[expect(unsafe_code, reason = "dup2 and close_range on raw descriptors after fork")]
+#[expect(unsafe_code, reason = "dup2 on raw descriptors after fork")]
 fn keep_only(fd: OwnedFd) -> OwnedFd {
     let raw = fd.into_raw_fd();
     // SAFETY: raw descriptor calls on this process's own table. `raw` is owned here (taken out
@@ -310,12 +525,22 @@ fn keep_only(fd: OwnedFd) -> OwnedFd {
         if raw != 0 {
             libc::dup2(raw, 0);
         }
-        if libc::syscall(libc::SYS_close_range, 1u32, u32::MAX, 0u32) != 0 {
-            for other in 1..4096 {
+        close_from(1);
+        OwnedFd::from_raw_fd(0)
+    }
+}
+
+/// Closes every descriptor from `first` up.
+#[expect(unsafe_code, reason = "close_range and close on raw descriptors after fork")]
+fn close_from(first: u32) {
+    // SAFETY: closes this process's own descriptors; none of them is used afterwards except
+    // through an `OwnedFd` made after this call.
+    unsafe {
+        if libc::syscall(libc::SYS_close_range, first, u32::MAX, 0u32) != 0 {
+            for other in first as libc::c_int..4096 {
                 libc::close(other);
             }
         }
-        OwnedFd::from_raw_fd(0)
     }
 }
 
@@ -363,12 +588,12 @@ mod tests {
     use crate::process::{CaptureMode, EXIT_GRACE, Leftovers, RunOutput, RunSpec, Stdin, run};
     use crate::sandbox::SandboxPolicy;
 
-    async fn sandboxed(script: &str, project: &Path) -> RunOutput {
+    async fn sandboxed_program(program: &Path, script: &str, project: &Path) -> RunOutput {
         let policy = SandboxPolicy::workspace(project);
         let env: Vec<(OsString, OsString)> = vec![("PATH".into(), "/usr/bin:/bin".into())];
         let args = [OsStr::new("-c"), OsStr::new(script)];
         let spec = RunSpec {
-            program: Path::new("/bin/sh"),
+            program,
             args: &args,
             cwd: project,
             env: &env,
@@ -377,7 +602,7 @@ mod tests {
             stderr: CaptureMode::HeadTail(4096, 4096),
             timeout: Duration::from_secs(30),
             grace: EXIT_GRACE,
-            leftovers: Leftovers::Kill,
+            leftovers: Leftovers::Leave,
             sandbox: Some(&policy),
         };
         tokio::time::timeout(Duration::from_secs(60), run(&spec))
@@ -385,12 +610,24 @@ mod tests {
             .expect("the run ended within the test deadline")
     }
 
-    /// The command is pid 2 under its own init, leads its own group and session there, sees
-    /// only those in its `/proc`, and Elph's child ends with the command's code or signal.
+    async fn sandboxed(script: &str, project: &Path) -> RunOutput {
+        sandboxed_program(Path::new("/bin/sh"), script, project).await
+    }
+
+    fn available() -> bool {
+        let available = crate::sandbox::landlock_support().available() && pid_namespaces_available();
+        if !available {
+            eprintln!("skipped: no Landlock or no PID namespace on this system");
+        }
+        available
+    }
+
+    /// The command runs under the view's init, sees only the namespace in its `/proc`, its group
+    /// (led by Elph's child, outside) has no number there, and Elph's child ends with the
+    /// command's code or signal.
     #[tokio::test]
     async fn a_command_sees_only_its_namespace_and_its_status_comes_back() {
-        if !crate::sandbox::landlock_support().available() || !pid_namespaces_available() {
-            eprintln!("skipped: no Landlock or no PID namespace on this system");
+        if !available() {
             return;
         }
         let project = tempfile::tempdir().unwrap();
@@ -404,11 +641,16 @@ mod tests {
         let stderr = out.stderr.render();
         assert_eq!(out.exit_code, Some(7), "{stdout} {stderr}");
         let lines: Vec<&str> = stdout.lines().collect();
-        let first: Vec<&str> = lines
+        let first: Vec<i32> = lines
             .first()
-            .map(|line| line.split_whitespace().collect())
+            .map(|line| line.split_whitespace().filter_map(|n| n.parse().ok()).collect())
             .unwrap_or_default();
-        assert_eq!(first, ["2", "2", "2"], "pid, group, session: {stdout} {stderr}");
+        assert!(first.first().is_some_and(|&pid| pid > 1), "{stdout} {stderr}");
+        assert_eq!(
+            first.get(1..),
+            Some(&[0, 0][..]),
+            "group, session: {stdout} {stderr}"
+        );
         let listed: usize = lines.get(1).and_then(|n| n.parse().ok()).unwrap_or(usize::MAX);
         // init, sh, and the command substitution's processes at most.
         assert!(listed <= 4, "{stdout}");
@@ -418,5 +660,58 @@ mod tests {
         let out = sandboxed("kill -TERM $$", project.path()).await;
         assert_eq!(out.signal, Some(libc::SIGTERM));
         assert_eq!(out.exit_code, None);
+    }
+
+    /// The trade-off of one namespace per view: a later command sees what an earlier one left
+    /// running, but cannot read its environment, and with Landlock ABI 6 cannot signal it; an
+    /// orphan that ended is reaped by the init, not left a zombie.
+    #[tokio::test]
+    async fn commands_of_one_view_share_its_namespace_but_not_their_environments() {
+        if !available() {
+            return;
+        }
+        let project = tempfile::tempdir().unwrap();
+        let first = sandboxed(
+            "SECRET_OF_FIRST=first-secret setsid sleep 30 > /dev/null 2>&1 < /dev/null & echo $!; \
+             (sleep 0.1 &) ; exit 0",
+            project.path(),
+        )
+        .await;
+        let left: i32 = first.stdout.render().trim().parse().expect("the background pid");
+        std::thread::sleep(Duration::from_millis(300));
+        let second = sandboxed(
+            &format!(
+                "cat /proc/{left}/comm; tr '\\0' '\\n' < /proc/{left}/environ; echo \"environ=$?\"; \
+                 kill -0 {left}; echo \"signal=$?\"; grep -l '^State:.*Z' /proc/[0-9]*/status; echo end"
+            ),
+            project.path(),
+        )
+        .await;
+        let said = second.stdout.render();
+        let _ = sandboxed(&format!("kill -9 {left}"), project.path()).await;
+        assert!(said.starts_with("sleep\n"), "{said} {}", second.stderr.render());
+        assert!(!said.contains("first-secret"), "{said}");
+        assert!(!said.contains("environ=0"), "{said}");
+        if crate::sandbox::landlock_support().abi.is_some_and(|abi| abi >= 6) {
+            assert!(!said.contains("signal=0"), "{said}");
+        }
+        assert!(
+            said.ends_with("end\n") && !said.contains("/status"),
+            "a zombie: {said}"
+        );
+    }
+
+    /// A program that cannot be executed in the namespace is said as without the sandbox (the
+    /// system's error, not a confinement step's).
+    #[tokio::test]
+    async fn a_missing_program_fails_the_spawn_with_the_systems_error() {
+        if !available() {
+            return;
+        }
+        let project = tempfile::tempdir().unwrap();
+        let missing = project.path().join("no-such-program");
+        let out = sandboxed_program(&missing, "", project.path()).await;
+        let error = out.spawn_error.expect("the spawn failed");
+        assert_eq!(error.raw_os_error(), Some(libc::ENOENT), "{error}");
     }
 }
