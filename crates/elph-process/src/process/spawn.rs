@@ -158,8 +158,15 @@ fn fork(spec: &SpawnSpec<'_>, confinement: Option<Confinement>) -> Result<Starte
         })
         .stdout(stdio(spec.stdout))
         .stderr(stdio(spec.stderr));
-    let watcher = crate::orphans::registration_fd();
     let mut confinement = confinement;
+    // As root, the child is forked straight into the sandbox's PID namespace. Its `getpid` there
+    // is not its pid outside, so it does not register with the orphan watcher: the namespace's
+    // init, which dies with Elph, takes it and everything it started along.
+    let in_namespace = confinement.as_mut().and_then(Confinement::fork_in_namespace);
+    let watcher = match in_namespace {
+        Some(_) => None,
+        None => crate::orphans::registration_fd(),
+    };
     if let Some(confinement) = &mut confinement {
         // In the sandbox's PID namespace, the command's process executes the program itself.
         confinement
@@ -186,7 +193,9 @@ fn fork(spec: &SpawnSpec<'_>, confinement: Option<Confinement>) -> Result<Starte
         pthread_sigmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None)?;
         Ok(())
     });
-    let mut child = command.spawn().map_err(|error| match error.raw_os_error() {
+    let spawned = command.spawn();
+    drop(in_namespace);
+    let mut child = spawned.map_err(|error| match error.raw_os_error() {
         Some(code) if code >= CONFINE_FAILED => SpawnError {
             step: Step::Confine,
             error: io::Error::from_raw_os_error(code - CONFINE_FAILED),

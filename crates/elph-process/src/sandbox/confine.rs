@@ -42,7 +42,9 @@ use seccompiler::BpfProgram;
 use super::landlock_rules;
 use super::limits::Limits;
 use super::mount_view::{MountView, ViewKey, c_path};
-use super::pid_namespace::{CommandFailure, RunCommand, StartInit, pid_namespaces_available};
+use super::pid_namespace::{
+    CommandFailure, ForkInNamespace, RunCommand, StartInit, pid_namespaces_available,
+};
 use super::privileges::DropPrivileges;
 use super::seccomp;
 use super::{SandboxError, SandboxMode, SandboxPolicy};
@@ -121,6 +123,17 @@ impl Confinement {
             privileges: DropPrivileges::prepare(in_user_namespace),
             limits: policy.limits,
         }))
+    }
+
+    /// Where the calling thread may fork straight into the view's PID namespace (Elph is root):
+    /// the guard under which to fork, after which the child is the command's own process and
+    /// needs no waiter. Called before the fork, on the thread that forks.
+    pub(crate) fn fork_in_namespace(&mut self) -> Option<ForkInNamespace> {
+        self.pids.as_ref()?;
+        let namespace = self.mounts.as_ref()?.namespace.pid.as_ref()?;
+        let guard = ForkInNamespace::enter(namespace)?;
+        self.pids = None;
+        Some(guard)
     }
 
     /// What the child will execute, for a child that starts its command itself (in the view's

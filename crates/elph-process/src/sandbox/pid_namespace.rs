@@ -96,15 +96,19 @@ impl StartInit {
         let (from_init, to_holder) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
         if clone_process()? == 0 {
             drop(from_init);
+            // Everything else the holder had open from Elph (the session's lock, pipes, sockets)
+            // is closed first: the init lives long, and none of it is its to hold.
+            let (to_holder, lifeline) = keep_pair(to_holder, self.lifeline);
             let errno = mount_proc()
                 .err()
                 .and_then(|error| error.raw_os_error())
                 .unwrap_or(0);
             let _ = nix::unistd::write(&to_holder, &errno.to_ne_bytes());
+            drop(to_holder);
             if errno != 0 {
                 exit(1);
             }
-            be_init(to_holder, self.lifeline, self.last_cap);
+            be_init(lifeline, self.last_cap);
         }
         drop(to_holder);
         let mut word = [0u8; 4];
@@ -136,7 +140,7 @@ fn lifeline() -> Option<RawFd> {
 }
 
 /// The init of a view's namespace: pid 1 there, until Elph's process ends.
-fn be_init(to_holder: OwnedFd, lifeline: RawFd, last_cap: u32) -> ! {
+fn be_init(lifeline: OwnedFd, last_cap: u32) -> ! {
     set_name(c"elph-init");
     // A copy of Elph's memory (the holder is Elph's fork, made dumpable to write its id maps).
     let _ = nix::sys::prctl::set_dumpable(false);
@@ -152,13 +156,6 @@ fn be_init(to_holder: OwnedFd, lifeline: RawFd, last_cap: u32) -> ! {
         Some(&nix::sys::signal::SigSet::empty()),
         None,
     );
-    drop(to_holder);
-    // A duplicate the init owns; every other descriptor (the lifeline's write end, the
-    // command's pipes, Elph's sockets) is closed by `keep_only`.
-    let Ok(own) = nix::unistd::dup(lifeline_fd(lifeline)) else {
-        exit(1);
-    };
-    let lifeline = keep_only(own);
     // Nothing the init does from here needs a privilege.
     let _ = privileges::drop_capabilities(last_cap);
     let mut byte = [0u8; 1];
@@ -171,14 +168,45 @@ fn be_init(to_holder: OwnedFd, lifeline: RawFd, last_cap: u32) -> ! {
     }
 }
 
-#[expect(
-    unsafe_code,
-    reason = "borrowing the lifeline's raw descriptor in the forked init"
-)]
-fn lifeline_fd(fd: RawFd) -> std::os::fd::BorrowedFd<'static> {
-    // SAFETY: the lifeline's read end is held open by a static for the life of the process (and
-    // of this fork's copy of it).
-    unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) }
+/// While it lives, the processes the calling thread forks start in a view's PID namespace: then
+/// Elph's child is the command's own process, with no waiter. Only a process with
+/// `CAP_SYS_ADMIN` in its own user namespace (root) may do this; the kernel allows it on one
+/// thread of a multi-threaded process, as it does not for the user and mount namespaces.
+pub(crate) struct ForkInNamespace {
+    /// Tied to the thread whose namespace for children it changed.
+    _thread: std::marker::PhantomData<*const ()>,
+}
+
+impl ForkInNamespace {
+    /// `None` when the kernel refuses (Elph is not root): the child then starts the command
+    /// through a waiter ([`RunCommand`]).
+    pub(super) fn enter(namespace: &std::fs::File) -> Option<ForkInNamespace> {
+        own_pid_namespace()?;
+        nix::sched::setns(namespace, CloneFlags::CLONE_NEWPID).ok()?;
+        Some(ForkInNamespace {
+            _thread: std::marker::PhantomData,
+        })
+    }
+}
+
+impl Drop for ForkInNamespace {
+    fn drop(&mut self) {
+        // Back to Elph's own: anything else this thread forks (a hook, an unsandboxed command)
+        // starts where Elph is. Going back to one's own namespace is always allowed to a
+        // process that could leave it.
+        if let Some(own) = own_pid_namespace()
+            && let Err(error) = nix::sched::setns(own, CloneFlags::CLONE_NEWPID)
+        {
+            tracing::error!(%error, "cannot return to Elph's own PID namespace");
+        }
+    }
+}
+
+/// Elph's own PID namespace, held open for going back to it.
+fn own_pid_namespace() -> Option<&'static std::fs::File> {
+    static OWN: OnceLock<Option<std::fs::File>> = OnceLock::new();
+    OWN.get_or_init(|| std::fs::File::open("/proc/self/ns/pid").ok())
+        .as_ref()
 }
 
 /// The command's half, prepared before Elph's fork: the program `H` executes and the stack it
@@ -220,7 +248,7 @@ impl RunCommand {
     pub(super) fn prepare() -> RunCommand {
         RunCommand {
             program: None,
-            stack: vec![0; STACK_SIZE],
+            stack: Vec::new(),
             failure: AtomicU64::new(0),
         }
     }
@@ -258,6 +286,7 @@ impl RunCommand {
             pointers.push(std::ptr::null());
             pointers
         };
+        self.stack = vec![0; STACK_SIZE];
         self.program = Some(Program {
             path,
             argv: pointers(&strings[..argc]),
@@ -514,19 +543,23 @@ fn set_name(name: &std::ffi::CStr) {
     }
 }
 
-/// Moves `fd` to descriptor 0 and closes every other one of the process.
-#[expect(unsafe_code, reason = "dup2 on raw descriptors after fork")]
-fn keep_only(fd: OwnedFd) -> OwnedFd {
-    let raw = fd.into_raw_fd();
-    // SAFETY: raw descriptor calls on this process's own table. `raw` is owned here (taken out
-    // of its `OwnedFd`); once copied to 0 it is closed with the rest, and descriptor 0, the
-    // copy, is owned by the `OwnedFd` returned and nothing else.
+/// Moves `first` to descriptor 0 and a copy of `second` to 1, and closes every other one of the
+/// process.
+#[expect(unsafe_code, reason = "fcntl and dup2 on raw descriptors after fork")]
+fn keep_pair(first: OwnedFd, second: RawFd) -> (OwnedFd, OwnedFd) {
+    let first = first.into_raw_fd();
+    // SAFETY: raw descriptor calls on this process's own table. Both are copied above 2 first,
+    // so neither copy to 0 or 1 overwrites the other; `first` (taken out of its `OwnedFd`) and
+    // the copies above 2 are closed with the rest, and descriptors 0 and 1 are owned by the
+    // `OwnedFd`s returned and nothing else. A failed copy leaves 0 or 1 closed: the init's
+    // first write or read then fails and it exits.
     unsafe {
-        if raw != 0 {
-            libc::dup2(raw, 0);
-        }
-        close_from(1);
-        OwnedFd::from_raw_fd(0)
+        let high_first = libc::fcntl(first, libc::F_DUPFD, 3);
+        let high_second = libc::fcntl(second, libc::F_DUPFD, 3);
+        libc::dup2(high_first, 0);
+        libc::dup2(high_second, 1);
+        close_from(2);
+        (OwnedFd::from_raw_fd(0), OwnedFd::from_raw_fd(1))
     }
 }
 
@@ -622,9 +655,8 @@ mod tests {
         available
     }
 
-    /// The command runs under the view's init, sees only the namespace in its `/proc`, its group
-    /// (led by Elph's child, outside) has no number there, and Elph's child ends with the
-    /// command's code or signal.
+    /// The command runs under the view's init, sees only the namespace in its `/proc`, and
+    /// Elph's child ends with the command's code or signal.
     #[tokio::test]
     async fn a_command_sees_only_its_namespace_and_its_status_comes_back() {
         if !available() {
@@ -645,10 +677,14 @@ mod tests {
             .first()
             .map(|line| line.split_whitespace().filter_map(|n| n.parse().ok()).collect())
             .unwrap_or_default();
-        assert!(first.first().is_some_and(|&pid| pid > 1), "{stdout} {stderr}");
+        let pid = first.first().copied().unwrap_or(0);
+        assert!(pid > 1, "{stdout} {stderr}");
+        // Root forks the command straight into the namespace: it leads its group and session
+        // there. Otherwise they are led by the waiter outside, and have no number inside.
+        let led = if nix::unistd::geteuid().is_root() { pid } else { 0 };
         assert_eq!(
             first.get(1..),
-            Some(&[0, 0][..]),
+            Some(&[led, led][..]),
             "group, session: {stdout} {stderr}"
         );
         let listed: usize = lines.get(1).and_then(|n| n.parse().ok()).unwrap_or(usize::MAX);
