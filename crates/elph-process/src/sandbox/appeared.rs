@@ -64,6 +64,8 @@ impl SandboxPolicy {
     /// commands), and removes the folders Elph made to hold protected places.
     pub fn end_session(&self) -> Vec<String> {
         self.watch.kill_left_running();
+        // And what left its group: the session's PID namespaces end with everything in them.
+        super::confine::end_namespaces(self.watch.id());
         let missing = if self.watch.ever_left_running() {
             self.watch.missing_at_start()
         } else {

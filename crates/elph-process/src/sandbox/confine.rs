@@ -73,6 +73,26 @@ struct SharedNamespace {
     /// The view's PID namespace, whose init mounted the `/proc` of the mount namespace (where
     /// the system allows one).
     pid: Option<std::fs::File>,
+    /// The write end of the init's lifeline: closed when the namespace is dropped (the session
+    /// ended) or Elph's process ends, and the init, and everything in its namespace, with it.
+    _lifeline: Option<std::os::fd::OwnedFd>,
+}
+
+/// The namespaces of every view, by key; the session's end removes its own.
+type Namespaces = std::collections::HashMap<ViewKey, std::sync::Arc<SharedNamespace>>;
+
+fn namespaces() -> std::sync::MutexGuard<'static, Option<Namespaces>> {
+    static NAMESPACES: std::sync::Mutex<Option<Namespaces>> = std::sync::Mutex::new(None);
+    NAMESPACES.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Ends the namespaces of the session `session` (`SessionWatch::id`): their inits read EOF and
+/// exit, and the kernel kills everything left in their PID namespaces, even what left its
+/// command's process group. The session's next command, if any, gets new ones.
+pub(super) fn end_namespaces(session: usize) {
+    if let Some(namespaces) = namespaces().as_mut() {
+        namespaces.retain(|key, _| key.2 != session);
+    }
 }
 
 /// What a child does to enter the shared namespace.
@@ -209,11 +229,9 @@ fn shared_namespace(
     mut view: MountView,
     key: ViewKey,
 ) -> Result<std::sync::Arc<SharedNamespace>, SandboxError> {
-    use std::collections::HashMap;
-    use std::sync::{Arc, Mutex};
-    static NAMESPACES: Mutex<Option<HashMap<ViewKey, Arc<SharedNamespace>>>> = Mutex::new(None);
-    let mut namespaces = NAMESPACES.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    let namespaces = namespaces.get_or_insert_with(HashMap::new);
+    use std::sync::Arc;
+    let mut namespaces = namespaces();
+    let namespaces = namespaces.get_or_insert_with(Default::default);
     if let Some(namespace) = namespaces.get(&key) {
         return Ok(namespace.clone());
     }
@@ -230,10 +248,11 @@ fn shared_namespace(
     };
     let own_user = view.has_user_namespace();
     // The view's PID namespace and its init are made by the same holder, in its mount namespace.
-    let init = if pid_namespaces_available() {
-        Some(StartInit::prepare().ok_or_else(|| failed(io::Error::other("no pipe for its init")))?)
+    let (init, lifeline) = if pid_namespaces_available() {
+        let (init, lifeline) = StartInit::prepare().map_err(failed)?;
+        (Some(init), Some(lifeline))
     } else {
-        None
+        (None, None)
     };
     let with_pids = init.is_some();
     let mut holder = crate::process::spawn_holder(move || {
@@ -254,6 +273,7 @@ fn shared_namespace(
             } else {
                 None
             },
+            _lifeline: lifeline.map(|(_read, write)| write),
         })
     })();
     holder.end();

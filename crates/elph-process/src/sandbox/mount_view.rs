@@ -73,7 +73,8 @@ enum Kind {
 
 /// Which view a namespace holds: the mode and every path by inode, so a folder removed and made
 /// again, or a protected path that appeared since, gets a new namespace.
-pub(super) type ViewKey = (SandboxMode, Vec<(PathBuf, u64, u64, u8)>);
+/// And the session's, whose end ends its namespaces.
+pub(super) type ViewKey = (SandboxMode, Vec<(PathBuf, u64, u64, u8)>, usize);
 
 impl MountView {
     /// The view of `policy` (`read-only` or `workspace-write`) and the key of its namespace.
@@ -161,7 +162,7 @@ impl MountView {
                 None => None,
             },
         };
-        Ok((view, (policy.mode, key)))
+        Ok((view, (policy.mode, key, policy.watch.id())))
     }
 
     /// A view that only makes `/` read-only, for probing whether this system allows one.

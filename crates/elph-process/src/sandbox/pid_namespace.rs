@@ -74,18 +74,22 @@ pub(crate) enum CommandFailure {
 
 /// The init's half of a view's namespace, prepared before the holder's fork.
 pub(super) struct StartInit {
-    /// The read end of Elph's lifeline (see [`lifeline`]).
+    /// The read end of the namespace's lifeline, a pipe whose write end only Elph holds: the
+    /// init exits when it reads EOF.
     lifeline: RawFd,
     last_cap: u32,
 }
 
 impl StartInit {
-    /// `None` when the lifeline pipe cannot be made (then no namespace is made either).
-    pub(super) fn prepare() -> Option<StartInit> {
-        Some(StartInit {
-            lifeline: lifeline()?,
+    /// The init's half and the lifeline (read end, write end): the caller keeps the write end
+    /// for as long as the namespace is to live, and closes the read end once the init started.
+    pub(super) fn prepare() -> io::Result<(StartInit, (OwnedFd, OwnedFd))> {
+        let (read, write) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+        let init = StartInit {
+            lifeline: read.as_raw_fd(),
             last_cap: privileges::last_cap(),
-        })
+        };
+        Ok((init, (read, write)))
     }
 
     /// Runs in the view's holder, after it made the view: unshares the PID namespace and starts
@@ -127,16 +131,6 @@ impl StartInit {
             errno => Err(io::Error::from_raw_os_error(errno)),
         }
     }
-}
-
-/// A pipe whose write end only Elph holds, for its whole life; each namespace's init holds the
-/// read end and exits when it reads EOF, that is when Elph's process has ended.
-fn lifeline() -> Option<RawFd> {
-    static LIFELINE: OnceLock<Option<(OwnedFd, OwnedFd)>> = OnceLock::new();
-    LIFELINE
-        .get_or_init(|| nix::unistd::pipe2(OFlag::O_CLOEXEC).ok())
-        .as_ref()
-        .map(|(read, _write)| read.as_raw_fd())
 }
 
 /// The init of a view's namespace: pid 1 there, until Elph's process ends.
@@ -621,8 +615,12 @@ mod tests {
     use crate::process::{CaptureMode, EXIT_GRACE, Leftovers, RunOutput, RunSpec, Stdin, run};
     use crate::sandbox::SandboxPolicy;
 
-    async fn sandboxed_program(program: &Path, script: &str, project: &Path) -> RunOutput {
-        let policy = SandboxPolicy::workspace(project);
+    async fn sandboxed_program(
+        policy: &SandboxPolicy,
+        program: &Path,
+        script: &str,
+        project: &Path,
+    ) -> RunOutput {
         let env: Vec<(OsString, OsString)> = vec![("PATH".into(), "/usr/bin:/bin".into())];
         let args = [OsStr::new("-c"), OsStr::new(script)];
         let spec = RunSpec {
@@ -636,15 +634,16 @@ mod tests {
             timeout: Duration::from_secs(30),
             grace: EXIT_GRACE,
             leftovers: Leftovers::Leave,
-            sandbox: Some(&policy),
+            sandbox: Some(policy),
         };
         tokio::time::timeout(Duration::from_secs(60), run(&spec))
             .await
             .expect("the run ended within the test deadline")
     }
 
-    async fn sandboxed(script: &str, project: &Path) -> RunOutput {
-        sandboxed_program(Path::new("/bin/sh"), script, project).await
+    /// `script` in the session of `policy` (its namespaces are the session's).
+    async fn sandboxed(policy: &SandboxPolicy, script: &str, project: &Path) -> RunOutput {
+        sandboxed_program(policy, Path::new("/bin/sh"), script, project).await
     }
 
     fn available() -> bool {
@@ -663,7 +662,9 @@ mod tests {
             return;
         }
         let project = tempfile::tempdir().unwrap();
+        let policy = SandboxPolicy::workspace(project.path());
         let out = sandboxed(
+            &policy,
             "echo $$ $(ps -o pgid= -p $$) $(cut -d' ' -f6 /proc/$$/stat); ls /proc | grep -c '^[0-9]*$'; \
              cat /proc/1/comm; echo x > /dev/stdout; exit 7",
             project.path(),
@@ -693,7 +694,7 @@ mod tests {
         assert_eq!(lines.get(2), Some(&"elph-init"), "{stdout}");
         assert_eq!(lines.get(3), Some(&"x"), "{stdout} {stderr}");
 
-        let out = sandboxed("kill -TERM $$", project.path()).await;
+        let out = sandboxed(&policy, "kill -TERM $$", project.path()).await;
         assert_eq!(out.signal, Some(libc::SIGTERM));
         assert_eq!(out.exit_code, None);
     }
@@ -707,8 +708,10 @@ mod tests {
             return;
         }
         let project = tempfile::tempdir().unwrap();
+        let policy = SandboxPolicy::workspace(project.path());
         let first = sandboxed(
-            "SECRET_OF_FIRST=first-secret setsid sleep 30 > /dev/null 2>&1 < /dev/null & echo $!; \
+            &policy,
+            "SECRET_OF_FIRST=first-secret setsid sleep 30.4711 > /dev/null 2>&1 < /dev/null & echo $!; \
              (sleep 0.1 &) ; exit 0",
             project.path(),
         )
@@ -716,6 +719,7 @@ mod tests {
         let left: i32 = first.stdout.render().trim().parse().expect("the background pid");
         std::thread::sleep(Duration::from_millis(300));
         let second = sandboxed(
+            &policy,
             &format!(
                 "cat /proc/{left}/comm; tr '\\0' '\\n' < /proc/{left}/environ; echo \"environ=$?\"; \
                  kill -0 {left}; echo \"signal=$?\"; grep -l '^State:.*Z' /proc/[0-9]*/status; echo end"
@@ -724,7 +728,27 @@ mod tests {
         )
         .await;
         let said = second.stdout.render();
-        let _ = sandboxed(&format!("kill -9 {left}"), project.path()).await;
+        // The session's end ends its namespace, and what the first command left with it.
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let running = || {
+            std::fs::read_dir("/proc")
+                .into_iter()
+                .flatten()
+                .flatten()
+                .any(|entry| {
+                    std::fs::read(entry.path().join("cmdline"))
+                        .is_ok_and(|line| line == b"sleep\x0030.4711\x00")
+                })
+        };
+        assert!(
+            running(),
+            "the background process ran before the session's end: {said}"
+        );
+        let _ = policy.end_session();
+        while running() && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let ended = !running();
         assert!(said.starts_with("sleep\n"), "{said} {}", second.stderr.render());
         assert!(!said.contains("first-secret"), "{said}");
         assert!(!said.contains("environ=0"), "{said}");
@@ -735,6 +759,7 @@ mod tests {
             said.ends_with("end\n") && !said.contains("/status"),
             "a zombie: {said}"
         );
+        assert!(ended, "the session's end left the background process running");
     }
 
     /// A program that cannot be executed in the namespace is said as without the sandbox (the
@@ -746,7 +771,8 @@ mod tests {
         }
         let project = tempfile::tempdir().unwrap();
         let missing = project.path().join("no-such-program");
-        let out = sandboxed_program(&missing, "", project.path()).await;
+        let policy = SandboxPolicy::workspace(project.path());
+        let out = sandboxed_program(&policy, &missing, "", project.path()).await;
         let error = out.spawn_error.expect("the spawn failed");
         assert_eq!(error.raw_os_error(), Some(libc::ENOENT), "{error}");
     }

@@ -130,6 +130,11 @@ impl SessionWatch {
         }
     }
 
+    /// Which session this is, for the namespaces that are the session's own (`confine`).
+    pub(super) fn id(&self) -> usize {
+        Arc::as_ptr(&self.0) as usize
+    }
+
     pub(crate) fn note_left_running(&self, group: ProcessGroup) {
         let mut state = self.state();
         state.ever_left_running = true;
