@@ -10,7 +10,7 @@
 //! belongs to nobody alive, whatever pid happens to be reused.
 
 use std::fs::File;
-use std::io;
+use std::io::{self, Write};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
@@ -43,6 +43,10 @@ impl SessionTempDir {
                 .keep()
                 .map_err(|error| error.error)?;
             lock.try_lock().map_err(io::Error::from)?;
+            // Whose lock it is: a process forked from this Elph without executing (a namespace
+            // holder, a probe) shares the lock until it exits, which can be a moment after a
+            // `kill -9` of this Elph; the pid lets the next start tell that remnant from a live Elph.
+            (&lock).write_all(format!("{}\n", std::process::id()).as_bytes())?;
             let name = lock_path
                 .file_name()
                 .and_then(|name| name.to_str())
@@ -85,6 +89,20 @@ impl Drop for SessionTempDir {
 /// Removes the temp dirs of Elph processes that are gone: each of this user's `elph-session-*`
 /// and `elph-sandbox-*` folders under the system temp dir whose lock nobody holds. Returns how
 /// many it removed. Never fails: a folder it cannot judge or remove is left.
+/// Whether the Elph that wrote its pid into this lock file still runs. A pid that cannot be read
+/// counts as alive, and so does a pid reused by another process: only a certainly dead owner lets
+/// a held lock's folder go (its holder is then a remnant of that Elph on its way out).
+fn owner_is_alive(lock_path: &Path) -> bool {
+    let Some(pid) = std::fs::read_to_string(lock_path)
+        .ok()
+        .and_then(|text| text.trim().parse::<i32>().ok())
+        .filter(|pid| *pid > 0)
+    else {
+        return true;
+    };
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None) != Err(nix::errno::Errno::ESRCH)
+}
+
 pub(crate) fn remove_left_overs() -> usize {
     remove_left_overs_in(&std::env::temp_dir())
 }
@@ -117,7 +135,7 @@ fn remove_left_overs_in(parent: &Path) -> usize {
         let Ok(lock) = File::open(&lock_path) else {
             continue;
         };
-        if lock.try_lock().is_err() {
+        if lock.try_lock().is_err() && owner_is_alive(&lock_path) {
             continue; // its Elph is alive
         }
         let dir = parent.join(name);
@@ -150,6 +168,28 @@ mod tests {
         drop(dir);
         assert!(!path.exists());
         assert_eq!(std::fs::read_dir(parent.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn a_lock_held_by_a_remnant_of_a_dead_elph_does_not_keep_its_folder() {
+        let parent = tempfile::tempdir().unwrap();
+        // A pid that certainly ended: a child that was waited for.
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead_pid = child.id();
+        child.wait().unwrap();
+        let left = parent.path().join("elph-sandbox-remnant");
+        std::fs::create_dir(&left).unwrap();
+        let lock_path = parent.path().join("elph-sandbox-remnant.lock");
+        std::fs::write(&lock_path, format!("{dead_pid}\n")).unwrap();
+        // Held, as a process forked from that Elph would still hold it for a moment.
+        let remnant = File::open(&lock_path).unwrap();
+        remnant.try_lock().unwrap();
+        // A live Elph's folder, its lock held and naming a live pid, stays.
+        let alive = SessionTempDir::create_in(parent.path(), "elph-session-").unwrap();
+        assert_eq!(remove_left_overs_in(parent.path()), 1);
+        assert!(!left.exists());
+        assert!(alive.path().exists());
+        drop(remnant);
     }
 
     #[test]
