@@ -10,7 +10,8 @@
 //! Why one per view and not one per command (as `bwrap --unshare-pid` gives Codex and Claude
 //! Code): a namespace per command needs an init process per command, a copy of the mount
 //! namespace to mount its `/proc` in, and their teardown, which together cost more than the
-//! command `true` itself (docs/architecture.md, "The sandbox's PID namespace", has the figures).
+//! command `true` itself (elph-agent's `benches/sandbox.rs` measures it; docs/security.md,
+//! "How it is enforced (Linux)", states the trade-off for users).
 //! The price is that the commands of one Elph see each other: a server one command left in the
 //! background is listed (with its command line) to the next. They still cannot read each other's
 //! environment or memory, nor trace them (each command has a Landlock domain of its own, and the
