@@ -10,6 +10,9 @@
 #       { "id": "herdr-prompt", "event": "userPromptSubmit", "command": "hooks/herdr-agent-state.sh" },
 #       { "id": "herdr-before", "event": "beforeAgent",      "command": "hooks/herdr-agent-state.sh" },
 #       { "id": "herdr-tool",   "event": "preToolUse",       "command": "hooks/herdr-agent-state.sh" },
+#       { "id": "herdr-ask",    "event": "permissionRequest", "command": "hooks/herdr-agent-state.sh" },
+#       { "id": "herdr-ran",    "event": "postToolUse",      "command": "hooks/herdr-agent-state.sh" },
+#       { "id": "herdr-failed", "event": "postToolUseFailure", "command": "hooks/herdr-agent-state.sh" },
 #       { "id": "herdr-stop",   "event": "stop",             "command": "hooks/herdr-agent-state.sh" } ] }
 #
 # What it does:
@@ -18,6 +21,10 @@
 #   - Reads the hook payload (one line of JSON) from stdin and takes the event and the session id
 #     from it with sed (no jq needed); ELPH_SESSION_ID, which Elph also sets, wins for the session.
 #   - userPromptSubmit, beforeAgent, preToolUse  -> state "working"
+#     postToolUse, postToolUseFailure            -> state "working" (an approval was answered)
+#     permissionRequest                          -> state "blocked" (an approval waits for you)
+#     notification of kind approvalNeeded        -> state "blocked" (the same, for a setup that
+#                                                   listens to notification instead)
 #     sessionStart, stop                         -> state "idle"
 #     sessionStart also binds the native session (report-agent-session), so Herdr can restore it.
 #     Other events are ignored.
@@ -26,7 +33,7 @@
 #
 # The calls (Herdr's CLI: the pane id is the first argument after the subcommand):
 #   "${HERDR_BIN_PATH:-herdr}" pane report-agent "$HERDR_PANE_ID" \
-#       --source "elph-hooks-SESSION" --agent elph --state working|idle --seq SEQ
+#       --source "elph-hooks-SESSION" --agent elph --state working|blocked|idle --seq SEQ
 #   "${HERDR_BIN_PATH:-herdr}" pane report-agent-session "$HERDR_PANE_ID" \
 #       --source "elph-hooks-SESSION" --agent elph --agent-session-id "$ELPH_SESSION_ID"
 #
@@ -113,8 +120,16 @@ case $event in
         fi
         report idle
         ;;
-    userPromptSubmit | beforeAgent | preToolUse)
+    userPromptSubmit | beforeAgent | preToolUse | postToolUse | postToolUseFailure)
         report working
+        ;;
+    permissionRequest)
+        report blocked
+        ;;
+    notification)
+        if [ "$(field kind)" = approvalNeeded ]; then
+            report blocked
+        fi
         ;;
     stop)
         report idle

@@ -66,6 +66,7 @@ impl Setup {
             timeout: Duration::from_secs(10),
             enabled: true,
             persistent: false,
+            run_async: false,
             source: project.join("hooks.json"),
             scope: HookScope::Home,
             protocol: Protocol::Elph,
@@ -79,6 +80,7 @@ impl Setup {
             id: format!("line-{i}"),
             command: resolve_command(line_binary.to_str().unwrap(), &project, ""),
             persistent: true,
+            run_async: false,
             ..hook(i)
         };
         let set = |n: usize| HookSet {

@@ -117,6 +117,7 @@ impl Fixture {
             timeout: Duration::from_secs(10),
             enabled: true,
             persistent: true,
+            run_async: false,
             source: self.project.join("hooks.json"),
             scope: HookScope::Home,
             protocol: Protocol::Elph,

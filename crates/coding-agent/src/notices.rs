@@ -60,3 +60,14 @@ pub(crate) fn describe(dispatch: &Dispatch) -> Vec<Notice> {
     }
     notices
 }
+
+/// What a stored prompt replacement says when a session is shown again: who replaced the prompt
+/// that follows, and what the user had sent.
+pub(crate) fn prompt_replaced(original: &str, by: &[String]) -> String {
+    let hooks: Vec<String> = by.iter().map(|id| format!("'{id}'")).collect();
+    format!(
+        "userPromptSubmit hook {} replaced the next prompt; you sent: {}",
+        hooks.join(", then "),
+        elph_agent::hooks::events::words::quoted(original, 300)
+    )
+}

@@ -22,6 +22,10 @@ use crate::store::{SessionSink, SessionStore, new_session_id};
 use crate::trust::{TrustDecision, TrustStore};
 use crate::workflows::{ExpandedPrompt, Workflows};
 
+/// The variable that records every hook chain to a file, in every front end (`--record-hooks`
+/// for `elph run`).
+pub(crate) const RECORD_HOOKS_VAR: &str = "ELPH_RECORD_HOOKS";
+
 /// Which session to run in.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SessionChoice {
@@ -53,6 +57,8 @@ pub struct RuntimeOptions {
     /// The editor's file system (ACP, when the client offers it): the native file tools read and
     /// write through it.
     pub editor_files: Option<Arc<dyn elph_agent::tools::EditorFiles>>,
+    /// `--record-hooks FILE`: where every hook chain is recorded (else `ELPH_RECORD_HOOKS`).
+    pub record_hooks: Option<std::path::PathBuf>,
 }
 
 impl Default for RuntimeOptions {
@@ -67,6 +73,7 @@ impl Default for RuntimeOptions {
             mcp_inputs: crate::mcp::inputs::McpInputs::headless("this session"),
             mode: elph_agent::harness::AgentMode::Build,
             editor_files: None,
+            record_hooks: None,
         }
     }
 }
@@ -147,11 +154,20 @@ impl Runtime {
             tracing::warn!(%message, "permissions");
             let _ = events.send(AgentEvent::Notice { message });
         }
-        let host = Arc::new(
-            HookHost::new(set, paths.project_dir.clone(), &paths.data_dir)
-                .with_sandbox_base(config.sandbox.clone())
-                .with_pin_check(TrustStore::new(&paths.config_dir)),
-        );
+        let mut host = HookHost::new(set, paths.project_dir.clone(), &paths.data_dir)
+            .with_sandbox_base(config.sandbox.clone())
+            .with_pin_check(TrustStore::new(&paths.config_dir));
+        let record = options
+            .record_hooks
+            .clone()
+            .or_else(|| std::env::var_os(RECORD_HOOKS_VAR).map(std::path::PathBuf::from))
+            .filter(|path| !path.as_os_str().is_empty());
+        if let Some(path) = record {
+            let recorder = crate::hooks::record::Recorder::create(&path)
+                .with_context(|| format!("cannot record hooks to {}", path.display()))?;
+            host = host.with_recorder(recorder);
+        }
+        let host = Arc::new(host);
         if let Some(max_turns) = options.max_turns {
             config.max_turns = max_turns;
         }
@@ -163,6 +179,9 @@ impl Runtime {
         }
         if let Some(count) = settings.hooks.max_stop_continuations {
             config.max_stop_continuations = count;
+        }
+        if let Some(ms) = settings.hooks.notify_turn_after_ms {
+            config.notify_turn_after = std::time::Duration::from_millis(ms);
         }
         config.mode = options.mode;
         config.editor_files = options.editor_files.clone();

@@ -40,7 +40,7 @@ pub struct Settings {
     pub schema: Option<String>,
 }
 
-/// `"hooks": {"maxAddedContextBytes": 131072, "maxStopContinuations": 8}`.
+/// `"hooks": {"maxAddedContextBytes": 131072, "maxStopContinuations": 8, "notifyTurnAfterMs": 30000}`.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct HooksSettings {
@@ -48,6 +48,9 @@ pub struct HooksSettings {
     pub max_added_context_bytes: Option<u64>,
     /// How many times in a row stop hooks may continue a turn (default 8).
     pub max_stop_continuations: Option<u32>,
+    /// A turn that ran at least this long fires a `notification` hook (`turnDone`) when it ends
+    /// (default 30 s).
+    pub notify_turn_after_ms: Option<u64>,
 }
 
 /// `"sandbox": {"mode": "workspace-write", "network": false, "writableRoots": ["~/scratch"]}`.

@@ -416,6 +416,7 @@ impl Sessions {
             editor_files: editor_files.map(|files| files as Arc<dyn elph_agent::tools::EditorFiles>),
             mcp_inputs: crate::mcp::inputs::McpInputs::headless("`elph acp`"),
             mode: self.config.mode,
+            record_hooks: None,
         };
         let built = tokio::task::spawn_blocking(move || Session::open(paths, options, Approvals::Asked))
             .await

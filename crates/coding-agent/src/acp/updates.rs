@@ -215,6 +215,13 @@ pub(super) fn history(
                     updates.push(update(SessionUpdate::ToolCallUpdate(done)));
                 }
             },
+            Entry::PromptReplaced {
+                original,
+                replaced_by,
+            } => {
+                let text = crate::notices::prompt_replaced(original, replaced_by);
+                updates.push(notice(session_id, ELPH_MARK, &text));
+            }
             Entry::Summary {
                 entries_compacted, ..
             } => {

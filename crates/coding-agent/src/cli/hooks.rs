@@ -109,10 +109,10 @@ fn print_list(out: &mut impl Write, set: &HookSet) -> std::io::Result<()> {
                     } else {
                         "-".into()
                     },
-                    if hook.persistent {
-                        format!("{}ms persistent", hook.timeout.as_millis())
-                    } else {
-                        format!("{}ms", hook.timeout.as_millis())
+                    match (hook.persistent, hook.run_async) {
+                        (true, _) => format!("{}ms persistent", hook.timeout.as_millis()),
+                        (false, true) => format!("{}ms async", hook.timeout.as_millis()),
+                        (false, false) => format!("{}ms", hook.timeout.as_millis()),
                     },
                     if hook.enabled { "yes".into() } else { "no".into() },
                     hook.sandbox.map_or("-".into(), |mode| mode.to_string()),

@@ -33,8 +33,8 @@ const DEFAULT_PROMPT: &str = "Hello from elph hooks test";
 #[command(after_help = events_help())]
 pub struct TestArgs {
     /// The event to fire, e.g. preToolUse.
-    #[arg(value_name = "EVENT")]
-    pub event: String,
+    #[arg(value_name = "EVENT", required_unless_present = "replay")]
+    pub event: Option<String>,
     /// The tool of a tool event.
     #[arg(long, value_name = "NAME")]
     pub tool: Option<String>,
@@ -48,37 +48,26 @@ pub struct TestArgs {
     /// `projectDir` may be left out.
     #[arg(long, value_name = "FILE|-", conflicts_with_all = ["tool", "input", "prompt"])]
     pub payload: Option<PathBuf>,
+    /// Send every chain recorded in FILE (`elph run --record-hooks FILE`) through the hooks as
+    /// they are now, and report each decision that changed; exit 1 when one did.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["event", "tool", "input", "prompt", "payload"])]
+    pub replay: Option<PathBuf>,
     /// Print one JSON document (runs, diagnostics, reduced) instead of text.
     #[arg(long)]
     pub json: bool,
 }
 
 pub(super) fn run(cwd: Option<&Path>, args: TestArgs) -> anyhow::Result<u8> {
-    let event = parse_event(&args.event)?;
+    if let Some(recording) = &args.replay {
+        return super::hooks_replay::run(cwd, recording, args.json);
+    }
+    let event = parse_event(args.event.as_deref().unwrap_or_default())?;
     let paths = Paths::from_env(cwd)?;
     let payload = match &args.payload {
         Some(source) => read_payload(event, source, &paths.project_dir)?,
         None => build_payload(event, &args, &paths.project_dir)?,
     };
-    let set = load(&paths);
-    let malformed = set
-        .files
-        .iter()
-        .any(|file| matches!(file.state, FileState::Malformed { .. }));
-
-    // A sandboxed hook runs as in a session: the project, a temp dir of its own (TMPDIR), and
-    // CONFIG_DIR and DATA_DIR read-only.
-    let temp_dir = tempfile::Builder::new()
-        .prefix("elph-hooks-test-")
-        .tempdir()
-        .context("cannot create a temp dir for sandboxed hooks")?;
-    let mut sandbox_base = elph_process::sandbox::SandboxPolicy::workspace(&paths.project_dir);
-    sandbox_base.set_temp_dir(temp_dir.path());
-    sandbox_base.add_read_only_path(paths.config_dir.clone());
-    sandbox_base.add_read_only_path(paths.data_dir.clone());
-    let host = HookHost::new(set, paths.project_dir.clone(), &paths.data_dir)
-        .without_run_log()
-        .with_sandbox_base(sandbox_base);
+    let (host, malformed, _temp_dir) = test_host(&paths)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -104,6 +93,32 @@ pub(super) fn run(cwd: Option<&Path>, args: TestArgs) -> anyhow::Result<u8> {
         return Ok(exit::ERROR);
     }
     Ok(exit::SUCCESS)
+}
+
+/// The host `elph hooks test` runs hooks with: the configured hooks, as in a session, without
+/// the run log, async hooks in the chain; whether a hook file is malformed; and the temp dir of
+/// sandboxed hooks, which lives as long as it is held.
+pub(super) fn test_host(paths: &Paths) -> anyhow::Result<(HookHost, bool, tempfile::TempDir)> {
+    let set = load(paths);
+    let malformed = set
+        .files
+        .iter()
+        .any(|file| matches!(file.state, FileState::Malformed { .. }));
+    // A sandboxed hook runs as in a session: the project, a temp dir of its own (TMPDIR), and
+    // CONFIG_DIR and DATA_DIR read-only.
+    let temp_dir = tempfile::Builder::new()
+        .prefix("elph-hooks-test-")
+        .tempdir()
+        .context("cannot create a temp dir for sandboxed hooks")?;
+    let mut sandbox_base = elph_process::sandbox::SandboxPolicy::workspace(&paths.project_dir);
+    sandbox_base.set_temp_dir(temp_dir.path());
+    sandbox_base.add_read_only_path(paths.config_dir.clone());
+    sandbox_base.add_read_only_path(paths.data_dir.clone());
+    let host = HookHost::new(set, paths.project_dir.clone(), &paths.data_dir)
+        .without_run_log()
+        .with_async_inline()
+        .with_sandbox_base(sandbox_base);
+    Ok((host, malformed, temp_dir))
 }
 
 fn parse_event(name: &str) -> anyhow::Result<HookEvent> {
@@ -267,6 +282,9 @@ struct HookLine {
     /// after it.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     persistent: bool,
+    /// Runs in the background in a session, its outcome ignored (here it ran in the chain).
+    #[serde(rename = "async", skip_serializing_if = "std::ops::Not::not")]
+    run_async: bool,
     /// A guard: its failure stops what it guards.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     fail_closed: bool,
@@ -325,6 +343,7 @@ impl Report {
                 matcher: event.is_tool_event().then(|| hook.matcher.to_string()),
                 sandbox: hook.sandbox,
                 persistent: hook.persistent,
+                run_async: hook.run_async,
                 fail_closed: hook.fail_closed,
             })
             .collect();
@@ -407,6 +426,12 @@ fn print_report(out: &mut impl Write, report: &Report, paths: &Paths) -> std::io
                         out,
                         "    persistent: one process for the session, one JSON line in and one out per \
                          event (started for this test, stopped after it)"
+                    )?;
+                }
+                if hook.run_async {
+                    writeln!(
+                        out,
+                        "    async: in a session it runs in the background and its outcome is ignored"
                     )?;
                 }
             }
@@ -605,11 +630,12 @@ mod tests {
     #[test]
     fn every_event_has_a_default_payload() {
         let args = TestArgs {
-            event: String::new(),
+            event: None,
             tool: None,
             input: None,
             prompt: None,
             payload: None,
+            replay: None,
             json: false,
         };
         for event in HookEvent::ALL {

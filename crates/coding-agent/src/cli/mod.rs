@@ -4,6 +4,7 @@ mod completions;
 mod doctor;
 mod hooks;
 mod hooks_import;
+mod hooks_replay;
 mod hooks_test;
 mod import_rules;
 mod man;
@@ -195,6 +196,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 // Asked on the terminal before the TUI's screen opens (tui::run).
                 mcp_inputs: crate::mcp::inputs::McpInputs::default(),
                 mode: cli.agent_mode,
+                record_hooks: None,
             };
             interactive(cli.cwd.as_deref(), options)
         }

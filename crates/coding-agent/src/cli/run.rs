@@ -1,7 +1,7 @@
 //! `elph run`: one headless turn, for scripts and CI.
 
 use std::io::{IsTerminal, Read, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
@@ -94,6 +94,11 @@ pub struct RunArgs {
     /// Store nothing.
     #[arg(long)]
     pub(crate) no_session: bool,
+    /// Append every hook chain of the run to FILE, one JSON line each: the payload, each hook's
+    /// outcome and the decision, for `elph hooks test --replay FILE`. Holds payloads (file
+    /// contents, prompts); created readable by you only. Elsewhere: ELPH_RECORD_HOOKS=FILE.
+    #[arg(long, value_name = "FILE")]
+    pub record_hooks: Option<PathBuf>,
 }
 
 pub(super) fn run(cwd: Option<&Path>, args: RunArgs) -> anyhow::Result<u8> {
@@ -132,6 +137,7 @@ pub(super) fn run(cwd: Option<&Path>, args: RunArgs) -> anyhow::Result<u8> {
         editor_files: None,
         mcp_inputs: crate::mcp::inputs::McpInputs::headless("`elph run`"),
         mode: args.agent_mode,
+        record_hooks: args.record_hooks.clone(),
     };
     // One turn is one chain of awaits: the model stream, then the tools and hooks it asks for, one
     // at a time. A current-thread runtime runs it on the main thread; worker threads would only

@@ -130,6 +130,9 @@ pub(crate) struct HookReport {
     pub timeout_ms: u64,
     /// One process for the session, one JSON line per event.
     pub persistent: bool,
+    /// Runs in the background, its outcome ignored; its runs are counted like the others.
+    #[serde(rename = "async")]
+    pub run_async: bool,
     pub source: PathBuf,
     pub scope: HookScope,
     pub enabled: bool,
@@ -510,6 +513,7 @@ fn hook_report(hook: &HookDefinition, log: &LogRead, path_var: &str) -> HookRepo
         args: hook.args.clone(),
         timeout_ms: hook.timeout.as_millis() as u64,
         persistent: hook.persistent,
+        run_async: hook.run_async,
         source: hook.source.clone(),
         scope: hook.scope,
         enabled: hook.enabled,

@@ -196,6 +196,12 @@ fn render_hook(out: &mut impl Write, hook: &HookReport) -> io::Result<()> {
             "      process  persistent: one for the session, one JSON line in and one out per event"
         )?;
     }
+    if hook.run_async {
+        writeln!(
+            out,
+            "      process  async: runs in the background, its outcome ignored; its runs count here too"
+        )?;
+    }
     writeln!(
         out,
         "      source   {} ({})",

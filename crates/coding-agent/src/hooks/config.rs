@@ -48,8 +48,8 @@ pub struct HookConfig {
     pub id: String,
     /// The lifecycle event that runs this hook.
     pub event: HookEvent,
-    /// Which tools (and tool inputs) a tool event applies to, on preToolUse, postToolUse and
-    /// postToolUseFailure; which sessions (`source`) on sessionStart.
+    /// Which tools (and tool inputs) a tool event applies to, on preToolUse, permissionRequest,
+    /// postToolUse and postToolUseFailure; which sessions (`source`) on sessionStart.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "MatcherConfig")]
     pub matcher: Option<MatcherConfig>,
@@ -82,9 +82,15 @@ pub struct HookConfig {
     /// change). See docs/hooks.md, "The line protocol".
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub persistent: bool,
+    /// Run in the background: the session does not wait for the hook, and its outcome is ignored
+    /// (a hook that only observes: a log, a notification). Runs of one async hook keep their order;
+    /// Elph waits for them, each within its timeoutMs, at sessionEnd. Not with failClosed or
+    /// persistent. See docs/hooks.md, "Async hooks".
+    #[serde(rename = "async", default, skip_serializing_if = "std::ops::Not::not")]
+    pub run_async: bool,
     /// A guard: when this hook fails for any reason (it cannot start, exits non-zero, times out,
     /// passes a limit, or prints an outcome that does not validate), what it guards does not go on.
-    /// Not on observation-only events (sessionStart, postCompact, stop, sessionEnd).
+    /// Not on observation-only events (sessionStart, postCompact, stop, notification, sessionEnd).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub fail_closed: bool,
     /// Variables set for this hook, on top of the ones every hook gets (docs/hooks.md, "The
@@ -422,6 +428,26 @@ pub fn check(bytes: &[u8]) -> Result<HooksFile, Vec<LoadError>> {
                 format!("hook '{}': {error}; file ignored", hook.id),
             ));
         }
+        if hook.run_async && hook.fail_closed {
+            problems.push(LoadError::new(
+                Some(format!("/hooks/{index}/async")),
+                format!(
+                    "hook '{}': an async hook runs in the background and its outcome is ignored, so it \
+                     cannot be a fail-closed guard; remove \"async\" or \"failClosed\"; file ignored",
+                    hook.id
+                ),
+            ));
+        }
+        if hook.run_async && hook.persistent {
+            problems.push(LoadError::new(
+                Some(format!("/hooks/{index}/async")),
+                format!(
+                    "hook '{}': an async hook is started once per event in the background, so it \
+                     cannot be persistent; remove \"async\" or \"persistent\"; file ignored",
+                    hook.id
+                ),
+            ));
+        }
         if hook.protocol != Protocol::Elph && hook.persistent {
             problems.push(LoadError::new(
                 Some(format!("/hooks/{index}/persistent")),
@@ -521,9 +547,16 @@ fn describe_schema_error(violation: Violation) -> Vec<(String, String)> {
         }
         Rule::Required { property } => format!("missing required field {}", Value::from(property)),
         Rule::FalseSchema if pointer.ends_with("/matcher") => {
-            "a matcher is only allowed on preToolUse, postToolUse and postToolUseFailure (and, with \
-             only \"source\", on sessionStart)"
-                .to_string()
+            format!(
+                "a matcher is only allowed on the events about a tool call ({}) (and, with only \
+                 \"source\", on sessionStart)",
+                HookEvent::ALL
+                    .into_iter()
+                    .filter(|event| event.is_tool_event())
+                    .map(HookEvent::as_str)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
         }
         Rule::FalseSchema if pointer.ends_with("/matcher/source") => {
             "matcher.source is only for sessionStart hooks".to_string()

@@ -45,6 +45,9 @@ pub struct HookDefinition {
     /// One process for the session, one JSON line per event (see `hooks::persistent`).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub persistent: bool,
+    /// Runs in the background, its outcome ignored (see `hooks::background`).
+    #[serde(rename = "async", skip_serializing_if = "std::ops::Not::not")]
+    pub run_async: bool,
     pub source: PathBuf,
     pub scope: HookScope,
     /// Elph's protocol, or Claude Code's.
@@ -348,6 +351,7 @@ fn definition(config: HookConfig, source: &Path, scope: HookScope, path_var: &st
         timeout: Duration::from_millis(config.timeout_ms),
         enabled: config.enabled,
         persistent: config.persistent,
+        run_async: config.run_async,
         source: source.to_path_buf(),
         scope,
         protocol: config.protocol,

@@ -26,6 +26,7 @@ use elph_agent::hooks::{
 
 use elph_process::sandbox::SandboxPolicy;
 
+use super::background::{Background, Job, NotQueued, QUEUE_LIMIT};
 use super::claude_code;
 use super::config::Protocol;
 use super::discovery::{HookDefinition, HookSet};
@@ -70,6 +71,13 @@ pub struct HookHost {
     /// Where the project's pin is checked again right before each run of a project hook, so that
     /// a change during the session (a hook's script rewritten) is caught before it runs.
     pin_check: Option<crate::trust::TrustStore>,
+    /// The queues of async hooks (`"async": true`), which the session does not wait for.
+    background: Background,
+    /// Run async hooks in the chain, their outcome ignored, instead of in the background (`elph
+    /// hooks test`, which shows every run).
+    async_inline: bool,
+    /// Where every chain is recorded, payload and decision (`--record-hooks`).
+    recorder: Option<Arc<super::record::Recorder>>,
 }
 
 impl HookHost {
@@ -88,6 +96,9 @@ impl HookHost {
             sandbox_base,
             persistent: PersistentHooks::new(),
             pin_check: None,
+            background: Background::default(),
+            async_inline: false,
+            recorder: None,
         }
     }
 
@@ -118,6 +129,24 @@ impl HookHost {
     pub(crate) fn with_sandbox_base(mut self, policy: SandboxPolicy) -> Self {
         self.sandbox_base = policy;
         self
+    }
+
+    /// Runs async hooks in the chain (their outcome still ignored), so that every run is in the
+    /// dispatch: for `elph hooks test`.
+    pub fn with_async_inline(mut self) -> Self {
+        self.async_inline = true;
+        self
+    }
+
+    /// Records every chain (its payload, runs and decision) with `recorder`.
+    pub fn with_recorder(mut self, recorder: super::record::Recorder) -> Self {
+        self.recorder = Some(Arc::new(recorder));
+        self
+    }
+
+    /// How many runs of async hooks are queued or running.
+    pub fn async_pending(&self) -> usize {
+        self.background.pending()
     }
 
     /// Does not write the run log (for `elph hooks test`, whose runs are synthetic).
@@ -175,8 +204,21 @@ impl HookHost {
     }
 
     /// Runs the configured hooks of the chain's event in order, each on the payload as the hooks
-    /// before it left it, and hands every run to the chain, which applies its outcome.
+    /// before it left it, and hands every run to the chain, which applies its outcome. A recording
+    /// gets the chain: the payload it started from, its runs and its decision.
     async fn run_hooks(&self, chain: &mut Reducer) -> Ran {
+        let recording = self
+            .recorder
+            .as_ref()
+            .map(|recorder| (recorder, chain.payload().clone()));
+        let ran = self.run_configured(chain).await;
+        if let Some((recorder, payload)) = recording {
+            recorder.append(payload, &ran.runs, chain.reduced());
+        }
+        ran
+    }
+
+    async fn run_configured(&self, chain: &mut Reducer) -> Ran {
         let set = self.set();
         let event = chain.payload().event();
         let hooks = set.matching(chain.payload());
@@ -198,102 +240,142 @@ impl HookHost {
             diagnostics: Vec::new(),
         };
         // Written when the chain ends, or is abandoned half-way: one write per event.
-        let mut log = self.log.as_ref().map(RunLog::batch);
-        let mut stdin_bytes = StdinBytes::default();
-        for hook in hooks {
-            // Tool and context hooks see the payload as the previous hook left it.
-            let transcript =
-                || claude_code::transcript::write(&self.data_dir, &session_id, &self.project_dir);
-            let stdin = stdin_bytes.of(hook.protocol, chain.payload(), &transcript);
-            let mut run = if stdin.len() - 1 > hook.max_input_bytes {
-                let mut run = HookRun::skipped(
-                    &hook.id,
-                    event,
-                    format!(
-                        "not run: its payload is {} bytes, over its {}-byte input limit (maxInputBytes)",
-                        stdin.len() - 1,
-                        hook.max_input_bytes
-                    ),
-                );
-                run.process = Some(ProcessExit::default());
-                run
-            } else if let Some(cause) = self.changed_since_trusted(hook) {
-                HookRun::skipped(&hook.id, event, cause)
-            } else {
-                // What a sandboxed hook leaves behind is refused as a command's is.
-                let confined = self
-                    .sandbox_of(hook)
-                    .filter(SandboxPolicy::is_confined)
-                    .map(|policy| {
-                        let missing = policy.missing_now();
-                        (policy, missing)
-                    });
-                let (exchange, env_file) = self.run_hook(hook, event, &session_id, stdin).await;
-                let refused = confined
-                    .map(|(policy, missing)| policy.refuse_appeared(&missing))
-                    .unwrap_or_default();
-                let mut run = match exchange {
-                    Exchange::Ran { output, notes } => {
-                        let mut run = match hook.protocol.dialect() {
-                            None => record(hook, event, &output),
-                            Some(dialect) => {
-                                let (mut run, context) =
-                                    claude_code::record(hook, event, &output, chain.payload(), dialect);
-                                if let Some(note) = env_file.as_ref().and_then(claude_code::env_file_note) {
-                                    run.notes.push(note);
-                                }
-                                if let Some(context) = context {
-                                    self.pending().push((hook.id.clone(), context));
-                                }
-                                run
-                            }
-                        };
-                        run.notes.extend(notes);
-                        run
-                    }
-                    Exchange::Answered {
-                        output,
-                        answer,
-                        notes,
-                    } => {
-                        let mut run = record_answer(hook, event, &output, answer);
-                        run.notes.extend(notes);
-                        run
-                    }
-                    Exchange::OutOfStep { output, error, notes } => {
-                        let mut run = base_record(hook, event, &output);
-                        run.cause = Some(format!(
-                            "broke the line protocol: {error} (docs/hooks.md, \"The line protocol\")"
-                        ));
-                        if let Some(process) = &mut run.process {
-                            process.protocol_error = true;
-                        }
-                        run.notes.extend(notes);
-                        run
-                    }
-                    Exchange::Skipped(cause) => HookRun::skipped(&hook.id, event, cause),
-                };
-                run.notes.extend(refused);
-                run
+        let mut pass = Pass {
+            log: self.log.as_ref().map(RunLog::batch),
+            stdin: StdinBytes::default(),
+        };
+        // What each fail-closed guard let through, to run it again if a later hook changes that.
+        let mut guarded = super::recheck::Guarded::default();
+        for hook in &hooks {
+            let Some(run) = self.run_one(hook, event, &session_id, chain, &mut pass).await else {
+                continue;
             };
-            run.fail_closed = hook.fail_closed;
-            if run.outcome.is_some() {
-                stdin_bytes.changed();
+            if self.finish_run(run, chain, &mut ran, &mut pass) {
+                return ran;
             }
-            let flow = chain.record(&mut run);
-            // A guard that could not decide has stopped the operation: the rest of the chain
-            // would run for nothing.
-            let stopped_by_guard = run.fail_closed && run.status != RunStatus::Ok;
-            ran.diagnostics.extend(diagnostics_of(&run));
-            if let Some(log) = &mut log {
-                log.push(&run);
-            }
-            ran.runs.push(run);
-            if flow == ChainFlow::Stop || stopped_by_guard {
-                break;
-            }
+            guarded.saw(hook, chain.payload());
         }
+        // A rewrite may make a guard match that did not match the payload at first.
+        let guards: Vec<&HookDefinition> = set.active().collect();
+        self.recheck_guards(&guards, guarded, &session_id, chain, &mut ran, &mut pass)
+            .await;
         ran
+    }
+
+    /// Applies `run` to the chain, reports and logs it. `true` when the chain stops there: a
+    /// hook blocked, or a guard that could not decide stopped the operation (the rest of the
+    /// chain would run for nothing).
+    pub(super) fn finish_run(
+        &self,
+        mut run: HookRun,
+        chain: &mut Reducer,
+        ran: &mut Ran,
+        pass: &mut Pass<'_>,
+    ) -> bool {
+        if run.outcome.is_some() {
+            pass.stdin.changed();
+        }
+        let flow = chain.record(&mut run);
+        let stopped_by_guard = run.fail_closed && run.status != RunStatus::Ok;
+        ran.diagnostics.extend(diagnostics_of(&run));
+        if let Some(log) = &mut pass.log {
+            log.push(&run);
+        }
+        ran.runs.push(run);
+        flow == ChainFlow::Stop || stopped_by_guard
+    }
+
+    /// One hook's run on the chain's payload as the hooks before it left it. `None` when the run
+    /// was queued in the background (an async hook).
+    pub(super) async fn run_one(
+        &self,
+        hook: &HookDefinition,
+        event: HookEvent,
+        session_id: &str,
+        chain: &Reducer,
+        pass: &mut Pass<'_>,
+    ) -> Option<HookRun> {
+        // Tool and context hooks see the payload as the previous hook left it.
+        let transcript = || claude_code::transcript::write(&self.data_dir, session_id, &self.project_dir);
+        let stdin = pass.stdin.of(hook.protocol, chain.payload(), &transcript);
+        let mut run = if stdin.len() - 1 > hook.max_input_bytes {
+            let mut run = HookRun::skipped(
+                &hook.id,
+                event,
+                format!(
+                    "not run: its payload is {} bytes, over its {}-byte input limit (maxInputBytes)",
+                    stdin.len() - 1,
+                    hook.max_input_bytes
+                ),
+            );
+            run.process = Some(ProcessExit::default());
+            run
+        } else if let Some(cause) = self.changed_since_trusted(hook) {
+            HookRun::skipped(&hook.id, event, cause)
+        } else if hook.run_async && !self.async_inline {
+            match self.queue_async(hook, event, session_id, stdin.to_vec(), chain.payload()) {
+                None => return None,
+                Some(run) => run,
+            }
+        } else {
+            // What a sandboxed hook leaves behind is refused as a command's is.
+            let confined = self.confinement(hook).map(|policy| {
+                let missing = policy.missing_now();
+                (policy, missing)
+            });
+            let (exchange, env_file) = self.run_hook(hook, event, session_id, stdin).await;
+            let refused = confined
+                .map(|(policy, missing)| policy.refuse_appeared(&missing))
+                .unwrap_or_default();
+            let mut run = match exchange {
+                Exchange::Ran { output, notes } => {
+                    let mut run = match hook.protocol.dialect() {
+                        None => record(hook, event, &output),
+                        Some(dialect) => {
+                            let (mut run, context) =
+                                claude_code::record(hook, event, &output, chain.payload(), dialect);
+                            if let Some(note) = env_file.as_ref().and_then(claude_code::env_file_note) {
+                                run.notes.push(note);
+                            }
+                            if let Some(context) = context {
+                                self.pending().push((hook.id.clone(), context));
+                            }
+                            run
+                        }
+                    };
+                    run.notes.extend(notes);
+                    run
+                }
+                Exchange::Answered {
+                    output,
+                    answer,
+                    notes,
+                } => {
+                    let mut run = record_answer(hook, event, &output, answer);
+                    run.notes.extend(notes);
+                    run
+                }
+                Exchange::OutOfStep { output, error, notes } => {
+                    let mut run = base_record(hook, event, &output);
+                    run.cause = Some(format!(
+                        "broke the line protocol: {error} (docs/hooks.md, \"The line protocol\")"
+                    ));
+                    if let Some(process) = &mut run.process {
+                        process.protocol_error = true;
+                    }
+                    run.notes.extend(notes);
+                    run
+                }
+                Exchange::Skipped(cause) => HookRun::skipped(&hook.id, event, cause),
+            };
+            run.notes.extend(refused);
+            run
+        };
+        run.fail_closed = hook.fail_closed;
+        if hook.run_async {
+            ignore_async_outcome(&mut run);
+        }
+        Some(run)
     }
 
     fn pending(&self) -> std::sync::MutexGuard<'_, Vec<(String, String)>> {
@@ -302,48 +384,73 @@ impl HookHost {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// One hook's run for one event: a one-shot process, or a round trip to its persistent one.
-    /// A Claude Code hook on sessionStart also gets a `CLAUDE_ENV_FILE` to write to, returned so
-    /// its contents can be reported.
-    async fn run_hook(
+    /// Queues an async hook's run behind its earlier ones; the session goes on at once. `Some` is
+    /// the record of a run that was not queued.
+    fn queue_async(
         &self,
         hook: &HookDefinition,
         event: HookEvent,
         session_id: &str,
-        stdin: &[u8],
-    ) -> (Exchange, Option<tempfile::NamedTempFile>) {
-        // Discovery already checked the range; the host holds the bound on its own too.
-        // After a signal, every hook shares the shutdown's short overall deadline.
-        let timeout =
-            crate::shutdown::bound_hook_timeout(hook.timeout.clamp(Duration::from_millis(1), MAX_TIMEOUT));
-        let own_env = match self.own_environment(hook) {
-            Ok(env) => env,
-            Err(reason) => {
-                let mut output = ProcessOutput::nothing(Duration::ZERO);
-                output.spawn_error = Some(reason);
-                let exchange = Exchange::Ran {
-                    output,
-                    notes: Vec::new(),
-                };
-                return (exchange, None);
-            }
-        };
-        if hook.persistent {
-            // The environment and sandbox only matter when a process starts: most events go to
-            // one that is running.
-            let exchange = self
-                .persistent
-                .exchange(hook, stdin, timeout, || {
-                    let sandbox = self.sandbox_of(hook);
-                    Launch {
-                        cwd: &self.project_dir,
-                        env: self.environment(hook, &own_env, session_id, sandbox.as_ref()),
-                        sandbox,
+        stdin: Vec<u8>,
+        payload: &HookPayload,
+    ) -> Option<HookRun> {
+        let (prepared, env_file) = self.one_shot(hook, event, session_id, stdin);
+        let confinement = self.confinement(hook);
+        let definition = hook.clone();
+        let log = self.log.clone();
+        let foreign = hook.protocol.dialect().map(|dialect| (dialect, payload.clone()));
+        let job: Job = Box::pin(async move {
+            // Measured when the run starts, not when it was queued: earlier runs may make paths.
+            let missing = confinement.as_ref().map(SandboxPolicy::missing_now);
+            let output = prepared.await;
+            let refused = confinement
+                .zip(missing)
+                .map(|(policy, missing)| policy.refuse_appeared(&missing))
+                .unwrap_or_default();
+            let mut run = match &foreign {
+                Some((dialect, payload)) => {
+                    let (mut run, _context) =
+                        claude_code::record(&definition, event, &output, payload, *dialect);
+                    if let Some(note) = env_file.as_ref().and_then(claude_code::env_file_note) {
+                        run.notes.push(note);
                     }
-                })
-                .await;
-            return (exchange, None);
+                    run
+                }
+                None => record(&definition, event, &output),
+            };
+            run.notes.extend(refused);
+            ignore_async_outcome(&mut run);
+            if let Some(log) = log {
+                log.append(&run);
+            }
+        });
+        match self.background.enqueue(&hook.id, hook.timeout, job) {
+            Ok(()) => None,
+            Err(NotQueued::Full) => Some(HookRun::skipped(
+                &hook.id,
+                event,
+                format!("not run: {QUEUE_LIMIT} runs of this async hook are already waiting"),
+            )),
         }
+    }
+
+    /// A one-shot run of `hook`, prepared now and owning everything it needs, so that it can run
+    /// later (an async hook); with the `CLAUDE_ENV_FILE` of a Claude Code sessionStart hook.
+    fn one_shot(
+        &self,
+        hook: &HookDefinition,
+        event: HookEvent,
+        session_id: &str,
+        stdin: Vec<u8>,
+    ) -> (
+        impl std::future::Future<Output = ProcessOutput> + Send + 'static,
+        Option<tempfile::NamedTempFile>,
+    ) {
+        // An `env` that names an unset variable: the run fails as a hook that could not start.
+        let (own_env, env_error) = match self.own_environment(hook) {
+            Ok(env) => (env, None),
+            Err(reason) => (BTreeMap::new(), Some(reason)),
+        };
         let sandbox = self.sandbox_of(hook);
         let mut env = self.environment(hook, &own_env, session_id, sandbox.as_ref());
         let env_file = (hook.protocol == Protocol::ClaudeCode && event == HookEvent::SessionStart)
@@ -362,17 +469,75 @@ impl HookHost {
                 file.path().as_os_str().to_owned(),
             ));
         }
-        let spec = ProcessSpec {
-            program: &hook.command.path,
-            args: &hook.args,
-            cwd: &self.project_dir,
-            env: &env,
-            stdin,
-            timeout,
-            stdout_cap: hook.max_output_bytes,
-            sandbox: sandbox.as_ref(),
+        let program = hook.command.path.clone();
+        let args = hook.args.clone();
+        let cwd = self.project_dir.clone();
+        let stdout_cap = hook.max_output_bytes;
+        let configured = hook.timeout;
+        let run = async move {
+            if let Some(reason) = env_error {
+                return spawn_failure(reason);
+            }
+            // Worked out when the run starts: after a signal, it shares the shutdown's deadline.
+            let timeout =
+                crate::shutdown::bound_hook_timeout(configured.clamp(Duration::from_millis(1), MAX_TIMEOUT));
+            let spec = ProcessSpec {
+                program: &program,
+                args: &args,
+                cwd: &cwd,
+                env: &env,
+                stdin: &stdin,
+                timeout,
+                stdout_cap,
+                sandbox: sandbox.as_ref(),
+            };
+            process::run(&spec).await
         };
-        let output = process::run(&spec).await;
+        (run, env_file)
+    }
+
+    /// One hook's run for one event: a one-shot process, or a round trip to its persistent one.
+    /// A Claude Code hook on sessionStart also gets a `CLAUDE_ENV_FILE` to write to, returned so
+    /// its contents can be reported.
+    async fn run_hook(
+        &self,
+        hook: &HookDefinition,
+        event: HookEvent,
+        session_id: &str,
+        stdin: &[u8],
+    ) -> (Exchange, Option<tempfile::NamedTempFile>) {
+        // Discovery already checked the range; the host holds the bound on its own too.
+        // After a signal, every hook shares the shutdown's short overall deadline.
+        let timeout =
+            crate::shutdown::bound_hook_timeout(hook.timeout.clamp(Duration::from_millis(1), MAX_TIMEOUT));
+        if hook.persistent {
+            let own_env = match self.own_environment(hook) {
+                Ok(env) => env,
+                Err(reason) => {
+                    let exchange = Exchange::Ran {
+                        output: spawn_failure(reason),
+                        notes: Vec::new(),
+                    };
+                    return (exchange, None);
+                }
+            };
+            // The environment and sandbox only matter when a process starts: most events go to
+            // one that is running.
+            let exchange = self
+                .persistent
+                .exchange(hook, stdin, timeout, || {
+                    let sandbox = self.sandbox_of(hook);
+                    Launch {
+                        cwd: &self.project_dir,
+                        env: self.environment(hook, &own_env, session_id, sandbox.as_ref()),
+                        sandbox,
+                    }
+                })
+                .await;
+            return (exchange, None);
+        }
+        let (run, env_file) = self.one_shot(hook, event, session_id, stdin.to_vec());
+        let output = run.await;
         (
             Exchange::Ran {
                 output,
@@ -385,6 +550,11 @@ impl HookHost {
     /// The hook's confinement: the session's roots and read-only paths in the hook's own mode.
     fn sandbox_of(&self, hook: &HookDefinition) -> Option<SandboxPolicy> {
         hook.sandbox.map(|mode| self.sandbox_base.with_mode(mode))
+    }
+
+    /// The sandbox of a confined hook, whose leftovers are refused as a command's are.
+    fn confinement(&self, hook: &HookDefinition) -> Option<SandboxPolicy> {
+        self.sandbox_of(hook).filter(SandboxPolicy::is_confined)
     }
 
     /// The hook's own `env`, each `${NAME}` taken from Elph's environment; why not, when a
@@ -444,6 +614,19 @@ impl HookHost {
     }
 }
 
+/// The output of a run whose process could not start, for `reason`.
+fn spawn_failure(reason: String) -> ProcessOutput {
+    let mut output = ProcessOutput::nothing(Duration::ZERO);
+    output.spawn_error = Some(reason);
+    output
+}
+
+/// What one pass over a chain keeps between its runs: the payload's bytes and the run log's batch.
+pub(super) struct Pass<'a> {
+    log: Option<super::runlog::LogBatch<'a>>,
+    stdin: StdinBytes,
+}
+
 /// The payload as a hook reads it on stdin, in each protocol, made once and again only after a
 /// hook's outcome may have changed it: a chain of hooks that change nothing serializes it once.
 #[derive(Default)]
@@ -483,6 +666,10 @@ impl HookRunner for HookHost {
         self.run_hooks(chain).await
     }
 
+    async fn settle(&self) {
+        self.background.settle().await;
+    }
+
     fn has_hooks(&self, event: HookEvent, tool_name: Option<&str>) -> bool {
         (event == HookEvent::BeforeAgent && !self.pending().is_empty())
             || self
@@ -490,6 +677,28 @@ impl HookRunner for HookHost {
                 .hooks
                 .iter()
                 .any(|hook| hook.applies_to(event, tool_name))
+    }
+}
+
+/// An async hook's outcome is never applied: a run that printed one keeps a note saying so.
+fn ignore_async_outcome(run: &mut HookRun) {
+    let Some(outcome) = run.outcome.take() else {
+        return;
+    };
+    let printed = serde_json::to_value(&outcome)
+        .ok()
+        .and_then(|value| {
+            value
+                .as_object()
+                .map(|fields| fields.values().any(|field| !field.is_null()))
+        })
+        .unwrap_or(false);
+    if printed {
+        run.notes.push(
+            "its outcome was not applied: an async hook runs in the background, after the session \
+             went on (remove \"async\" for the outcome to count)"
+                .into(),
+        );
     }
 }
 

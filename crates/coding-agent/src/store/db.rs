@@ -188,6 +188,7 @@ impl SessionStore {
         let (kind, title) = match entry {
             Entry::Message { message } => ("message", title_of(message)),
             Entry::Summary { .. } => ("summary", None),
+            Entry::PromptReplaced { .. } => ("promptReplaced", None),
         };
         let now = now_micros();
         let mut conn = self.lock();

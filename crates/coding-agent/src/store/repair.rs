@@ -17,7 +17,7 @@ pub fn unanswered_calls(entries: &[Entry]) -> Vec<ToolCall> {
         .iter()
         .filter_map(|entry| match entry {
             Entry::Message { message } => Some(message),
-            Entry::Summary { .. } => None,
+            Entry::Summary { .. } | Entry::PromptReplaced { .. } => None,
         })
         .collect();
     let Some(at) = messages

@@ -37,6 +37,11 @@ pub enum HistoryEntry {
         result: Option<(String, bool)>,
     },
     Summary(u64),
+    /// userPromptSubmit hooks replaced the next prompt: what the user sent, and who replaced it.
+    PromptReplaced {
+        original: String,
+        by: Vec<String>,
+    },
 }
 
 /// The session the agent runs now.
@@ -180,6 +185,13 @@ pub fn history(entries: &[Entry]) -> Vec<HistoryEntry> {
             Entry::Summary {
                 entries_compacted, ..
             } => out.push(HistoryEntry::Summary(*entries_compacted)),
+            Entry::PromptReplaced {
+                original,
+                replaced_by,
+            } => out.push(HistoryEntry::PromptReplaced {
+                original: original.clone(),
+                by: replaced_by.clone(),
+            }),
             Entry::Message { message } => match message {
                 Message::User { .. } => out.push(HistoryEntry::User(message.content().text())),
                 Message::Assistant { tool_calls, .. } => {

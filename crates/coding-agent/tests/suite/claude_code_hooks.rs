@@ -261,7 +261,7 @@ async fn hooks_imported_from_claude_settings_behave_the_same() {
     // A local settings file with something Elph cannot express.
     std::fs::write(
         claude.join("settings.local.json"),
-        json!({"hooks": {"Notification": [{"hooks": [{"type": "command", "command": "notify-send done"}]}]}})
+        json!({"hooks": {"SubagentStop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}]}})
             .to_string(),
     )
     .unwrap();
@@ -274,7 +274,7 @@ async fn hooks_imported_from_claude_settings_behave_the_same() {
     assert_eq!(document["hooks"].as_array().unwrap().len(), 5);
     let stderr = String::from_utf8_lossy(&printed.stderr);
     assert!(
-        stderr.contains("Notification: Elph has no such event"),
+        stderr.contains("SubagentStop: Elph has no such event"),
         "{stderr}"
     );
 

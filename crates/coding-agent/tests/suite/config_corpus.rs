@@ -117,7 +117,7 @@ fn unknown_field_in_a_matcher() {
 
 #[test]
 fn bad_event_spellings() {
-    let names = "sessionStart, userPromptSubmit, beforeAgent, context, preToolUse, postToolUse, postToolUseFailure, preCompact, postCompact, stop, sessionEnd";
+    let names = "sessionStart, userPromptSubmit, beforeAgent, context, preToolUse, permissionRequest, postToolUse, postToolUseFailure, preCompact, postCompact, stop, notification, sessionEnd";
     for (bad, meant) in [
         ("PreToolUse", Some("preToolUse")),
         ("pretooluse", Some("preToolUse")),
@@ -230,13 +230,14 @@ fn matcher_on_each_non_tool_event() {
         "preCompact",
         "postCompact",
         "stop",
+        "notification",
         "sessionEnd",
     ] {
         malformed_hook(
             &format!(
                 r#"{{"id": "a", "event": "{event}", "command": "x", "matcher": {{"toolNames": ["x"]}}}}"#
             ),
-            "HOME at /hooks/0/matcher: a matcher is only allowed on preToolUse, postToolUse and postToolUseFailure (and, with only \"source\", on sessionStart); file ignored",
+            "HOME at /hooks/0/matcher: a matcher is only allowed on the events about a tool call (preToolUse, permissionRequest, postToolUse, postToolUseFailure) (and, with only \"source\", on sessionStart); file ignored",
         );
     }
 }

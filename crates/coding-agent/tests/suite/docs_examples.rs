@@ -972,7 +972,12 @@ fn the_claude_code_page_examples_validate_and_import_as_described() {
                 json!(["write_file", "edit_file"]),
                 60_000
             ),
+            ("claude-notification-1".to_string(), Value::Null, 60_000),
         ]
+    );
+    assert_eq!(
+        imported["hooks"][2]["async"], true,
+        "Claude Code's async carries over"
     );
     // The commands are written in the pin-friendly form the page shows.
     let forms = blocks

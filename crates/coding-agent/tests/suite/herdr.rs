@@ -339,3 +339,48 @@ fn with_gnu_date_the_sequence_is_nanoseconds_and_a_missing_herdr_is_harmless() {
     assert_eq!(output.status.code(), Some(0));
     assert!(output.stdout.is_empty() && output.stderr.is_empty(), "{output:?}");
 }
+
+#[test]
+fn a_waiting_approval_reports_blocked_and_the_answered_call_reports_working_again() {
+    let env = TestEnv::new();
+    let (herdr, calls_file) = fake_herdr(&env);
+    let asks = payload(
+        "permissionRequest",
+        "s",
+        &env.project,
+        r#","toolName":"shell_exec","toolCallId":"c1","toolInput":{"command":"ls"},"reason":"asks""#,
+    );
+    let notified = payload(
+        "notification",
+        "s",
+        &env.project,
+        r#","kind":"approvalNeeded","message":"shell_exec waits for your approval""#,
+    );
+    let done = payload(
+        "notification",
+        "s",
+        &env.project,
+        r#","kind":"turnDone","message":"the turn is done after 40 s""#,
+    );
+    let ran = payload(
+        "postToolUse",
+        "s",
+        &env.project,
+        r#","toolName":"shell_exec","toolCallId":"c1","toolInput":{},"content":[],"details":{},"isError":false"#,
+    );
+    for input in [&asks, &notified, &done, &ran] {
+        let output = run_script(&env, "/usr/bin:/bin", &herdr, input, Some("s"));
+        assert_eq!(output.status.code(), Some(0));
+    }
+    let states: Vec<String> = calls(&calls_file)
+        .iter()
+        .map(|call| without_seq(call).0)
+        .collect();
+    let report =
+        |state: &str| format!("pane report-agent p1 --source elph-hooks-s --agent elph --state {state}");
+    assert_eq!(
+        states,
+        [report("blocked"), report("blocked"), report("working")],
+        "a turnDone notification reports nothing"
+    );
+}

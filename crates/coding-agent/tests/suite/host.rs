@@ -79,6 +79,7 @@ impl Fixture {
             timeout: Duration::from_secs(10),
             enabled: true,
             persistent: false,
+            run_async: false,
             source: self.scripts.parent().unwrap().join("hooks.json"),
             scope: HookScope::Home,
             protocol: Protocol::Elph,

@@ -61,6 +61,7 @@ impl Fixture {
             timeout,
             enabled: true,
             persistent: true,
+            run_async: false,
             protocol: Protocol::Elph,
             sandbox: None,
             source: self.scripts.join("hooks.json"),

@@ -246,6 +246,7 @@ fn persistent_hook(program: &Path, project: &Path) -> HookDefinition {
         timeout: Duration::from_secs(20),
         enabled: true,
         persistent: true,
+        run_async: false,
         protocol: Protocol::Elph,
         sandbox: None,
         source: project.join("hooks.json"),

@@ -99,6 +99,12 @@ pub enum ApprovalDecision {
 pub trait Approver: Send + Sync {
     /// `None` when there is no one to ask (headless): the call is denied.
     async fn approve(&self, request: &ApprovalRequest) -> Option<ApprovalDecision>;
+
+    /// Whether someone is there to ask: only then does an approval wait (and the
+    /// `permissionRequest` and `notification` hooks hear of it).
+    fn asks(&self) -> bool {
+        true
+    }
 }
 
 /// Headless: there is no one to ask.
@@ -109,5 +115,9 @@ pub struct NoApprover;
 impl Approver for NoApprover {
     async fn approve(&self, _request: &ApprovalRequest) -> Option<ApprovalDecision> {
         None
+    }
+
+    fn asks(&self) -> bool {
+        false
     }
 }

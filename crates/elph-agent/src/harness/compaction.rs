@@ -232,7 +232,7 @@ impl AgentHarness {
             .rev()
             .find_map(|entry| match entry {
                 Entry::Summary { summary, .. } => Some(summary.clone()),
-                Entry::Message { .. } => None,
+                Entry::Message { .. } | Entry::PromptReplaced { .. } => None,
             })
     }
 }

@@ -55,20 +55,22 @@ impl AgentHarness {
             suggested_rule: None,
             escalation: Some(escalation),
         };
-        let approved = matches!(
-            self.ask(&request).await,
-            Some(
+        let refused = match self.ask(&request).await {
+            Ok(Some(
                 ApprovalDecision::AllowOnce
-                    | ApprovalDecision::AllowForSession
-                    | ApprovalDecision::AllowAlways
-            )
-        );
-        if !approved {
-            let mut output = output;
-            output.content.push(ContentBlock::text(format!(
+                | ApprovalDecision::AllowForSession
+                | ApprovalDecision::AllowAlways,
+            )) => None,
+            Ok(_) => Some(format!(
                 "[the user did not approve running it again {}]",
                 escalation.describe()
-            )));
+            )),
+            // A permissionRequest hook denied it before the user was asked.
+            Err(refusal) => Some(format!("[not run again {}: {refusal}]", escalation.describe())),
+        };
+        if let Some(refused) = refused {
+            let mut output = output;
+            output.content.push(ContentBlock::text(refused));
             return output;
         }
         let mut sandbox = ctx.sandbox.clone();

@@ -27,10 +27,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::hooks::events::before_agent::{BeforeAgent, BeforeAgentPayload};
 use crate::hooks::events::context::{Context, ContextPayload};
+use crate::hooks::events::notification::{NotificationKind, NotificationPayload};
 use crate::hooks::events::session_end::SessionEndPayload;
 use crate::hooks::events::session_start::{SessionSource, SessionStartPayload};
 use crate::hooks::events::stop::{Stop, StopPayload, StopStatus};
-use crate::hooks::events::user_prompt_submit::UserPromptSubmitPayload;
+use crate::hooks::events::user_prompt_submit::{UserPromptSubmit, UserPromptSubmitPayload};
 use crate::hooks::payload::PayloadBase;
 use crate::hooks::runner::{Dispatch, FailedClosed};
 use crate::hooks::{HookEvent, HookPayload, HookRegistry, Listed};
@@ -47,6 +48,9 @@ pub use transcript::{Entry, Transcript, TranscriptSink};
 /// The default system prompt; beforeAgent hooks may append to it but never replace it.
 pub(crate) const DEFAULT_SYSTEM_PROMPT: &str = "You are Elph, a coding agent working in the user's project folder. \
 Use the tools to read, search and change files and to run commands. Keep answers short and concrete.";
+
+/// How long a turn runs before its end fires a `notification`, unless the front end says otherwise.
+pub const DEFAULT_NOTIFY_TURN_AFTER: Duration = Duration::from_secs(30);
 
 /// Model requests allowed in one turn unless the front end says otherwise.
 pub const DEFAULT_MAX_TURNS: u32 = 50;
@@ -86,6 +90,8 @@ pub struct HarnessConfig {
     pub max_stop_continuations: u32,
     /// The editor's file system, when the front end's client offers it ([`crate::tools::EditorFiles`]).
     pub editor_files: Option<Arc<dyn crate::tools::EditorFiles>>,
+    /// A turn that ran at least this long fires a `notification` (`turnDone`) when it ends.
+    pub notify_turn_after: Duration,
 }
 
 /// Stop hooks may continue a turn this many times in a row unless the front end says otherwise
@@ -113,6 +119,7 @@ impl HarnessConfig {
             read_deadline: DEFAULT_READ_DEADLINE,
             max_stop_continuations: DEFAULT_MAX_STOP_CONTINUATIONS,
             editor_files: None,
+            notify_turn_after: DEFAULT_NOTIFY_TURN_AFTER,
         }
     }
 
@@ -167,6 +174,10 @@ pub struct TurnResult {
 struct TurnScope {
     system_prompt: String,
     extra_messages: Vec<Message>,
+    /// The prompt the model receives: the user's, or what userPromptSubmit hooks replaced it with.
+    prompt: String,
+    /// The hooks that replaced the prompt, in order (none: the model receives it as sent).
+    replaced_by: Vec<String>,
 }
 
 /// The agent loop of one session: it sends prompts to the model, runs the tools it calls, fires the hooks around both, and keeps the transcript.
@@ -335,7 +346,8 @@ impl AgentHarness {
         .await;
     }
 
-    /// Fires sessionEnd on orderly shutdown.
+    /// Fires sessionEnd on orderly shutdown, then waits for the hooks still running in the
+    /// background (async hooks), each within its timeout: none outlives the session.
     pub async fn end_session(&mut self, reason: &str) {
         self.fire(HookEvent::SessionEnd, None, || {
             HookPayload::SessionEnd(SessionEndPayload {
@@ -344,6 +356,7 @@ impl AgentHarness {
             })
         })
         .await;
+        self.hooks.settle().await;
         self.emit(AgentEvent::SessionEnded {
             reason: reason.to_string(),
         });
@@ -365,6 +378,7 @@ impl AgentHarness {
         self.emit(AgentEvent::TurnStarted {
             prompt: prompt.to_string(),
         });
+        let started = std::time::Instant::now();
         let mut result = self.turn(prompt, template, cancel).await;
         let mut continuations = 0;
         loop {
@@ -404,11 +418,39 @@ impl AgentHarness {
             ));
             result = self.turn(&next, None, cancel).await;
         }
+        match (&result.status, &result.error) {
+            (StopStatus::Failed, error) => {
+                let error = error.as_deref().unwrap_or("the turn failed");
+                self.notify(NotificationKind::Error, format!("the turn failed: {error}"))
+                    .await;
+            }
+            (StopStatus::Completed, _) if started.elapsed() >= self.config.notify_turn_after => {
+                let seconds = started.elapsed().as_secs();
+                self.notify(
+                    NotificationKind::TurnDone,
+                    format!("the turn is done after {seconds} s"),
+                )
+                .await;
+            }
+            (StopStatus::Completed | StopStatus::Cancelled, _) => {}
+        }
         self.emit(AgentEvent::TurnEnded {
             status: result.status,
             error: result.error.clone(),
         });
         result
+    }
+
+    /// Tells the `notification` hooks that Elph needs the user.
+    pub(crate) async fn notify(&self, kind: NotificationKind, message: String) {
+        self.fire(HookEvent::Notification, None, || {
+            HookPayload::Notification(NotificationPayload {
+                base: self.base(),
+                kind,
+                message,
+            })
+        })
+        .await;
     }
 
     fn cancelled(&self, text: String) -> TurnResult {
@@ -448,7 +490,17 @@ impl AgentHarness {
             Ok(scope) => scope,
             Err(ended) => return *ended,
         };
-        self.store(Message::user(prompt));
+        if !scope.replaced_by.is_empty() {
+            // The transcript keeps what the user sent, marked, then what the model received.
+            if let Err(err) = self.transcript.push(Entry::PromptReplaced {
+                original: prompt.to_string(),
+                replaced_by: scope.replaced_by.clone(),
+            }) {
+                self.notice(format!("could not store the transcript entry: {err}"));
+                self.storage_error.get_or_insert(err);
+            }
+        }
+        self.store(Message::user(scope.prompt.clone()));
         let mut last_text = String::new();
         for _ in 0..self.config.max_turns {
             if self.compact_if_needed(&scope, cancel).await == Some(CompactOutcome::Interrupted) {
@@ -530,9 +582,20 @@ impl AgentHarness {
         let Some(submitted) = unless_cancelled(cancel, submitted).await else {
             return Err(Box::new(self.cancelled(String::new())));
         };
-        if let Some(failed) = submitted.and_then(|submitted| submitted.failed_closed()) {
+        if let Some(failed) = submitted.as_ref().and_then(Dispatch::failed_closed) {
             return Err(Box::new(Self::failed_closed(&failed, String::new())));
         }
+        let (prompt, replaced_by) = match submitted
+            .as_ref()
+            .and_then(|submitted| UserPromptSubmit::reduced_of(&submitted.reduced))
+        {
+            Some(reduced) => (
+                reduced.prompt.as_deref().unwrap_or(prompt).to_string(),
+                reduced.replaced_by.clone(),
+            ),
+            None => (prompt.to_string(), Vec::new()),
+        };
+        let prompt = prompt.as_str();
 
         let mode_prompt = self.config.mode_system_prompt();
         let before = self.fire(HookEvent::BeforeAgent, None, || {
@@ -550,6 +613,8 @@ impl AgentHarness {
         }
         let mut scope = TurnScope {
             system_prompt: mode_prompt.clone(),
+            prompt: prompt.to_string(),
+            replaced_by,
             ..Default::default()
         };
         if let Some(before) = before

@@ -7,6 +7,8 @@ use super::approval::{ApprovalDecision, ApprovalPolicy, ApprovalRequest};
 use super::permissions::{self, RuleKind};
 use super::{AgentEvent, AgentHarness, AgentMode};
 use crate::hooks::Listed;
+use crate::hooks::events::notification::NotificationKind;
+use crate::hooks::events::permission_request::{PermissionRequest, PermissionRequestPayload};
 use crate::hooks::events::post_tool_use::{PostToolUse, ToolResultPayload};
 use crate::hooks::events::post_tool_use_failure::PostToolUseFailure;
 use crate::hooks::events::pre_tool_use::{PreToolUse, PreToolUsePayload};
@@ -250,7 +252,7 @@ impl AgentHarness {
             suggested_rule,
             escalation: None,
         };
-        match self.ask(&request).await {
+        match self.ask(&request).await? {
             Some(ApprovalDecision::AllowOnce) => Ok(protected),
             Some(ApprovalDecision::AllowForSession) => {
                 if !per_call {
@@ -290,14 +292,59 @@ impl AgentHarness {
         }
     }
 
-    /// Puts `request` to the user (an event says a question waits); `None` when nobody can answer.
-    pub(super) async fn ask(&mut self, request: &ApprovalRequest) -> Option<ApprovalDecision> {
+    /// Puts `request` to the user (an event says a question waits); `Ok(None)` when nobody can
+    /// answer. When someone can, the `permissionRequest` hooks hear of it first and may deny it
+    /// (`Err(refusal)`: the user is not asked), then the `notification` hooks.
+    pub(super) async fn ask(
+        &mut self,
+        request: &ApprovalRequest,
+    ) -> Result<Option<ApprovalDecision>, String> {
+        if self.approver.asks() {
+            if let Some(refusal) = self.permission_request(request).await {
+                return Err(refusal);
+            }
+            self.notify(
+                NotificationKind::ApprovalNeeded,
+                format!(
+                    "{} waits for your approval: {}",
+                    request.tool_name, request.reason
+                ),
+            )
+            .await;
+        }
         self.emit(AgentEvent::ApprovalNeeded {
             tool_call_id: request.tool_call_id.clone(),
             tool_name: request.tool_name.clone(),
             reason: request.reason.clone(),
         });
-        self.approver.approve(request).await
+        Ok(self.approver.approve(request).await)
+    }
+
+    /// The permissionRequest hooks of a call that waits for the user. `Some(refusal)` when a hook
+    /// denied it (or a fail-closed one could not decide): the user is not asked.
+    async fn permission_request(&self, request: &ApprovalRequest) -> Option<String> {
+        let dispatch = self
+            .fire(HookEvent::PermissionRequest, Some(&request.tool_name), || {
+                HookPayload::PermissionRequest(PermissionRequestPayload {
+                    base: self.base(),
+                    tool_name: request.tool_name.clone(),
+                    tool_call_id: request.tool_call_id.clone(),
+                    tool_input: request.input.clone(),
+                    reason: request.reason.clone(),
+                })
+            })
+            .await?;
+        if let Some(failed) = dispatch.failed_closed() {
+            return Some(format!("Tool call denied: {}.", failed.reason()));
+        }
+        PermissionRequest::reduced_of(&dispatch.reduced)
+            .and_then(|reduced| reduced.denied.as_ref())
+            .map(|verdict| {
+                format!(
+                    "Tool call {} before the user was asked.",
+                    verdict.describe("denied")
+                )
+            })
     }
 
     async fn post_tool(&mut self, call: &ToolCall, input: Value, output: ToolOutput) -> ToolCallDone {

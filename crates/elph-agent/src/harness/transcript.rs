@@ -27,6 +27,14 @@ pub enum Entry {
         /// The index of the first entry kept verbatim after the summary.
         first_kept: usize,
     },
+    /// userPromptSubmit hooks replaced the user's prompt: this is what the user sent, and the
+    /// message entry right after it holds what the model received instead.
+    PromptReplaced {
+        /// The prompt as the user sent it (after any template expansion).
+        original: String,
+        /// The hooks that replaced it, in order.
+        replaced_by: Vec<String>,
+    },
 }
 
 /// Where entries are persisted as they are appended (the session store implements this).
@@ -103,7 +111,7 @@ impl Transcript {
     pub fn messages(&self) -> impl Iterator<Item = &Message> {
         self.entries.iter().filter_map(|entry| match entry {
             Entry::Message { message } => Some(message),
-            Entry::Summary { .. } => None,
+            Entry::Summary { .. } | Entry::PromptReplaced { .. } => None,
         })
     }
 
@@ -148,7 +156,7 @@ impl Transcript {
             .skip(start)
             .filter_map(|(index, entry)| match entry {
                 Entry::Message { message } => Some((index, message)),
-                Entry::Summary { .. } => None,
+                Entry::Summary { .. } | Entry::PromptReplaced { .. } => None,
             })
             .collect()
     }

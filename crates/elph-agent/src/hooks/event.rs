@@ -59,20 +59,21 @@ mod tests {
             observation,
             [
                 HookEvent::SessionStart,
-                HookEvent::UserPromptSubmit,
                 HookEvent::PostCompact,
+                HookEvent::Notification,
                 HookEvent::SessionEnd
             ]
         );
     }
 
     #[test]
-    fn only_the_three_tool_events_take_matchers() {
+    fn only_the_tool_events_take_matchers() {
         let tool: Vec<_> = HookEvent::ALL.into_iter().filter(|e| e.is_tool_event()).collect();
         assert_eq!(
             tool,
             [
                 HookEvent::PreToolUse,
+                HookEvent::PermissionRequest,
                 HookEvent::PostToolUse,
                 HookEvent::PostToolUseFailure
             ]

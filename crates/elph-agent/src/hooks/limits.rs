@@ -27,3 +27,6 @@ pub const MIN_TIMEOUT_MS: u64 = 1;
 pub const DEFAULT_TIMEOUT_MS: u64 = 10_000;
 /// `MAX_TIMEOUT` in milliseconds, as written in hooks.json.
 pub const MAX_TIMEOUT_MS: u64 = 60_000;
+/// How many times the fail-closed guards of one chain run again on a payload that later hooks
+/// changed, before a payload that keeps changing fails them (docs/hooks.md, "Guards see what runs").
+pub const MAX_GUARD_RECHECK_ROUNDS: usize = 4;

@@ -16,6 +16,10 @@ pub mod runner;
 pub use event::HookEvent;
 pub use events::before_agent::{BeforeAgentOutcome, BeforeAgentPayload, BeforeAgentReduced};
 pub use events::context::{ContextOutcome, ContextPayload, ContextReduced};
+pub use events::notification::{NotificationKind, NotificationPayload};
+pub use events::permission_request::{
+    PermissionDecision, PermissionRequestOutcome, PermissionRequestPayload, PermissionRequestReduced,
+};
 pub use events::post_compact::PostCompactPayload;
 pub use events::post_tool_use::{PostToolUseOutcome, ToolResultPayload, ToolResultReduced};
 pub use events::pre_compact::{CompactTrigger, PreCompactOutcome, PreCompactPayload, PreCompactReduced};
@@ -23,7 +27,9 @@ pub use events::pre_tool_use::{Decision, PreToolUseOutcome, PreToolUsePayload, P
 pub use events::session_end::SessionEndPayload;
 pub use events::session_start::{SessionSource, SessionStartPayload};
 pub use events::stop::{StopOutcome, StopPayload, StopReduced, StopStatus};
-pub use events::user_prompt_submit::UserPromptSubmitPayload;
+pub use events::user_prompt_submit::{
+    UserPromptSubmitOutcome, UserPromptSubmitPayload, UserPromptSubmitReduced,
+};
 pub use events::{Event, Listed, Observation, Observed, Sample};
 pub use matcher::{InputCondition, InputPatternError, Matcher, PatternError, ToolPattern};
 pub use outcome::{

@@ -312,10 +312,12 @@ mod tests {
         }
         assert_eq!(fields(HookEvent::PreCompact), ["cancel", "customInstructions"]);
         assert_eq!(fields(HookEvent::Stop), ["continue"]);
+        assert_eq!(fields(HookEvent::UserPromptSubmit), ["prompt"]);
+        assert_eq!(fields(HookEvent::PermissionRequest), ["decision", "reason"]);
         for event in [
             HookEvent::SessionStart,
-            HookEvent::UserPromptSubmit,
             HookEvent::PostCompact,
+            HookEvent::Notification,
             HookEvent::SessionEnd,
         ] {
             assert!(fields(event).is_empty(), "{event}");

@@ -9,6 +9,8 @@ pub use super::events::HookPayload;
 // Each event's payload, where callers found them before the events had modules of their own.
 pub use super::events::before_agent::BeforeAgentPayload;
 pub use super::events::context::ContextPayload;
+pub use super::events::notification::{NotificationKind, NotificationPayload};
+pub use super::events::permission_request::PermissionRequestPayload;
 pub use super::events::post_compact::PostCompactPayload;
 pub use super::events::post_tool_use::ToolResultPayload;
 pub use super::events::pre_compact::{CompactTrigger, PreCompactPayload};

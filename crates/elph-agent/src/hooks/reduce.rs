@@ -83,6 +83,11 @@ impl Reducer {
         }
     }
 
+    /// The combined effect of the outcomes applied so far.
+    pub fn reduced(&self) -> &Reduced {
+        &self.state
+    }
+
     /// The combined effect of every outcome applied.
     pub fn finish(self) -> Reduced {
         self.state

@@ -72,6 +72,12 @@ impl HookRegistry {
         (native || commands).then_some(Interest { native, commands })
     }
 
+    /// Waits for the hooks that run in the background (async hooks) to end, each within its
+    /// timeout.
+    pub async fn settle(&self) {
+        self.runner.settle().await;
+    }
+
     /// Runs the chain for one payload: native handlers, then command hooks, all folded by one
     /// `Reducer`. Never fails.
     pub async fn dispatch(&self, payload: HookPayload) -> Dispatch {

@@ -277,6 +277,10 @@ pub trait HookRunner: Send + Sync {
 
     /// Whether any hook would run for `event` (and `tool_name`); lets callers skip building payloads.
     fn has_hooks(&self, event: HookEvent, tool_name: Option<&str>) -> bool;
+
+    /// Waits for the runs the runner started in the background (async hooks), each within its
+    /// own bound. The session calls it at its end, so none is left behind at exit.
+    async fn settle(&self) {}
 }
 
 /// A runner with no hooks.

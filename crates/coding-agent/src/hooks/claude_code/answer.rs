@@ -51,10 +51,15 @@ pub(crate) fn exit_two(event: HookEvent, payload: &HookPayload, stderr: &str) ->
         ClaudeEvent::Stop if !reason.is_empty() => {
             out.outcome = Some(json!({"continue": reason}));
         }
+        ClaudeEvent::PermissionRequest => {
+            // Claude Code denies the permission on exit 2, with stderr as the reason.
+            out.outcome = Some(deny_permission(Some(reason.to_string())));
+        }
         ClaudeEvent::SessionStart
         | ClaudeEvent::UserPromptSubmit
         | ClaudeEvent::PreCompact
         | ClaudeEvent::Stop
+        | ClaudeEvent::Notification
         | ClaudeEvent::SessionEnd => out.notes.push(format!(
             "exit code 2 cannot block {} in Elph: {}; stderr: {reason}",
             event.name(),
@@ -72,7 +77,9 @@ fn cannot_block(event: ClaudeEvent) -> &'static str {
         | ClaudeEvent::PreToolUse
         | ClaudeEvent::PostToolUse
         | ClaudeEvent::PostToolUseFailure
+        | ClaudeEvent::PermissionRequest
         | ClaudeEvent::PreCompact
+        | ClaudeEvent::Notification
         | ClaudeEvent::SessionEnd => "the event only reports what happened",
     }
 }
@@ -85,8 +92,10 @@ fn plain_text_is_context(event: ClaudeEvent) -> bool {
         ClaudeEvent::PreToolUse
         | ClaudeEvent::PostToolUse
         | ClaudeEvent::PostToolUseFailure
+        | ClaudeEvent::PermissionRequest
         | ClaudeEvent::PreCompact
         | ClaudeEvent::Stop
+        | ClaudeEvent::Notification
         | ClaudeEvent::SessionEnd => false,
     }
 }
@@ -219,10 +228,18 @@ impl Reader<'_> {
                             .push(format!("the hook ended the turn: {stop_reason}"));
                     }
                 }
+                ClaudeEvent::PermissionRequest => {
+                    self.elph.extend(as_map(deny_permission(stop_reason)));
+                    self.out.notes.push(
+                        "continue: false ends the whole turn in Claude Code; in Elph permissionRequest denies the call instead"
+                            .into(),
+                    );
+                }
                 ClaudeEvent::SessionStart
                 | ClaudeEvent::UserPromptSubmit
                 | ClaudeEvent::PreCompact
                 | ClaudeEvent::Stop
+                | ClaudeEvent::Notification
                 | ClaudeEvent::SessionEnd => {
                     self.unsupported("continue", "only tool events can end the turn")
                 }
@@ -259,6 +276,8 @@ impl Reader<'_> {
             // Gemini CLI merges `tool_input` over the model's arguments, as updatedInput does here.
             Dialect::Gemini => specific.remove("tool_input"),
         };
+        let updated_prompt = string(&mut specific, "updatedPrompt")?;
+        let permission_answer = specific.remove("decision");
         for field in specific.keys() {
             self.out.notes.push(format!(
                 "field 'hookSpecificOutput.{field}' has no Elph equivalent and was ignored"
@@ -294,6 +313,25 @@ impl Reader<'_> {
                 self.updated_input(updated)?;
             }
         }
+        if let Some(answer) = permission_answer {
+            if self.event == ClaudeEvent::PermissionRequest {
+                self.permission_answer(answer)?;
+            } else {
+                self.unsupported("hookSpecificOutput.decision", "it applies to PermissionRequest");
+            }
+        }
+        if let Some(prompt) = updated_prompt {
+            // The field Claude Code's feature request proposes (beside PreToolUse's updatedInput);
+            // Claude Code itself ignores it, Elph replaces the prompt the model receives.
+            if self.event == ClaudeEvent::UserPromptSubmit {
+                self.elph.insert("prompt".into(), json!(prompt));
+            } else {
+                self.unsupported(
+                    "hookSpecificOutput.updatedPrompt",
+                    "it applies to UserPromptSubmit",
+                );
+            }
+        }
         if let Some(context) = context {
             match self.event {
                 ClaudeEvent::SessionStart | ClaudeEvent::UserPromptSubmit => {
@@ -301,12 +339,40 @@ impl Reader<'_> {
                 }
                 ClaudeEvent::PostToolUse | ClaudeEvent::PostToolUseFailure => self.feedback.push(context),
                 ClaudeEvent::PreToolUse
+                | ClaudeEvent::PermissionRequest
                 | ClaudeEvent::PreCompact
                 | ClaudeEvent::Stop
+                | ClaudeEvent::Notification
                 | ClaudeEvent::SessionEnd => self.unsupported(
                     "hookSpecificOutput.additionalContext",
                     "it applies to SessionStart, UserPromptSubmit and PostToolUse",
                 ),
+            }
+        }
+        Ok(())
+    }
+
+    /// PermissionRequest's `hookSpecificOutput.decision`: `{"behavior": "deny", "message": …}`
+    /// denies the call; `allow` cannot loosen anything in Elph, so it is only noted.
+    fn permission_answer(&mut self, answer: Value) -> Result<(), String> {
+        let Value::Object(mut answer) = answer else {
+            return Err(
+                "hookSpecificOutput.decision must be an object such as {\"behavior\": \"deny\"}".into(),
+            );
+        };
+        let behavior = string(&mut answer, "behavior")?;
+        let message = string(&mut answer, "message")?;
+        match behavior.as_deref() {
+            Some("deny") => self.elph.extend(as_map(deny_permission(message))),
+            Some("allow") => self.unsupported(
+                "hookSpecificOutput.decision.behavior: allow",
+                "a hook never approves a call in Elph; the user is asked",
+            ),
+            other => {
+                return Err(format!(
+                    "hookSpecificOutput.decision.behavior is {}; Claude Code defines allow and deny",
+                    other.map_or("missing".to_string(), |other| format!("'{other}'"))
+                ));
             }
         }
         Ok(())
@@ -339,6 +405,21 @@ impl Reader<'_> {
             self.elph.insert("toolInput".into(), input);
         }
         Ok(())
+    }
+}
+
+/// Elph's `permissionRequest` outcome that denies the call.
+fn deny_permission(reason: Option<String>) -> Value {
+    match reason.filter(|reason| !reason.is_empty()) {
+        Some(reason) => json!({"decision": "deny", "reason": reason}),
+        None => json!({"decision": "deny", "reason": "denied by a Claude Code hook"}),
+    }
+}
+
+fn as_map(value: Value) -> Map<String, Value> {
+    match value {
+        Value::Object(map) => map,
+        _ => Map::new(),
     }
 }
 
@@ -400,6 +481,81 @@ mod tests {
             details: Value::Null,
             is_error: false,
         })
+    }
+
+    #[test]
+    fn updated_prompt_replaces_the_prompt_only_on_user_prompt_submit() {
+        let payload = HookPayload::UserPromptSubmit(UserPromptSubmitPayload {
+            base: PayloadBase::new("s", "/p"),
+            prompt: "fix it".into(),
+            template: None,
+        });
+        let answer = json!({"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "updatedPrompt": "Fix the test."}});
+        let out = exit_zero(
+            HookEvent::UserPromptSubmit,
+            &payload,
+            &answer.to_string(),
+            Dialect::Claude,
+        )
+        .unwrap();
+        assert_eq!(out.outcome, Some(json!({"prompt": "Fix the test."})));
+        let out = exit_zero(
+            HookEvent::PreToolUse,
+            &pre("shell_exec", json!({})),
+            &answer.to_string(),
+            Dialect::Claude,
+        )
+        .unwrap();
+        assert_eq!(out.outcome, None);
+        assert!(out.notes[0].contains("updatedPrompt"), "{:?}", out.notes);
+    }
+
+    #[test]
+    fn permission_request_denies_on_exit_two_and_on_behavior_deny_but_never_allows() {
+        let payload = HookPayload::PermissionRequest(elph_agent::hooks::PermissionRequestPayload {
+            base: PayloadBase::new("s", "/p"),
+            tool_name: "shell_exec".into(),
+            tool_call_id: "c".into(),
+            tool_input: json!({"command": "git push"}),
+            reason: "asks".into(),
+        });
+        let out = exit_two(HookEvent::PermissionRequest, &payload, "no pushes\n");
+        assert_eq!(
+            out.outcome,
+            Some(json!({"decision": "deny", "reason": "no pushes"}))
+        );
+        let deny = json!({"hookSpecificOutput": {"decision": {"behavior": "deny", "message": "not now"}}});
+        let out = exit_zero(
+            HookEvent::PermissionRequest,
+            &payload,
+            &deny.to_string(),
+            Dialect::Claude,
+        )
+        .unwrap();
+        assert_eq!(
+            out.outcome,
+            Some(json!({"decision": "deny", "reason": "not now"}))
+        );
+        let allow = json!({"hookSpecificOutput": {"decision": {"behavior": "allow"}}});
+        let out = exit_zero(
+            HookEvent::PermissionRequest,
+            &payload,
+            &allow.to_string(),
+            Dialect::Claude,
+        )
+        .unwrap();
+        assert_eq!(out.outcome, None, "a hook never approves");
+        assert!(out.notes[0].contains("never approves"), "{:?}", out.notes);
+        let odd = json!({"hookSpecificOutput": {"decision": {"behavior": "maybe"}}});
+        assert!(
+            exit_zero(
+                HookEvent::PermissionRequest,
+                &payload,
+                &odd.to_string(),
+                Dialect::Claude
+            )
+            .is_err()
+        );
     }
 
     #[test]

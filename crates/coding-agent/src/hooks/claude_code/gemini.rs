@@ -179,6 +179,7 @@ pub(crate) fn import(settings: &Value, taken: &[String], options: Options<'_>) -
                         // Gemini CLI runs hooks unconfined; an import keeps that.
                         sandbox: None,
                         persistent: false,
+                        run_async: false,
                         fail_closed: false,
                         max_input_bytes: None,
                         max_output_bytes: None,

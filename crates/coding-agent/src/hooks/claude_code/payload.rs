@@ -3,7 +3,9 @@
 
 use std::path::Path;
 
-use elph_agent::hooks::payload::{CompactTrigger, SessionSource, StopStatus, ToolResultPayload};
+use elph_agent::hooks::payload::{
+    CompactTrigger, NotificationKind, SessionSource, StopStatus, ToolResultPayload,
+};
 use elph_agent::hooks::{HookEvent, HookPayload};
 use elph_ai::ContentBlock;
 use serde_json::{Map, Value, json};
@@ -11,7 +13,7 @@ use serde_json::{Map, Value, json};
 use super::tools::{Dialect, input_in, name_in};
 
 /// An event both agents have: the only events a Claude Code hook can be written for (the
-/// configuration refuses the others), so the answer's reader matches over these eight.
+/// configuration refuses the others), so the answer's reader matches over these ten.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum ClaudeEvent {
     SessionStart,
@@ -19,21 +21,25 @@ pub(crate) enum ClaudeEvent {
     PreToolUse,
     PostToolUse,
     PostToolUseFailure,
+    PermissionRequest,
     PreCompact,
     Stop,
+    Notification,
     SessionEnd,
 }
 
 impl ClaudeEvent {
     /// All of them.
-    const ALL: [ClaudeEvent; 8] = [
+    const ALL: [ClaudeEvent; 10] = [
         ClaudeEvent::SessionStart,
         ClaudeEvent::UserPromptSubmit,
         ClaudeEvent::PreToolUse,
         ClaudeEvent::PostToolUse,
         ClaudeEvent::PostToolUseFailure,
+        ClaudeEvent::PermissionRequest,
         ClaudeEvent::PreCompact,
         ClaudeEvent::Stop,
+        ClaudeEvent::Notification,
         ClaudeEvent::SessionEnd,
     ];
 
@@ -55,6 +61,8 @@ impl ClaudeEvent {
             ClaudeEvent::PreCompact => "PreCompress",
             ClaudeEvent::Stop => "AfterAgent",
             ClaudeEvent::SessionEnd => "SessionEnd",
+            // Gemini CLI's Notification is also what it fires when a tool waits for permission.
+            ClaudeEvent::PermissionRequest | ClaudeEvent::Notification => "Notification",
         }
     }
 
@@ -74,6 +82,8 @@ impl ClaudeEvent {
             ClaudeEvent::PreToolUse => "PreToolUse",
             ClaudeEvent::PostToolUse => "PostToolUse",
             ClaudeEvent::PostToolUseFailure => "PostToolUseFailure",
+            ClaudeEvent::PermissionRequest => "PermissionRequest",
+            ClaudeEvent::Notification => "Notification",
             ClaudeEvent::PreCompact => "PreCompact",
             ClaudeEvent::Stop => "Stop",
             ClaudeEvent::SessionEnd => "SessionEnd",
@@ -151,6 +161,29 @@ fn payload_json(payload: &HookPayload, transcript: Option<&Path>, dialect: Diale
         ClaudeEvent::PostToolUse | ClaudeEvent::PostToolUseFailure => {
             if let Some(p) = payload.tool_result() {
                 tool_response(&mut out, p, project_dir, dialect);
+            }
+        }
+        ClaudeEvent::PermissionRequest => {
+            if let HookPayload::PermissionRequest(p) = payload {
+                out.insert("tool_name".into(), json!(name_in(dialect, &p.tool_name)));
+                out.insert(
+                    "tool_input".into(),
+                    input_in(dialect, &p.tool_name, &p.tool_input, project_dir),
+                );
+                out.insert("tool_use_id".into(), json!(p.tool_call_id));
+                // Claude Code offers rule suggestions here; Elph has none to offer.
+                out.insert("permission_suggestions".into(), json!([]));
+            }
+        }
+        ClaudeEvent::Notification => {
+            if let HookPayload::Notification(p) = payload {
+                out.insert("message".into(), json!(p.message));
+                let kind = match p.kind {
+                    NotificationKind::ApprovalNeeded => "permission_prompt",
+                    NotificationKind::TurnDone => "idle_prompt",
+                    NotificationKind::Error => "error",
+                };
+                out.insert("notification_type".into(), json!(kind));
             }
         }
         ClaudeEvent::PreCompact => {

@@ -244,6 +244,7 @@ fn import_entry(
         }
     };
     let mut matcher = matcher.clone();
+    let mut run_async = false;
     if let Value::Object(fields) = entry {
         for (key, value) in fields {
             match key.as_str() {
@@ -269,9 +270,13 @@ fn import_entry(
                     }
                 }
                 "async" | "asyncRewake" if value == &Value::Bool(false) => {}
-                "async" | "asyncRewake" => skipped.push(format!(
-                    "{place}: {key}: Claude Code runs it in the background; Elph runs it in the \
-                     foreground, and the event waits for it (up to its timeout)"
+                // Claude Code's `"async": true` (run in the background, the answer unused) is
+                // Elph's async hook.
+                "async" => run_async = value == &Value::Bool(true),
+                "asyncRewake" => skipped.push(format!(
+                    "{place}: {key}: Claude Code runs it in the background and wakes the model when \
+                     it exits with 2; Elph runs it in the foreground, and the event waits for it (up \
+                     to its timeout)"
                 )),
                 "rewakeMessage" | "rewakeSummary" => skipped.push(format!(
                     "{place}: {key} goes with asyncRewake, which Elph does not have; left out"
@@ -308,6 +313,7 @@ fn import_entry(
         // Claude Code hooks run unconfined there; an import keeps that.
         sandbox: None,
         persistent: false,
+        run_async,
         fail_closed: false,
         max_input_bytes: None,
         max_output_bytes: None,
@@ -516,7 +522,8 @@ mod tests {
                 ],
                 "SessionStart": [{"matcher": "startup", "hooks": [{"type": "command", "command": "ctx.sh"}]}],
                 "Stop": [{"hooks": [{"type": "prompt", "prompt": "done?"}]}],
-                "Notification": [{"hooks": [{"type": "command", "command": "notify-send hi"}]}]
+                "Notification": [{"hooks": [{"type": "command", "command": "notify-send hi", "async": true}]}],
+                "SubagentStop": [{"hooks": [{"type": "command", "command": "sub.sh"}]}]
             }
         });
         let imported = import(
@@ -563,7 +570,20 @@ mod tests {
                     60_000
                 ),
                 ("claude-session-start-1".into(), None, "ctx.sh".into(), 60_000),
+                (
+                    "claude-notification-1".into(),
+                    None,
+                    "notify-send hi".into(),
+                    60_000
+                ),
             ]
+        );
+        assert!(
+            imported
+                .hooks
+                .iter()
+                .all(|h| h.run_async == (h.id == "claude-notification-1")),
+            "Claude Code's async carries over, and only where it was set"
         );
         assert!(
             imported
@@ -585,8 +605,8 @@ mod tests {
             "'^Bash$'",
             "'WebFetch'",
             "type prompt",
-            "Notification",
             "Claude Code's default of 600 s",
+            "SubagentStop",
         ] {
             assert!(skipped.contains(expected), "{expected} in:\n{skipped}");
         }

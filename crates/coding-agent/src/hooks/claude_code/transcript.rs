@@ -51,6 +51,8 @@ fn lines(entry: &Entry, session_id: &str, project_dir: &Path) -> Vec<Value> {
     };
     match entry {
         Entry::Summary { summary, .. } => vec![json!({"type": "summary", "summary": summary})],
+        // The message after it holds what the model received; Claude Code has no such line.
+        Entry::PromptReplaced { .. } => Vec::new(),
         Entry::Message { message } => match message {
             Message::User { content } => vec![line("user", "user", blocks(content))],
             Message::Assistant { content, tool_calls } => {

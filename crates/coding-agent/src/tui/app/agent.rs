@@ -149,6 +149,10 @@ impl App {
                     level: Level::Info,
                     text: format!("{count} earlier message(s) were compacted into a summary"),
                 },
+                HistoryEntry::PromptReplaced { original, by } => Item::Notice {
+                    level: Level::Info,
+                    text: crate::notices::prompt_replaced(&original, &by),
+                },
             });
         }
         if switching || view.resumed {

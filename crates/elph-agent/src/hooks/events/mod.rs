@@ -23,6 +23,8 @@ use super::reduce::{ChainFlow, Verdict};
 pub(crate) mod before_agent;
 pub mod context;
 mod fields;
+pub(crate) mod notification;
+pub(crate) mod permission_request;
 pub(crate) mod post_compact;
 pub(crate) mod post_tool_use;
 pub(crate) mod post_tool_use_failure;
@@ -430,10 +432,12 @@ events! {
     BeforeAgent = "beforeAgent" => before_agent::BeforeAgent,
     Context = "context" => context::Context,
     PreToolUse = "preToolUse" => pre_tool_use::PreToolUse,
+    PermissionRequest = "permissionRequest" => permission_request::PermissionRequest,
     PostToolUse = "postToolUse" => post_tool_use::PostToolUse,
     PostToolUseFailure = "postToolUseFailure" => post_tool_use_failure::PostToolUseFailure,
     PreCompact = "preCompact" => pre_compact::PreCompact,
     PostCompact = "postCompact" => post_compact::PostCompact,
     Stop = "stop" => stop::Stop,
+    Notification = "notification" => notification::Notification,
     SessionEnd = "sessionEnd" => session_end::SessionEnd,
 }
