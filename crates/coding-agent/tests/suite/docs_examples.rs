@@ -1011,7 +1011,7 @@ fn the_claude_code_page_examples_validate_and_import_as_described() {
     }
     assert_eq!(
         run.stderr.lines().filter(|l| l.starts_with('!')).count(),
-        3,
+        4,
         "{}",
         run.stderr
     );
