@@ -61,9 +61,14 @@ impl Setup {
             id: format!("trivial-{i}"),
             event: HookEvent::PreToolUse,
             matcher: Matcher::any(),
-            command: resolve_command(binary.to_str().unwrap(), &project, ""),
+            handler: coding_agent::hooks::discovery::Handler::Command(resolve_command(
+                binary.to_str().unwrap(),
+                &project,
+                "",
+            )),
             args: Vec::new(),
             timeout: Duration::from_secs(10),
+            budget: None,
             enabled: true,
             persistent: false,
             run_async: false,
@@ -78,7 +83,11 @@ impl Setup {
         };
         let persistent = |i: usize| HookDefinition {
             id: format!("line-{i}"),
-            command: resolve_command(line_binary.to_str().unwrap(), &project, ""),
+            handler: coding_agent::hooks::discovery::Handler::Command(resolve_command(
+                line_binary.to_str().unwrap(),
+                &project,
+                "",
+            )),
             persistent: true,
             run_async: false,
             ..hook(i)

@@ -13,6 +13,7 @@ use elph_process::sandbox::SandboxMode;
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::hooks::HookSet;
+use crate::hooks::handler::runner::Handlers;
 use crate::hooks::host::HookHost;
 use crate::hooks::reload::HookLoader;
 use crate::mcp::McpManager;
@@ -119,7 +120,11 @@ impl Runtime {
         if crate::sandbox::session_mode(&settings, &options.sandbox) != SandboxMode::FullAccess {
             elph_process::sandbox::start_probes();
         }
-        let provider = crate::model_choice::resolve_provider(&paths, options.model.as_deref(), &settings)?;
+        let provider: Arc<dyn elph_ai::Provider> = Arc::from(crate::model_choice::resolve_provider(
+            &paths,
+            options.model.as_deref(),
+            &settings,
+        )?);
         let model = format!("{}/{}", provider.provider_name(), provider.model_id());
 
         let loader = HookLoader::new(paths.clone());
@@ -156,7 +161,11 @@ impl Runtime {
         }
         let mut host = HookHost::new(set, paths.project_dir.clone(), &paths.data_dir)
             .with_sandbox_base(config.sandbox.clone())
-            .with_pin_check(TrustStore::new(&paths.config_dir));
+            .with_pin_check(TrustStore::new(&paths.config_dir))
+            .with_handlers(Handlers::new(
+                settings.hooks.allowed_urls.clone(),
+                paths.config_dir.clone(),
+            ));
         let record = options
             .record_hooks
             .clone()
@@ -168,6 +177,7 @@ impl Runtime {
             host = host.with_recorder(recorder);
         }
         let host = Arc::new(host);
+        host.handlers().set_model(provider.clone());
         if let Some(max_turns) = options.max_turns {
             config.max_turns = max_turns;
         }
@@ -206,6 +216,7 @@ impl Runtime {
             options.editor_mcp_servers.clone(),
             &options.mcp_inputs,
         );
+        host.handlers().set_mcp(mcp.connections());
         let mut tools = ToolCatalog::native();
         for tool in mcp_tools {
             let name = tool.name().to_string();
@@ -225,7 +236,7 @@ impl Runtime {
             });
         }
         let harness = AgentHarness::new(
-            Arc::from(provider),
+            provider,
             Arc::new(tools),
             HookRegistry::new(host.clone()),
             config,
@@ -354,7 +365,9 @@ impl Runtime {
             std::env::var(name).ok()
         })?;
         self.model = format!("{}/{}", provider.provider_name(), provider.model_id());
-        self.harness.set_provider(Arc::from(provider));
+        let provider: Arc<dyn elph_ai::Provider> = Arc::from(provider);
+        self.host.handlers().set_model(provider.clone());
+        self.harness.set_provider(provider);
         // The stored session says which model it continues with (`elph sessions`); failing to
         // record that does not undo the switch.
         if let Some(store) = &self.store

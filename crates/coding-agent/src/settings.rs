@@ -51,6 +51,9 @@ pub struct HooksSettings {
     /// A turn that ran at least this long fires a `notification` hook (`turnDone`) when it ends
     /// (default 30 s).
     pub notify_turn_after_ms: Option<u64>,
+    /// Where project url hooks may post: exact URLs, or prefixes ending in `*`. Absent: any https
+    /// URL (and http to this machine).
+    pub allowed_urls: Option<Vec<String>>,
 }
 
 /// `"sandbox": {"mode": "workspace-write", "network": false, "writableRoots": ["~/scratch"]}`.

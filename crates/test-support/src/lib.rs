@@ -10,4 +10,5 @@
 pub mod env;
 pub mod fake_model;
 pub mod hook_scripts;
+pub mod hook_server;
 pub mod raw_http;

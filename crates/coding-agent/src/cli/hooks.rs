@@ -78,12 +78,15 @@ fn print_list(out: &mut impl Write, set: &HookSet) -> std::io::Result<()> {
             .hooks
             .iter()
             .map(|hook| {
-                let mut command = hook.command.path.display().to_string();
+                let mut command = hook.handler.describe();
                 if !hook.args.is_empty() {
                     command = format!("{command} {}", hook.args.join(" "));
                 }
-                if !hook.command.executable {
+                if hook.command().is_some_and(|command| !command.executable) {
                     command.push_str("  (not found or not executable)");
+                }
+                if let Some(budget) = hook.budget {
+                    command.push_str(&format!("  (budget {} ms)", budget.as_millis()));
                 }
                 match hook.protocol {
                     crate::hooks::config::Protocol::Elph => {}

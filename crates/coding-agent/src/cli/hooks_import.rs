@@ -218,6 +218,9 @@ pub(super) fn run(cwd: Option<&Path>, args: ImportArgs) -> anyhow::Result<u8> {
                     && other.matcher == hook.matcher
                     && other.args == hook.args
                     && other.command == hook.command
+                    && other.url == hook.url
+                    && other.prompt == hook.prompt
+                    && other.mcp_tool == hook.mcp_tool
             };
             if existing.hooks.iter().any(same) || added.iter().any(same) {
                 continue;

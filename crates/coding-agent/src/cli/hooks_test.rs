@@ -19,9 +19,9 @@ use elph_agent::hooks::{
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::hooks::load;
 use crate::cli::exit;
 use crate::diagnostics::Diagnostic;
+use crate::hooks::handler::runner::Handlers;
 use crate::hooks::{FileState, HookDefinition, HookHost, HookSet};
 use crate::paths::Paths;
 
@@ -95,11 +95,19 @@ pub(super) fn run(cwd: Option<&Path>, args: TestArgs) -> anyhow::Result<u8> {
     Ok(exit::SUCCESS)
 }
 
+/// What a test host needs kept alive while it runs: the temp dir of sandboxed hooks, and the MCP
+/// servers mcpTool hooks call.
+pub(super) struct Held {
+    _temp_dir: tempfile::TempDir,
+    _mcp: Option<crate::mcp::McpManager>,
+}
+
 /// The host `elph hooks test` runs hooks with: the configured hooks, as in a session, without
-/// the run log, async hooks in the chain; whether a hook file is malformed; and the temp dir of
-/// sandboxed hooks, which lives as long as it is held.
-pub(super) fn test_host(paths: &Paths) -> anyhow::Result<(HookHost, bool, tempfile::TempDir)> {
-    let set = load(paths);
+/// the run log, async hooks in the chain, prompt hooks asking the model a session would use and
+/// mcpTool hooks calling the servers of mcp.json; whether a hook file is malformed; and what must
+/// live as long as the host runs.
+pub(super) fn test_host(paths: &Paths) -> anyhow::Result<(HookHost, bool, Held)> {
+    let (trust, set) = crate::hooks::reload::HookLoader::new(paths.clone()).load();
     let malformed = set
         .files
         .iter()
@@ -114,11 +122,40 @@ pub(super) fn test_host(paths: &Paths) -> anyhow::Result<(HookHost, bool, tempfi
     sandbox_base.set_temp_dir(temp_dir.path());
     sandbox_base.add_read_only_path(paths.config_dir.clone());
     sandbox_base.add_read_only_path(paths.data_dir.clone());
+    // A malformed settings.json only means no allowedUrls and no default model here.
+    let settings = crate::settings::Settings::load(&paths.config_dir).unwrap_or_default();
+    let needs_mcp = set
+        .active()
+        .any(|hook| matches!(hook.handler, crate::hooks::handler::Handler::McpTool(_)));
     let host = HookHost::new(set, paths.project_dir.clone(), &paths.data_dir)
         .without_run_log()
         .with_async_inline()
-        .with_sandbox_base(sandbox_base);
-    Ok((host, malformed, temp_dir))
+        .with_sandbox_base(sandbox_base)
+        .with_handlers(Handlers::new(
+            settings.hooks.allowed_urls.clone(),
+            paths.config_dir.clone(),
+        ));
+    // A prompt hook without a model of its own asks the one a session would; without one (no
+    // key), its run says so.
+    if let Ok(provider) = crate::model_choice::resolve_provider(paths, None, &settings) {
+        host.handlers().set_model(std::sync::Arc::from(provider));
+    }
+    let mcp = needs_mcp.then(|| {
+        let (manager, _tools, diagnostics) = crate::mcp::McpManager::start(paths, trust.trusted);
+        for diagnostic in diagnostics {
+            eprintln!("elph: {diagnostic}");
+        }
+        host.handlers().set_mcp(manager.connections());
+        manager
+    });
+    Ok((
+        host,
+        malformed,
+        Held {
+            _temp_dir: temp_dir,
+            _mcp: mcp,
+        },
+    ))
 }
 
 fn parse_event(name: &str) -> anyhow::Result<HookEvent> {
@@ -534,6 +571,9 @@ fn why_no_change(run: &HookRun, persistent: bool) -> &'static str {
     let process = run.process.as_ref();
     if persistent {
         "its answer held only its requestId: no change"
+    } else if process.is_none() {
+        // A url, prompt or mcpTool hook: an answer, not a process's stdout.
+        "its answer was empty or {}: no change"
     } else if process.is_some_and(|process| process.stdout_bytes == 0) {
         "empty stdout: no change"
     } else {

@@ -78,8 +78,9 @@ pub(crate) struct CommandReport {
 }
 
 /// Checks the command of `hook`; `path_var` is the PATH hooks get (for `#!/usr/bin/env NAME`).
-pub(super) fn check_command(hook: &HookDefinition, path_var: &str) -> (CommandReport, Vec<Finding>) {
-    let command = &hook.command;
+/// `None` for a hook that runs no command (url, prompt, mcpTool).
+pub(super) fn check_command(hook: &HookDefinition, path_var: &str) -> Option<(CommandReport, Vec<Finding>)> {
+    let command = hook.command()?;
     let bare = !command.written.contains('/');
     let exists = command.path.is_absolute() && command.path.exists();
     let mut report = CommandReport {
@@ -145,7 +146,7 @@ pub(super) fn check_command(hook: &HookDefinition, path_var: &str) -> (CommandRe
             }
         }
     }
-    (report, findings)
+    Some((report, findings))
 }
 
 /// The `#!` line of a script, without the `#!`; `None` for anything else.
@@ -241,6 +242,27 @@ pub(super) fn check_matcher(hook: &HookDefinition) -> Vec<Finding> {
 pub(super) fn check_runs(hook: &HookDefinition, stats: &RunStats) -> Vec<Finding> {
     let mut findings = Vec::new();
     let source = hook.source.display();
+    if let Some(budget) = hook.budget {
+        let budget_ms = budget.as_millis() as u64;
+        let over = stats.over_budget(budget_ms);
+        if over > 0 {
+            findings.push(
+                Finding::new(
+                    Level::Warning,
+                    format!(
+                        "over budget: {over} of its last {} runs took longer than its budgetMs of {budget_ms} ms \
+                         (slowest {} ms)",
+                        stats.ran(),
+                        stats.slowest_ms().unwrap_or_default()
+                    ),
+                )
+                .fix(format!(
+                    "make it faster, or raise \"budgetMs\" in {source}; a run over budget still counts (a \
+                     budget never turns a guard off)"
+                )),
+            );
+        }
+    }
     match stats.slow(hook.timeout) {
         Some(Slowness::NearTimeout { p95_ms, timeout_ms }) => findings.push(
             Finding::new(

@@ -7,6 +7,7 @@
 //! or anywhere else.
 
 mod checks;
+mod handlers;
 mod providers;
 mod render;
 mod runstats;
@@ -125,9 +126,18 @@ pub(crate) struct HookReport {
     pub event: HookEvent,
     /// The `toolNames` patterns; `null` when the hook has no matcher (every tool, or not a tool event).
     pub matcher: Option<Vec<String>>,
-    pub command: CommandReport,
+    /// What it runs, in one line: the command, `POST URL`, `prompt (MODEL)`, `mcp SERVER/TOOL`.
+    pub handler: String,
+    /// `command`, `url`, `prompt` or `mcpTool`.
+    pub kind: &'static str,
+    /// A command hook's program; absent for the other kinds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<CommandReport>,
     pub args: Vec<String>,
     pub timeout_ms: u64,
+    /// How long a run should take; a longer one is a warning.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget_ms: Option<u64>,
     /// One process for the session, one JSON line per event.
     pub persistent: bool,
     /// Runs in the background, its outcome ignored; its runs are counted like the others.
@@ -253,10 +263,23 @@ pub(crate) fn gather(paths: &Paths, sources: &PathSources, path_var: &str) -> Re
 
     let log_path = paths.logs_dir().join(runlog::FILE_NAME);
     let log = LogRead::read(&log_path, set.hooks.iter().map(|hook| hook.id.as_str()));
+    // A malformed settings.json is reported on its own; here it only means no allowedUrls.
+    let settings = crate::settings::Settings::load(&paths.config_dir).ok();
+    let context = handlers::HandlerContext {
+        allowed_urls: settings
+            .as_ref()
+            .and_then(|settings| settings.hooks.allowed_urls.as_deref()),
+        mcp_servers: mcp
+            .servers
+            .iter()
+            .filter(|server| server.definition.enabled)
+            .map(|server| server.definition.name.as_str())
+            .collect(),
+    };
     let hooks: Vec<HookReport> = set
         .hooks
         .iter()
-        .map(|hook| hook_report(hook, &log, path_var))
+        .map(|hook| hook_report(hook, &log, path_var, &context))
         .collect();
 
     let mut problems = Vec::new();
@@ -478,8 +501,17 @@ fn file_report(paths: &Paths, file: &HookFile, trust_error: bool) -> FileReport 
     }
 }
 
-fn hook_report(hook: &HookDefinition, log: &LogRead, path_var: &str) -> HookReport {
-    let (command, mut findings) = checks::check_command(hook, path_var);
+fn hook_report(
+    hook: &HookDefinition,
+    log: &LogRead,
+    path_var: &str,
+    context: &handlers::HandlerContext<'_>,
+) -> HookReport {
+    let (command, mut findings) = match checks::check_command(hook, path_var) {
+        Some((command, findings)) => (Some(command), findings),
+        None => (None, Vec::new()),
+    };
+    findings.extend(handlers::check_handler(hook, context));
     findings.extend(checks::check_matcher(hook));
     let recent_runs = log.stats(&hook.id);
     if let Some(stats) = &recent_runs {
@@ -509,9 +541,12 @@ fn hook_report(hook: &HookDefinition, log: &LogRead, path_var: &str) -> HookRepo
         id: hook.id.clone(),
         event: hook.event,
         matcher,
+        handler: hook.handler.describe(),
+        kind: hook.handler.kind(),
         command,
         args: hook.args.clone(),
         timeout_ms: hook.timeout.as_millis() as u64,
+        budget_ms: hook.budget.map(|budget| budget.as_millis() as u64),
         persistent: hook.persistent,
         run_async: hook.run_async,
         source: hook.source.clone(),

@@ -148,21 +148,25 @@ fn render_hook(out: &mut impl Write, hook: &HookReport) -> io::Result<()> {
         .map(|mode| format!("  sandbox: {mode}"))
         .unwrap_or_default();
     writeln!(out, "  {mark} {}  {}{tools}{sandbox}", hook.id, hook.event)?;
-    let command = &hook.command;
-    let mut resolved = command.path.display().to_string();
-    if command.written != resolved {
-        resolved = format!("{} → {resolved}", command.written);
-    }
-    let state = if !command.exists {
-        "not found"
-    } else if !command.executable {
-        "not executable"
-    } else {
-        "executable"
-    };
-    writeln!(out, "      command  {resolved} ({state})")?;
-    if let Some(interpreter) = &command.interpreter {
-        writeln!(out, "      runs by  #!{interpreter}")?;
+    match &hook.command {
+        Some(command) => {
+            let mut resolved = command.path.display().to_string();
+            if command.written != resolved {
+                resolved = format!("{} → {resolved}", command.written);
+            }
+            let state = if !command.exists {
+                "not found"
+            } else if !command.executable {
+                "not executable"
+            } else {
+                "executable"
+            };
+            writeln!(out, "      command  {resolved} ({state})")?;
+            if let Some(interpreter) = &command.interpreter {
+                writeln!(out, "      runs by  #!{interpreter}")?;
+            }
+        }
+        None => writeln!(out, "      {:<8} {}", hook.kind, hook.handler)?,
     }
     if !hook.args.is_empty() {
         let args: Vec<String> = hook
@@ -173,6 +177,9 @@ fn render_hook(out: &mut impl Write, hook: &HookReport) -> io::Result<()> {
         writeln!(out, "      args     {}", args.join(" "))?;
     }
     writeln!(out, "      timeout  {} ms", hook.timeout_ms)?;
+    if let Some(budget) = hook.budget_ms {
+        writeln!(out, "      budget   {budget} ms")?;
+    }
     match elph_agent::hooks::went_on_unchecked(hook.event) {
         Some(_) if hook.fail_closed => writeln!(
             out,

@@ -279,6 +279,9 @@ pub(crate) struct RunStats {
     pub(crate) protocol_errors: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) last_protocol_error: Option<String>,
+    /// The durations of the runs that ran, shortest first (for budgetMs).
+    #[serde(skip)]
+    ran_ms: Vec<u64>,
 }
 
 impl RunStats {
@@ -343,7 +346,23 @@ impl RunStats {
             failed_open,
             protocol_errors,
             last_protocol_error,
+            ran_ms: durations,
         }
+    }
+
+    /// How many runs that ran took longer than `budget_ms`.
+    pub(crate) fn over_budget(&self, budget_ms: u64) -> usize {
+        self.ran_ms.iter().filter(|ms| **ms > budget_ms).count()
+    }
+
+    /// How many runs ran (not skipped).
+    pub(crate) fn ran(&self) -> usize {
+        self.ran_ms.len()
+    }
+
+    /// The longest run that ran.
+    pub(crate) fn slowest_ms(&self) -> Option<u64> {
+        self.ran_ms.last().copied()
     }
 
     /// Why the hook counts as slow, if it does: its p95 is over half its timeout, or over 2 s.

@@ -34,10 +34,13 @@ pub(super) fn findings(paths: &Paths, set: &HookSet) -> Vec<(String, Finding)> {
     check("file".into(), &paths.home_hooks_file(), "your hooks.json");
     let mut seen = std::collections::BTreeSet::new();
     for hook in set.hooks.iter().filter(|hook| hook.scope == HookScope::Home) {
-        if seen.insert(hook.command.path.clone()) {
+        let Some(command) = hook.command() else {
+            continue;
+        };
+        if seen.insert(command.path.clone()) {
             check(
                 format!("hook '{}'", hook.id),
-                &hook.command.path,
+                &command.path,
                 "this home hook's command",
             );
         }

@@ -41,7 +41,7 @@ pub struct HooksFile {
 /// One hook as written in hooks.json.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-#[schemars(transform = matcher_only_on_tool_events)]
+#[schemars(transform = hook_rules)]
 pub struct HookConfig {
     /// Unique across the home and project files.
     #[schemars(regex(pattern = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"))]
@@ -54,9 +54,39 @@ pub struct HookConfig {
     #[schemars(with = "MatcherConfig")]
     pub matcher: Option<MatcherConfig>,
     /// The executable, run directly (never through a shell). A relative path with a separator resolves
-    /// against the folder of this file; a bare name is looked up on PATH.
-    #[schemars(length(min = 1))]
-    pub command: String,
+    /// against the folder of this file; a bare name is looked up on PATH. A hook has exactly one of
+    /// command, url, prompt and mcpTool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String", length(min = 1))]
+    pub command: Option<String>,
+    /// POST the payload as JSON to this URL; the response body is the outcome. A project hook needs
+    /// https unless the host is loopback, and a URL that hooks.allowedUrls of settings.json allows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String", regex(pattern = r"^[Hh][Tt][Tt][Pp][Ss]?://[^\s]+$"))]
+    pub url: Option<String>,
+    /// Headers of a url hook's request. A value may take a variable of allowedEnvVars as `${NAME}`.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    #[schemars(extend("propertyNames" = {"pattern": "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$"}))]
+    pub headers: std::collections::BTreeMap<String, String>,
+    /// The variables of Elph's environment that a url hook's headers may take (`${NAME}`); any
+    /// other is refused.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(inner(regex(pattern = "^[A-Za-z_][A-Za-z0-9_]*$")))]
+    pub allowed_env_vars: Vec<String>,
+    /// A model judges the payload: this prompt and the payload go to `model`, whose answer must
+    /// be an outcome (a JSON object; `{}` for no change).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String", length(min = 1))]
+    pub prompt: Option<String>,
+    /// The model of a prompt hook as `PROVIDER/MODEL`; absent: the session's model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String", regex(pattern = r"^[^/\s]+/\S+$"))]
+    pub model: Option<String>,
+    /// Call a tool of a connected MCP server (mcp.json) with the payload as its arguments; the
+    /// tool's text answer is the outcome.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "McpToolConfig")]
+    pub mcp_tool: Option<McpToolConfig>,
     /// Arguments, passed literally.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub args: Vec<String>,
@@ -64,6 +94,11 @@ pub struct HookConfig {
     #[serde(default = "default_timeout_ms")]
     #[schemars(range(min = MIN_TIMEOUT_MS, max = MAX_TIMEOUT_MS))]
     pub timeout_ms: u64,
+    /// How long a run should take, in milliseconds: a run over it is a warning (in the session and
+    /// in `elph doctor`), never a failure; the hook still runs to its timeoutMs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = MIN_TIMEOUT_MS, max = MAX_TIMEOUT_MS))]
+    pub budget_ms: Option<u64>,
     /// A disabled hook is listed but never run.
     #[serde(default = "default_enabled")]
     pub enabled: bool,
@@ -109,6 +144,21 @@ pub struct HookConfig {
     pub max_output_bytes: Option<u64>,
 }
 
+/// The tool an mcpTool hook calls.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct McpToolConfig {
+    /// The server's name in mcp.json.
+    #[schemars(length(min = 1))]
+    pub server: String,
+    /// The tool's name as the server lists it.
+    #[schemars(length(min = 1))]
+    pub tool: String,
+}
+
+/// The fields that say what a hook runs: exactly one per hook.
+pub(crate) const HANDLER_FIELDS: [&str; 4] = ["command", "url", "prompt", "mcpTool"];
+
 /// The payload and answer format a hook speaks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
@@ -122,6 +172,21 @@ pub enum Protocol {
     /// Gemini CLI's payload and answers: Claude Code's protocol under Gemini CLI's event and tool
     /// names (`BeforeTool`, `run_shell_command`, …). Only on events Gemini CLI has.
     GeminiCli,
+}
+
+impl HookConfig {
+    /// Which of command, url, prompt and mcpTool the hook has (the schema made sure of exactly one).
+    pub(crate) fn handler_field(&self) -> &'static str {
+        if self.url.is_some() {
+            "url"
+        } else if self.prompt.is_some() {
+            "prompt"
+        } else if self.mcp_tool.is_some() {
+            "mcpTool"
+        } else {
+            "command"
+        }
+    }
 }
 
 impl Protocol {
@@ -203,7 +268,9 @@ fn default_enabled() -> bool {
     true
 }
 
-fn matcher_only_on_tool_events(schema: &mut Schema) {
+/// The rules between a hook's fields: which matcher on which event, failClosed only where a
+/// failure has something to stop, and exactly one handler.
+fn hook_rules(schema: &mut Schema) {
     let no_matcher: Vec<&str> = HookEvent::ALL
         .into_iter()
         .filter(|event| !event.is_tool_event() && *event != HookEvent::SessionStart)
@@ -237,7 +304,8 @@ fn matcher_only_on_tool_events(schema: &mut Schema) {
             {
                 "if": { "properties": { "event": { "enum": observing } }, "required": ["event"] },
                 "then": { "properties": { "failClosed": { "const": false } } }
-            }
+            },
+            { "oneOf": HANDLER_FIELDS.map(|field| json!({ "required": [field] })) }
         ]),
     );
 }
@@ -367,8 +435,21 @@ pub fn check(bytes: &[u8]) -> Result<HooksFile, Vec<LoadError>> {
     // Checked before the schema, which counts 1e3 as an integer: serde would not, and would then
     // report the whole file instead of the field.
     if let Some(hooks) = value.get("hooks").and_then(Value::as_array) {
-        for index in 0..hooks.len() {
+        for (index, hook) in hooks.iter().enumerate() {
+            if let Some(problem) = handler_count(index, hook) {
+                problems.push(problem);
+            }
             if let Err(err) = elph_config::json::whole_number_at(&value, &format!("/hooks/{index}/timeoutMs"))
+            {
+                problems.push(LoadError::new(
+                    err.pointer,
+                    format!(
+                        "{} of milliseconds between {MIN_TIMEOUT_MS} and {MAX_TIMEOUT_MS}; file ignored",
+                        err.message
+                    ),
+                ));
+            }
+            if let Err(err) = elph_config::json::whole_number_at(&value, &format!("/hooks/{index}/budgetMs"))
             {
                 problems.push(LoadError::new(
                     err.pointer,
@@ -399,6 +480,7 @@ pub fn check(bytes: &[u8]) -> Result<HooksFile, Vec<LoadError>> {
         )]
     })?;
     for (index, hook) in file.hooks.iter().enumerate() {
+        problems.extend(handler_field_problems(index, hook));
         if hook.protocol != Protocol::Elph && !claude_code_has(hook.event) {
             let (protocol, agent) = match hook.protocol {
                 Protocol::GeminiCli => ("gemini-cli", "Gemini CLI"),
@@ -467,6 +549,85 @@ pub fn check(bytes: &[u8]) -> Result<HooksFile, Vec<LoadError>> {
     }
 }
 
+/// A hook with no handler, or more than one: said before the schema's `oneOf`, whose own words
+/// ("not valid under any of the schemas") would not tell what to do.
+fn handler_count(index: usize, hook: &Value) -> Option<LoadError> {
+    let object = hook.as_object()?;
+    let present: Vec<&str> = HANDLER_FIELDS
+        .into_iter()
+        .filter(|field| object.contains_key(*field))
+        .collect();
+    let message = match present.as_slice() {
+        [_] => return None,
+        [] => "missing what the hook runs: give exactly one of command (a program), url (an HTTP \
+               endpoint), prompt (a model judges) or mcpTool (a tool of an MCP server); file ignored"
+            .to_string(),
+        [first, rest @ ..] => format!(
+            "has {first} and {}: a hook runs exactly one of command, url, prompt or mcpTool; keep one; \
+             file ignored",
+            rest.join(" and ")
+        ),
+    };
+    Some(LoadError::new(Some(format!("/hooks/{index}")), message))
+}
+
+/// Fields that only mean something with one kind of handler, given with another.
+fn handler_field_problems(index: usize, hook: &HookConfig) -> Vec<LoadError> {
+    let handler = hook.handler_field();
+    let mut wrong: Vec<(&str, &str)> = Vec::new();
+    if handler != "command" {
+        if !hook.args.is_empty() {
+            wrong.push(("args", "command"));
+        }
+        if hook.persistent {
+            wrong.push(("persistent", "command"));
+        }
+        if hook.sandbox.is_some() {
+            wrong.push(("sandbox", "command"));
+        }
+        if !hook.env.is_empty() {
+            wrong.push(("env", "command"));
+        }
+    }
+    if handler != "url" {
+        if !hook.headers.is_empty() {
+            wrong.push(("headers", "url"));
+        }
+        if !hook.allowed_env_vars.is_empty() {
+            wrong.push(("allowedEnvVars", "url"));
+        }
+    }
+    if handler != "prompt" && hook.model.is_some() {
+        wrong.push(("model", "prompt"));
+    }
+    if handler == "prompt" && hook.protocol != Protocol::Elph {
+        // The model is told Elph's outcome format; there is no Claude Code process to mimic.
+        wrong.push(("protocol", "command, url or mcpTool"));
+    }
+    let mut problems: Vec<LoadError> = wrong
+        .into_iter()
+        .map(|(field, belongs)| {
+            LoadError::new(
+                Some(format!("/hooks/{index}/{field}")),
+                format!(
+                    "hook '{}': {field} is only for a {belongs} hook, and this one is a {handler} hook; \
+                     remove it; file ignored",
+                    hook.id
+                ),
+            )
+        })
+        .collect();
+    for (name, value) in &hook.headers {
+        if let Err(error) = super::handler::http::check_header_value(value, &hook.allowed_env_vars) {
+            problems.push(LoadError::new(
+                Some(format!("/hooks/{index}/headers/{}", escape_pointer(name))),
+                format!("hook '{}': header {name}: {error}; file ignored", hook.id),
+            ));
+        }
+    }
+    problems
+}
+
 /// A file shaped like Claude Code's settings (`"hooks": {"PreToolUse": [...]}`): the first thing
 /// people bring over. Pointing at the translator beats "is not of type array".
 fn claude_code_shape(value: &Value) -> Option<LoadError> {
@@ -489,8 +650,8 @@ fn claude_code_shape(value: &Value) -> Option<LoadError> {
 
 /// The field names allowed at `pointer` (the object that had an unknown field), from the schema.
 fn fields_at(pointer: &str) -> Vec<&'static str> {
-    static FIELDS: OnceLock<[Vec<String>; 3]> = OnceLock::new();
-    let [top, hook, matcher] = FIELDS.get_or_init(|| {
+    static FIELDS: OnceLock<[Vec<String>; 4]> = OnceLock::new();
+    let [top, hook, matcher, mcp_tool] = FIELDS.get_or_init(|| {
         let schema = generated_schema();
         let names = |at: &str| -> Vec<String> {
             schema
@@ -503,12 +664,14 @@ fn fields_at(pointer: &str) -> Vec<&'static str> {
             names("/properties"),
             names("/$defs/HookConfig/properties"),
             names("/$defs/MatcherConfig/properties"),
+            names("/$defs/McpToolConfig/properties"),
         ]
     });
     let depth = pointer.split('/').count();
     let list = match depth {
         1 => top,
         3 => hook,
+        _ if pointer.ends_with("/mcpTool") => mcp_tool,
         _ => matcher,
     };
     list.iter().map(String::as_str).collect()
@@ -545,6 +708,9 @@ fn describe_schema_error(violation: Violation) -> Vec<(String, String)> {
                 })
                 .collect();
         }
+        // `handler_count` already said it in words.
+        Rule::Required { property } if HANDLER_FIELDS.contains(&property.as_str()) => return Vec::new(),
+        Rule::Other if message.contains("'oneOf'") => return Vec::new(),
         Rule::Required { property } => format!("missing required field {}", Value::from(property)),
         Rule::FalseSchema if pointer.ends_with("/matcher") => {
             format!(
@@ -595,11 +761,27 @@ fn describe_schema_error(violation: Violation) -> Vec<(String, String)> {
         Rule::Pattern if is_id(&pointer) => format!(
             "invalid id {instance}: an id starts with a letter or digit and holds only letters, digits, '.', '_' and '-'"
         ),
+        Rule::Pattern if pointer.ends_with("/url") => {
+            format!("invalid url {instance}: a url hook posts to an http:// or https:// URL")
+        }
+        Rule::Pattern if pointer.ends_with("/model") => {
+            format!("invalid model {instance}: name it as PROVIDER/MODEL (for example openai/gpt-4.1-mini)")
+        }
+        Rule::Pattern if pointer.contains("/allowedEnvVars/") => {
+            format!("invalid variable name {instance}: letters, digits and '_', not starting with a digit")
+        }
+        Rule::Pattern if pointer.contains("/headers") => {
+            format!("invalid header name {instance}: letters, digits and !#$%&'*+.^_`|~-")
+        }
         Rule::Pattern => {
             format!("invalid tool name pattern {instance}: use an exact name, 'prefix*', '*suffix', or '*'")
         }
         Rule::MinLength if pointer.ends_with("/id") => "id must not be empty".to_string(),
         Rule::MinLength if pointer.ends_with("/command") => "command must not be empty".to_string(),
+        Rule::MinLength if pointer.ends_with("/prompt") => "prompt must not be empty".to_string(),
+        Rule::Minimum | Rule::Maximum if pointer.ends_with("/budgetMs") => {
+            format!("budgetMs is {instance}; it must be between {MIN_TIMEOUT_MS} and {MAX_TIMEOUT_MS}")
+        }
         Rule::MinLength => "must not be empty".to_string(),
         Rule::MinItems => {
             "toolNames must list at least one pattern (omit the matcher to match every tool)".to_string()
@@ -647,6 +829,87 @@ mod tests {
         assert_eq!(
             (hook.timeout_ms, hook.enabled, hook.args.len()),
             (10_000, true, 0)
+        );
+    }
+
+    fn problems(json: &str) -> Vec<(Option<String>, String)> {
+        check(json.as_bytes())
+            .unwrap_err()
+            .into_iter()
+            .map(|problem| (problem.pointer, problem.message))
+            .collect()
+    }
+
+    #[test]
+    fn a_hook_runs_exactly_one_handler_and_says_so() {
+        let none = problems(r#"{"hooks": [{"id": "a", "event": "stop"}]}"#);
+        assert_eq!(none.len(), 1, "{none:?}");
+        assert_eq!(none[0].0.as_deref(), Some("/hooks/0"));
+        assert!(none[0].1.contains("exactly one of command"), "{none:?}");
+        let two =
+            problems(r#"{"hooks": [{"id": "a", "event": "stop", "command": "x", "url": "https://h/"}]}"#);
+        assert_eq!(two.len(), 1, "{two:?}");
+        assert!(two[0].1.contains("has command and url"), "{two:?}");
+        for (json, field) in [
+            (
+                r#"{"id": "a", "event": "stop", "url": "https://h/", "args": ["x"]}"#,
+                "args",
+            ),
+            (
+                r#"{"id": "a", "event": "stop", "prompt": "p", "persistent": true}"#,
+                "persistent",
+            ),
+            (
+                r#"{"id": "a", "event": "stop", "command": "x", "headers": {"A": "b"}}"#,
+                "headers",
+            ),
+            (
+                r#"{"id": "a", "event": "stop", "command": "x", "model": "openai/m"}"#,
+                "model",
+            ),
+            (
+                r#"{"id": "a", "event": "stop", "prompt": "p", "protocol": "claude-code"}"#,
+                "protocol",
+            ),
+        ] {
+            let found = problems(&format!(r#"{{"hooks": [{json}]}}"#));
+            assert_eq!(
+                found[0].0.as_deref(),
+                Some(format!("/hooks/0/{field}").as_str()),
+                "{found:?}"
+            );
+            assert!(found[0].1.contains("is only for a"), "{found:?}");
+        }
+    }
+
+    #[test]
+    fn handler_fields_are_checked_in_words() {
+        let header = problems(
+            r#"{"hooks": [{"id": "a", "event": "stop", "url": "https://h/", "headers": {"Authorization": "Bearer ${SECRET}"}}]}"#,
+        );
+        assert_eq!(header[0].0.as_deref(), Some("/hooks/0/headers/Authorization"));
+        assert!(header[0].1.contains("allowedEnvVars"), "{header:?}");
+        let url = problems(r#"{"hooks": [{"id": "a", "event": "stop", "url": "ftp://h/"}]}"#);
+        assert!(url[0].1.contains("http:// or https://"), "{url:?}");
+        let model = problems(r#"{"hooks": [{"id": "a", "event": "stop", "prompt": "p", "model": "gpt"}]}"#);
+        assert!(model[0].1.contains("PROVIDER/MODEL"), "{model:?}");
+        let tool =
+            problems(r#"{"hooks": [{"id": "a", "event": "stop", "mcpTool": {"server": "s", "tol": "t"}}]}"#);
+        assert!(
+            tool.iter()
+                .any(|(_, m)| m.contains("unknown field 'tol'") && m.contains("tool")),
+            "{tool:?}"
+        );
+        let budget = problems(r#"{"hooks": [{"id": "a", "event": "stop", "command": "x", "budgetMs": 0}]}"#);
+        assert!(budget[0].1.contains("budgetMs is 0"), "{budget:?}");
+        let ok = parse(
+            br#"{"hooks": [{"id": "a", "event": "preToolUse", "url": "https://h/", "headers": {"Authorization": "Bearer ${T}"},
+                 "allowedEnvVars": ["T"], "budgetMs": 200, "failClosed": true}]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            (ok.hooks[0].budget_ms, ok.hooks[0].handler_field()),
+            (Some(200), "url")
         );
     }
 

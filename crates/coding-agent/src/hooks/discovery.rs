@@ -9,6 +9,7 @@ use elph_agent::hooks::{HookEvent, Matcher};
 use serde::Serialize;
 
 use super::config::{HookConfig, HooksFile, LoadError, Protocol, read_file};
+pub use super::handler::Handler;
 use crate::diagnostics::Diagnostic;
 use crate::paths::Paths;
 
@@ -37,10 +38,19 @@ pub struct HookDefinition {
     pub id: String,
     pub event: HookEvent,
     pub matcher: Matcher,
-    pub command: ResolvedCommand,
+    /// What it runs: a command, a URL, a prompt or an MCP server's tool.
+    #[serde(flatten)]
+    pub handler: Handler,
     pub args: Vec<String>,
     #[serde(rename = "timeoutMs", serialize_with = "as_millis")]
     pub timeout: Duration,
+    /// How long a run should take; a longer one is a warning, never a failure.
+    #[serde(
+        rename = "budgetMs",
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "as_millis_opt"
+    )]
+    pub budget: Option<Duration>,
     pub enabled: bool,
     /// One process for the session, one JSON line per event (see `hooks::persistent`).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -76,11 +86,29 @@ fn names_only<S: serde::Serializer>(
     serializer.collect_seq(env.keys())
 }
 
+fn as_millis_opt<S: serde::Serializer>(
+    duration: &Option<Duration>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    match duration {
+        Some(duration) => as_millis(duration, serializer),
+        None => serializer.serialize_none(),
+    }
+}
+
 fn as_millis<S: serde::Serializer>(duration: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
     serializer.serialize_u64(duration.as_millis() as u64)
 }
 
 impl HookDefinition {
+    /// The program of a command hook; `None` for the other handlers.
+    pub fn command(&self) -> Option<&ResolvedCommand> {
+        match &self.handler {
+            Handler::Command(command) => Some(command),
+            _ => None,
+        }
+    }
+
     /// Whether this hook runs for `event` (and, for tool events, `tool_name`).
     pub(crate) fn applies_to(&self, event: HookEvent, tool_name: Option<&str>) -> bool {
         self.enabled
@@ -190,13 +218,15 @@ fn refuse_home_hooks_in_project(set: &mut HookSet, paths: &Paths) {
         if hook.scope != HookScope::Home {
             return true;
         }
+        let Some(command) = hook.command() else {
+            return true;
+        };
         // A bare name was found in no absolute PATH entry and never runs; don't resolve it against
         // the current folder here either.
-        if !hook.command.path.is_absolute() {
+        if !command.path.is_absolute() {
             return true;
         }
-        let resolved =
-            std::fs::canonicalize(&hook.command.path).unwrap_or_else(|_| hook.command.path.clone());
+        let resolved = std::fs::canonicalize(&command.path).unwrap_or_else(|_| command.path.clone());
         if !resolved.starts_with(project_dir) || resolved.starts_with(&config_dir) {
             return true;
         }
@@ -205,7 +235,7 @@ fn refuse_home_hooks_in_project(set: &mut HookSet, paths: &Paths) {
                 "home hook refused: its command '{}' resolves to {}, inside the current project; a \
                  project's files never run as your own hook. Give the command as an absolute path \
                  outside the project, or move the hook to the project's .elph/hooks.json",
-                hook.command.written,
+                command.written,
                 resolved.display()
             ))
             .in_file(&hook.source)
@@ -328,6 +358,7 @@ pub fn merge(files: Vec<FileLoad>, path_var: Option<&str>) -> HookSet {
 #[expect(clippy::expect_used, reason = "the schema already checked every pattern")]
 fn definition(config: HookConfig, source: &Path, scope: HookScope, path_var: &str) -> HookDefinition {
     let folder = source.parent().unwrap_or(Path::new("/"));
+    let handler = Handler::of(&config, folder, path_var);
     let matcher = config
         .matcher
         .map(|matcher| {
@@ -346,9 +377,10 @@ fn definition(config: HookConfig, source: &Path, scope: HookScope, path_var: &st
         id: config.id,
         event: config.event,
         matcher,
-        command: resolve_command(&config.command, folder, path_var),
+        handler,
         args: config.args,
         timeout: Duration::from_millis(config.timeout_ms),
+        budget: config.budget_ms.map(Duration::from_millis),
         enabled: config.enabled,
         persistent: config.persistent,
         run_async: config.run_async,

@@ -30,6 +30,7 @@ use super::background::{Background, Job, NotQueued, QUEUE_LIMIT};
 use super::claude_code;
 use super::config::Protocol;
 use super::discovery::{HookDefinition, HookSet};
+use super::handler::runner::Handlers;
 use super::persistent::{Exchange, Launch, PersistentHooks};
 use super::process::{self, Ending, ProcessOutput, ProcessSpec, Stream};
 use super::runlog::RunLog;
@@ -78,6 +79,8 @@ pub struct HookHost {
     async_inline: bool,
     /// Where every chain is recorded, payload and decision (`--record-hooks`).
     recorder: Option<Arc<super::record::Recorder>>,
+    /// What url, prompt and mcpTool hooks run with.
+    handlers: Arc<Handlers>,
 }
 
 impl HookHost {
@@ -99,7 +102,20 @@ impl HookHost {
             background: Background::default(),
             async_inline: false,
             recorder: None,
+            handlers: Arc::default(),
         }
+    }
+
+    /// Url, prompt and mcpTool hooks run with `handlers` (where project hooks may post, where
+    /// provider files are).
+    pub(crate) fn with_handlers(mut self, handlers: Handlers) -> Self {
+        self.handlers = Arc::new(handlers);
+        self
+    }
+
+    /// Where the session's model and MCP servers are given to prompt and mcpTool hooks.
+    pub(crate) fn handlers(&self) -> &Handlers {
+        &self.handlers
     }
 
     /// Checks the project's trust (and its pin) in `store` before each run of a project hook; a
@@ -317,6 +333,16 @@ impl HookHost {
                 None => return None,
                 Some(run) => run,
             }
+        } else if hook.command().is_none() {
+            let lookup = self.lookup();
+            let (run, context) = self
+                .handlers
+                .run(hook, event, stdin, chain.payload(), &lookup)
+                .await;
+            if let Some(context) = context {
+                self.pending().push((hook.id.clone(), context));
+            }
+            run
         } else {
             // What a sandboxed hook leaves behind is refused as a command's is.
             let confined = self.confinement(hook).map(|policy| {
@@ -372,10 +398,21 @@ impl HookHost {
             run
         };
         run.fail_closed = hook.fail_closed;
+        run.notes.extend(over_budget(hook, &run));
         if hook.run_async {
             ignore_async_outcome(&mut run);
         }
         Some(run)
+    }
+
+    /// Reads Elph's environment as hooks see it, for url headers and a prompt model's key.
+    fn lookup(&self) -> impl Fn(&str) -> Option<String> + Send + Sync + 'static {
+        let parent_env = self.parent_env.clone();
+        move |name: &str| {
+            parent_env
+                .get(name)
+                .map(|value| value.to_string_lossy().into_owned())
+        }
     }
 
     fn pending(&self) -> std::sync::MutexGuard<'_, Vec<(String, String)>> {
@@ -394,6 +431,19 @@ impl HookHost {
         stdin: Vec<u8>,
         payload: &HookPayload,
     ) -> Option<HookRun> {
+        if hook.command().is_none() {
+            let handlers = self.handlers.clone();
+            let (definition, payload, log, lookup) =
+                (hook.clone(), payload.clone(), self.log.clone(), self.lookup());
+            let job: Job = Box::pin(async move {
+                let (mut run, _context) = handlers.run(&definition, event, &stdin, &payload, &lookup).await;
+                ignore_async_outcome(&mut run);
+                if let Some(log) = log {
+                    log.append(&run);
+                }
+            });
+            return self.enqueue(hook, event, job);
+        }
         let (prepared, env_file) = self.one_shot(hook, event, session_id, stdin);
         let confinement = self.confinement(hook);
         let definition = hook.clone();
@@ -424,6 +474,10 @@ impl HookHost {
                 log.append(&run);
             }
         });
+        self.enqueue(hook, event, job)
+    }
+
+    fn enqueue(&self, hook: &HookDefinition, event: HookEvent, job: Job) -> Option<HookRun> {
         match self.background.enqueue(&hook.id, hook.timeout, job) {
             Ok(()) => None,
             Err(NotQueued::Full) => Some(HookRun::skipped(
@@ -469,7 +523,10 @@ impl HookHost {
                 file.path().as_os_str().to_owned(),
             ));
         }
-        let program = hook.command.path.clone();
+        let program = hook
+            .command()
+            .map(|command| command.path.clone())
+            .unwrap_or_default();
         let args = hook.args.clone();
         let cwd = self.project_dir.clone();
         let stdout_cap = hook.max_output_bytes;
@@ -807,6 +864,18 @@ pub(crate) fn failure_cause(hook: &HookDefinition, ending: Ending) -> String {
         ),
         Ending::Unknown(why) => why,
     }
+}
+
+/// A note when `run` took longer than its hook's `budgetMs`, which every front end shows as a
+/// problem: said, never a failure, so a guard over budget still guards.
+fn over_budget(hook: &HookDefinition, run: &HookRun) -> Option<String> {
+    let budget = u64::try_from(hook.budget?.as_millis()).unwrap_or(u64::MAX);
+    (run.status != RunStatus::Skipped && run.duration_ms > budget).then(|| {
+        format!(
+            "took {} ms, over its budgetMs of {budget} ms (a warning: the run counted as usual)",
+            run.duration_ms
+        )
+    })
 }
 
 /// The diagnostics one run leaves: its failure (see [`failure_text`]) and every note.

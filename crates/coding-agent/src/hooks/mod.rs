@@ -4,6 +4,7 @@ pub(crate) mod background;
 pub(crate) mod claude_code;
 pub mod config;
 pub mod discovery;
+pub mod handler;
 pub mod host;
 pub(crate) mod line_protocol;
 pub(crate) mod persistent;

@@ -261,9 +261,12 @@ impl PersistentHooks {
                 if slot.restart_pending {
                     notes.push("its persistent process was started again after it failed".into());
                 }
+                let Some(command) = hook.command() else {
+                    return Exchange::Skipped("not a command hook, so it has no process".into());
+                };
                 let launch = launch();
                 let spec = ProcessSpec {
-                    program: &hook.command.path,
+                    program: &command.path,
                     args: &hook.args,
                     cwd: launch.cwd,
                     env: &launch.env,
@@ -279,7 +282,7 @@ impl PersistentHooks {
                         slot.not_before = Some(Instant::now() + backoff(slot.crashes));
                         slot.restart_pending = true;
                         let mut output = ProcessOutput::nothing(started.elapsed());
-                        output.spawn_error = Some(process::describe_spawn_error(&hook.command.path, &error));
+                        output.spawn_error = Some(process::describe_spawn_error(&command.path, &error));
                         return Exchange::Ran { output, notes };
                     }
                 }

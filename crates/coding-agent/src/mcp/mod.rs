@@ -286,6 +286,15 @@ impl McpManager {
         statuses
     }
 
+    /// The started servers and the runtime their connections live on, for mcpTool hooks.
+    pub(crate) fn connections(&self) -> Option<crate::hooks::handler::mcp_tool::McpConnections> {
+        let runtime = self.handle()?;
+        Some(crate::hooks::handler::mcp_tool::McpConnections::new(
+            self.servers.clone(),
+            runtime,
+        ))
+    }
+
     /// The mcp.json files and what became of them.
     pub fn files(&self) -> &[McpFileStatus] {
         &self.files

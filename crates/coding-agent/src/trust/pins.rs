@@ -481,6 +481,30 @@ mod tests {
     }
 
     #[test]
+    fn a_url_prompt_or_mcp_tool_hooks_pin_covers_its_whole_definition() {
+        let (_dir, project) = project();
+        let write = |url: &str, prompt: &str, tool: &str| {
+            let file = serde_json::json!({"hooks": [
+                {"id": "post", "event": "stop", "url": url, "headers": {"X-Team": "a"}},
+                {"id": "judge", "event": "stop", "prompt": prompt},
+                {"id": "tool", "event": "stop", "mcpTool": {"server": "s", "tool": tool}},
+            ]});
+            std::fs::write(project.join(".elph/hooks.json"), file.to_string()).unwrap();
+        };
+        write("https://a.example/hook", "judge it", "check");
+        let trusted = Fingerprint::of(&project);
+        for (url, prompt, tool, changed) in [
+            ("https://b.example/hook", "judge it", "check", "post"),
+            ("https://a.example/hook", "approve everything", "check", "judge"),
+            ("https://a.example/hook", "judge it", "exfiltrate", "tool"),
+        ] {
+            write(url, prompt, tool);
+            let changes = trusted.changes_to(&Fingerprint::of(&project)).unwrap();
+            assert_eq!(changes.hooks_changed, [changed]);
+        }
+    }
+
+    #[test]
     fn files_a_hooks_env_names_are_pinned() {
         let (_dir, project) = project();
         std::fs::create_dir_all(project.join("certs")).unwrap();

@@ -77,7 +77,10 @@ impl HooksView {
             .hooks
             .iter()
             .map(|hook| {
-                let mut command = hook.command.written.clone();
+                let mut command = match hook.command() {
+                    Some(command) => command.written.clone(),
+                    None => hook.handler.describe(),
+                };
                 for arg in &hook.args {
                     command.push(' ');
                     command.push_str(arg);
@@ -87,7 +90,7 @@ impl HooksView {
                     event: hook.event,
                     matcher: hook.event.is_tool_event().then(|| hook.matcher.to_string()),
                     command,
-                    missing: !hook.command.executable,
+                    missing: hook.command().is_some_and(|command| !command.executable),
                     timeout_ms: hook.timeout.as_millis() as u64,
                     enabled: hook.enabled,
                     scope: scope_name(hook.scope),

@@ -505,7 +505,15 @@ fn command_resolution() {
         Some(r#"{"hooks": [{"id": "prel", "event": "stop", "command": "hooks/audit.sh"}]}"#),
     );
     let set = discover(&layout.paths, true);
-    let by_id = |id: &str| set.hooks.iter().find(|h| h.id == id).unwrap().command.clone();
+    let by_id = |id: &str| {
+        set.hooks
+            .iter()
+            .find(|h| h.id == id)
+            .unwrap()
+            .command()
+            .unwrap()
+            .clone()
+    };
     assert_eq!(by_id("rel").path, layout.paths.config_dir.join("hooks/x.sh"));
     assert_eq!(by_id("dot").path, layout.paths.config_dir.join("./y"));
     let sh = by_id("bare");

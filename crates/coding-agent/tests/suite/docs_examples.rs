@@ -597,7 +597,7 @@ pub(super) struct Block {
     /// 1-based line of the fence, for messages.
     line: usize,
     /// The block parsed as JSON, for ```json blocks.
-    value: Option<Value>,
+    pub(super) value: Option<Value>,
 }
 
 pub(super) fn code_blocks(markdown: &str) -> Vec<Block> {
@@ -650,7 +650,8 @@ fn keys(value: &Value) -> BTreeSet<String> {
 }
 
 fn is_hooks_file(value: &Value) -> bool {
-    value.get("hooks").is_some()
+    // settings.json's `"hooks": {…}` block is not a hooks.json.
+    value.get("hooks").is_some_and(Value::is_array)
 }
 
 fn is_payload(value: &Value) -> bool {

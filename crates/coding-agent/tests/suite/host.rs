@@ -74,9 +74,14 @@ impl Fixture {
             id: id.into(),
             event,
             matcher: Matcher::any(),
-            command: resolve_command(program.to_str().unwrap(), &self.scripts, "/usr/bin:/bin"),
+            handler: coding_agent::hooks::discovery::Handler::Command(resolve_command(
+                program.to_str().unwrap(),
+                &self.scripts,
+                "/usr/bin:/bin",
+            )),
             args: Vec::new(),
             timeout: Duration::from_secs(10),
+            budget: None,
             enabled: true,
             persistent: false,
             run_async: false,
@@ -889,7 +894,7 @@ async fn replace_set_swaps_the_hooks_for_the_next_dispatch() {
         hooks: vec![fx.hook("h", HookEvent::PreToolUse, &second)],
         ..HookSet::default()
     });
-    assert_eq!(host.set().hooks[0].command.path, second);
+    assert_eq!(host.set().hooks[0].command().unwrap().path, second);
     let d = within(host.run_chain(fx.pre_tool(json!({})))).await;
     assert_eq!(by(&d), "second");
     host.replace_set(HookSet::default());

@@ -3,7 +3,9 @@
 //! Tools:
 //! - `echo {text}` returns the text (marked read-only);
 //! - `sleep {ms}` sleeps, then returns "slept";
-//! - `crash {}` exits the process with status 3 in the middle of the call.
+//! - `crash {}` exits the process with status 3 in the middle of the call;
+//! - `guard {…}` takes an Elph hook payload as its arguments (an mcpTool hook) and answers with an
+//!   outcome: a block for a shell command holding "rm ", else `{}`.
 //!
 //! Evidence for the tests, through the environment the client gives it:
 //! - `MCP_TEST_STARTED`: on start, one JSON line `{"pid", "env", "args", "shown"}` is appended to
@@ -88,6 +90,24 @@ impl TestServer {
         );
         tokio::time::sleep(Duration::from_millis(args.ms)).await;
         "slept".to_string()
+    }
+
+    #[tool(
+        description = "A hook's guard: given an Elph hook payload, blocks a shell command that holds \
+                       \"rm \" and lets the rest through."
+    )]
+    async fn guard(&self, Parameters(payload): Parameters<serde_json::Map<String, Value>>) -> String {
+        append_line("MCP_TEST_CALLS", &json!({"tool": "guard", "arguments": payload}));
+        let command = payload
+            .get("toolInput")
+            .and_then(|input| input.get("command"))
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if command.contains("rm ") {
+            json!({"block": true, "reason": "the mcp guard refuses rm"}).to_string()
+        } else {
+            "{}".to_string()
+        }
     }
 
     #[tool(description = "Exits the server process in the middle of the call.")]

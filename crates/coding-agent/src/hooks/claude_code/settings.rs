@@ -14,7 +14,9 @@ use super::condition;
 use super::payload::claude_event;
 use super::plain::{self, Target};
 use super::tools::elph_name;
-use crate::hooks::config::{HookConfig, MatcherConfig, Protocol};
+use std::collections::BTreeMap;
+
+use crate::hooks::config::{HookConfig, MatcherConfig, McpToolConfig, Protocol};
 
 /// Claude Code's default hook timeout, in seconds (10 minutes since Claude Code 2.1).
 const CLAUDE_DEFAULT_TIMEOUT_S: u64 = 600;
@@ -136,13 +138,144 @@ pub(crate) fn import(settings: &Value, taken: &[String], options: Options<'_>) -
                     &mut used,
                     &mut out.skipped,
                 )? {
-                    hook.env = env.clone();
+                    // The file's env is for processes: only a command hook has one.
+                    if hook.command.is_some() {
+                        hook.env = env.clone();
+                    }
                     out.hooks.push(hook);
                 }
             }
         }
     }
     Ok(out)
+}
+
+/// What one Claude Code hook runs, as Elph's fields.
+#[derive(Default)]
+struct Translated {
+    /// As written: the caller makes it a program and arguments.
+    command: Option<String>,
+    url: Option<String>,
+    headers: BTreeMap<String, String>,
+    allowed_env_vars: Vec<String>,
+    prompt: Option<String>,
+    model: Option<String>,
+    mcp_tool: Option<McpToolConfig>,
+    protocol: Protocol,
+}
+
+/// A Claude Code hook's `type` and its fields: `command` (a program, or `/bin/sh -c`), `http` (a
+/// url hook), `prompt` (a prompt hook, answered in Elph's outcome format) and `mcp_tool` (an
+/// mcpTool hook). `None` (with a line in `skipped`) for what cannot run the same in Elph.
+fn translate_handler(entry: &Value, place: &str, skipped: &mut Vec<String>) -> Result<Option<Translated>, String> {
+    let text = |field: &str| -> Result<String, String> {
+        entry
+            .get(field)
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .ok_or_else(|| format!("{place}.{field} is missing or not a string"))
+    };
+    let kind = entry.get("type").and_then(Value::as_str);
+    let translated = match kind {
+        // Split into a program and its arguments by the caller, after the plugin root is resolved.
+        Some("command") => Translated {
+            command: Some(text("command")?),
+            protocol: Protocol::ClaudeCode,
+            ..Translated::default()
+        },
+        Some("http") => {
+            let allowed_env_vars: Vec<String> = entry
+                .get("allowedEnvVars")
+                .and_then(Value::as_array)
+                .map(|names| {
+                    names
+                        .iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default();
+            let mut headers = BTreeMap::new();
+            for (name, value) in entry
+                .get("headers")
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+            {
+                let Some(value) = value.as_str() else {
+                    return Err(format!("{place}.headers.{name} is not a string"));
+                };
+                headers.insert(name.clone(), braced_variables(value, &allowed_env_vars));
+            }
+            Translated {
+                url: Some(text("url")?),
+                headers,
+                allowed_env_vars,
+                protocol: Protocol::ClaudeCode,
+                ..Translated::default()
+            }
+        }
+        Some("prompt") => {
+            let prompt = text("prompt")?.replace("$ARGUMENTS", "the event's payload (the user's message)");
+            let model = entry.get("model").and_then(Value::as_str).map(|model| {
+                if model.contains('/') {
+                    model.to_string()
+                } else {
+                    format!("anthropic/{model}")
+                }
+            });
+            if model.is_none() {
+                skipped.push(format!(
+                    "{place}: a prompt hook without a model asks your session's model in Elph (Claude \
+                     Code asked a small fast one); give it \"model\" to choose"
+                ));
+            }
+            Translated {
+                prompt: Some(prompt),
+                model,
+                ..Translated::default()
+            }
+        }
+        Some("mcp_tool") => {
+            if entry.get("input").is_some() {
+                skipped.push(format!(
+                    "{place}: an mcp_tool hook with \"input\" (arguments made from the payload) cannot \
+                     run the same in Elph, whose mcpTool hook sends the whole payload as the tool's \
+                     arguments; left out"
+                ));
+                return Ok(None);
+            }
+            Translated {
+                mcp_tool: Some(McpToolConfig {
+                    server: text("server")?,
+                    tool: text("tool")?,
+                }),
+                protocol: Protocol::ClaudeCode,
+                ..Translated::default()
+            }
+        }
+        other => {
+            skipped.push(format!(
+                "{place}: a hook of type {} cannot run in Elph (command, http, prompt and mcp_tool \
+                 hooks can); left out",
+                other.unwrap_or("(none)")
+            ));
+            return Ok(None);
+        }
+    };
+    Ok(Some(translated))
+}
+
+/// Claude Code's `$NAME` in a header as Elph's `${NAME}`, for the names it may take.
+fn braced_variables(value: &str, allowed: &[String]) -> String {
+    let mut out = value.to_string();
+    // Longest first, so `$TOKEN_2` is not read as `$TOKEN` followed by `_2`.
+    let mut names: Vec<&String> = allowed.iter().collect();
+    names.sort_by_key(|name| std::cmp::Reverse(name.len()));
+    for name in names {
+        out = out.replace(&format!("${name}"), &format!("${{{name}}}"));
+    }
+    out
 }
 
 /// The settings file's `env` block: Claude Code sets it for the whole session, so every hook of
@@ -202,18 +335,8 @@ fn import_entry(
     used: &mut Vec<String>,
     skipped: &mut Vec<String>,
 ) -> Result<Option<HookConfig>, String> {
-    match entry.get("type").and_then(Value::as_str) {
-        Some("command") => {}
-        other => {
-            skipped.push(format!(
-                "{place}: a hook of type {} cannot run in Elph (only command hooks can); left out",
-                other.unwrap_or("(none)")
-            ));
-            return Ok(None);
-        }
-    }
-    let Some(command) = entry.get("command").and_then(Value::as_str) else {
-        return Err(format!("{place}.command is missing or not a string"));
+    let Some(handler) = translate_handler(entry, place, skipped)? else {
+        return Ok(None);
     };
     let timeout_ms = match entry.get("timeout") {
         None | Some(Value::Null) => {
@@ -248,7 +371,8 @@ fn import_entry(
     if let Value::Object(fields) = entry {
         for (key, value) in fields {
             match key.as_str() {
-                "type" | "command" | "timeout" => {}
+                "type" | "command" | "timeout" | "url" | "headers" | "allowedEnvVars" | "prompt"
+                | "model" | "server" | "tool" | "input" => {}
                 "if" => {
                     let Some(rule) = value.as_str() else {
                         return Err(format!("{place}.if is not a string"));
@@ -291,25 +415,37 @@ fn import_entry(
             }
         }
     }
-    let command = match resolve_plugin_root(command, options.plugin_root) {
-        Ok(command) => command,
-        Err(why) => {
-            skipped.push(format!("{place}: {why}; left out"));
-            return Ok(None);
-        }
+    let (command, args) = match &handler.command {
+        Some(command) => match resolve_plugin_root(command, options.plugin_root) {
+            Ok(command) => {
+                let (program, args) = plain::split(&command, options.target)
+                    .unwrap_or_else(|| ("/bin/sh".into(), vec!["-c".into(), command.clone()]));
+                (Some(program), args)
+            }
+            Err(why) => {
+                skipped.push(format!("{place}: {why}; left out"));
+                return Ok(None);
+            }
+        },
+        None => (None, Vec::new()),
     };
     let id = unique_id(event, used);
-    let (program, args) = plain::split(&command, options.target)
-        .unwrap_or_else(|| ("/bin/sh".into(), vec!["-c".into(), command.clone()]));
     Ok(Some(HookConfig {
         id,
         event,
         matcher,
-        command: program,
+        command,
+        url: handler.url,
+        headers: handler.headers,
+        allowed_env_vars: handler.allowed_env_vars,
+        prompt: handler.prompt,
+        model: handler.model,
+        mcp_tool: handler.mcp_tool,
         args,
         timeout_ms,
+        budget_ms: None,
         enabled: true,
-        protocol: Protocol::ClaudeCode,
+        protocol: handler.protocol,
         // Claude Code hooks run unconfined there; an import keeps that.
         sandbox: None,
         persistent: false,
@@ -521,7 +657,7 @@ mod tests {
                     {"matcher": "WebFetch", "hooks": [{"type": "command", "command": "w.sh"}]}
                 ],
                 "SessionStart": [{"matcher": "startup", "hooks": [{"type": "command", "command": "ctx.sh"}]}],
-                "Stop": [{"hooks": [{"type": "prompt", "prompt": "done?"}]}],
+                "Stop": [{"hooks": [{"type": "agent", "prompt": "done?"}]}],
                 "Notification": [{"hooks": [{"type": "command", "command": "notify-send hi", "async": true}]}],
                 "SubagentStop": [{"hooks": [{"type": "command", "command": "sub.sh"}]}]
             }
@@ -539,7 +675,7 @@ mod tests {
                 (
                     h.id.clone(),
                     h.matcher.as_ref().and_then(|m| m.tool_names.clone()),
-                    std::iter::once(h.command.clone())
+                    h.command.clone().into_iter()
                         .chain(h.args.clone())
                         .collect::<Vec<_>>()
                         .join(" "),
@@ -589,7 +725,7 @@ mod tests {
             imported
                 .hooks
                 .iter()
-                .all(|h| h.protocol == Protocol::ClaudeCode && h.command != "/bin/sh")
+                .all(|h| h.protocol == Protocol::ClaudeCode && h.command.as_deref() != Some("/bin/sh"))
         );
         let shell = import(
             &json!({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "a.sh | tee log"}]}]}}),
@@ -597,14 +733,14 @@ mod tests {
             Options::settings(Target::Project),
         )
         .unwrap();
-        assert_eq!(shell.hooks[0].command, "/bin/sh");
+        assert_eq!(shell.hooks[0].command.as_deref(), Some("/bin/sh"));
         assert_eq!(shell.hooks[0].args, ["-c", "a.sh | tee log"]);
         let skipped = imported.skipped.join("\n");
         for expected in [
             "'MultiEdit'",
             "'^Bash$'",
             "'WebFetch'",
-            "type prompt",
+            "type agent",
             "Claude Code's default of 600 s",
             "SubagentStop",
         ] {
@@ -612,6 +748,47 @@ mod tests {
         }
         // Permissions become rules (permissions::import reports on them), not a line here.
         assert!(!skipped.contains("permissions"), "{skipped}");
+    }
+
+    #[test]
+    fn http_prompt_and_mcp_tool_hooks_become_url_prompt_and_mcp_tool_hooks() {
+        let settings = json!({
+            "env": {"MODE": "x"},
+            "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+                {"type": "http", "url": "https://hooks.example.com/check", "timeout": 5,
+                 "headers": {"Authorization": "Bearer $HOOK_TOKEN"}, "allowedEnvVars": ["HOOK_TOKEN"]},
+                {"type": "prompt", "prompt": "Block deletes. Input: $ARGUMENTS", "model": "claude-haiku-4-5"},
+                {"type": "prompt", "prompt": "Anything risky?"},
+                {"type": "mcp_tool", "server": "guard", "tool": "check"},
+                {"type": "mcp_tool", "server": "semgrep", "tool": "scan", "input": {"path": "${tool_input.file_path}"}}
+            ]}]}
+        });
+        let imported = import(&settings, &[], Options::settings(Target::Project)).unwrap();
+        let [http, prompt, plain_prompt, tool] = imported.hooks.as_slice() else {
+            panic!("four hooks: {:?}", imported.hooks);
+        };
+        assert_eq!(http.url.as_deref(), Some("https://hooks.example.com/check"));
+        assert_eq!(http.headers["Authorization"], "Bearer ${HOOK_TOKEN}");
+        assert_eq!((http.protocol, http.timeout_ms), (Protocol::ClaudeCode, 5000));
+        assert!(http.env.is_empty() && http.command.is_none());
+        assert_eq!(prompt.model.as_deref(), Some("anthropic/claude-haiku-4-5"));
+        assert_eq!(
+            prompt.prompt.as_deref(),
+            Some("Block deletes. Input: the event's payload (the user's message)")
+        );
+        assert_eq!(prompt.protocol, Protocol::Elph);
+        assert_eq!(plain_prompt.model, None);
+        let expected = McpToolConfig {
+            server: "guard".into(),
+            tool: "check".into(),
+        };
+        assert_eq!(tool.mcp_tool.as_ref(), Some(&expected));
+        let skipped = imported.skipped.join("\n");
+        assert!(skipped.contains("\"input\""), "{skipped}");
+        assert!(skipped.contains("session's model"), "{skipped}");
+        // What the import writes is a valid hooks.json.
+        let file = json!({"hooks": imported.hooks});
+        crate::hooks::config::parse(file.to_string().as_bytes()).unwrap();
     }
 
     #[test]
@@ -682,7 +859,7 @@ mod tests {
                 json!({"source": ["new"]}),
             ]
         );
-        assert_eq!(imported.hooks[0].command, "bash");
+        assert_eq!(imported.hooks[0].command.as_deref(), Some("bash"));
         assert_eq!(imported.hooks[0].args, ["/plugins/sec/hooks/r.sh"]);
         let skipped = imported.skipped.join("\n");
         for expected in [
