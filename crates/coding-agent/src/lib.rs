@@ -27,6 +27,7 @@ pub mod settings;
 pub(crate) mod shutdown;
 pub mod store;
 pub(crate) mod suggest;
+pub(crate) mod telemetry;
 pub(crate) mod terminal_text;
 pub mod trust;
 pub mod tui;

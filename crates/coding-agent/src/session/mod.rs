@@ -79,11 +79,33 @@ struct Channels {
     agent: UnboundedReceiver<AgentEvent>,
     questions: UnboundedReceiver<PendingApproval>,
     out: UnboundedSender<SessionEvent>,
+    /// Spans of hook runs and tool calls, when OTLP export is on.
+    telemetry: Option<std::sync::Mutex<crate::telemetry::Telemetry>>,
 }
 
 impl Channels {
     fn emit(&self, event: SessionEvent) {
+        if let (Some(telemetry), SessionEvent::Agent(agent)) = (&self.telemetry, &event) {
+            telemetry
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .observe(agent);
+        }
         let _ = self.out.send(event);
+    }
+
+    /// Sends the spans that wait (at the end of a session), within a few seconds.
+    async fn flush_telemetry(&self) {
+        let Some(telemetry) = &self.telemetry else {
+            return;
+        };
+        let flushed = telemetry
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .flush_request();
+        if let Some(flushed) = flushed {
+            crate::telemetry::wait_flushed(flushed).await;
+        }
     }
 
     /// Awaits `work` while forwarding the harness's events and approval questions, events first
@@ -146,6 +168,7 @@ impl Session {
             agent,
             questions,
             out,
+            telemetry: None,
         };
         let session = Session {
             runtime,
@@ -197,6 +220,8 @@ impl Session {
     }
 
     async fn run(mut self, mut ops: UnboundedReceiver<(OpId, Op)>) {
+        // Here, inside the runtime the exporting task runs on.
+        self.channels.telemetry = crate::telemetry::Telemetry::from_env().map(std::sync::Mutex::new);
         self.announce();
         let source = self.runtime.source();
         self.channels

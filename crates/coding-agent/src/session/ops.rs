@@ -55,6 +55,7 @@ impl Session {
             .pump(self.runtime.harness_mut().end_session(reason))
             .await;
         self.end_sandbox();
+        self.channels.flush_telemetry().await;
         let storage_error = self.runtime.harness().storage_error().map(str::to_string);
         self.channels.emit(SessionEvent::Ended { storage_error });
     }

@@ -32,6 +32,7 @@ mod hooks_permission;
 mod hooks_prompt;
 mod hooks_recheck;
 mod hooks_replay;
+mod hooks_telemetry;
 mod hooks_test_cli;
 mod hooks_validate_cli;
 mod hooks_validate_teach;
