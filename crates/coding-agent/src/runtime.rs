@@ -235,15 +235,10 @@ impl Runtime {
                 message: diagnostic.to_string(),
             });
         }
-        let harness = AgentHarness::new(
-            provider,
-            Arc::new(tools),
-            HookRegistry::new(host.clone()),
-            config,
-        )
-        .with_approver(approver)
-        .with_events(events.clone())
-        .with_transcript(transcript);
+        let harness = AgentHarness::new(provider, Arc::new(tools), HookRegistry::new(host.clone()), config)
+            .with_approver(approver)
+            .with_events(events.clone())
+            .with_transcript(transcript);
         let template_shell_disabled = settings.disable_template_shell == Some(true);
         Ok(Runtime {
             template_shell_disabled,

@@ -171,9 +171,16 @@ pub(crate) fn import(settings: &Value, taken: &[String], options: Options<'_>) -
                         id: unique_id_from(&stem, &mut used),
                         event: *event,
                         matcher: matcher.clone(),
-                        command: program.clone(),
+                        command: Some(program.clone()),
+                        url: None,
+                        headers: Default::default(),
+                        allowed_env_vars: Vec::new(),
+                        prompt: None,
+                        model: None,
+                        mcp_tool: None,
                         args: args.clone(),
                         timeout_ms,
+                        budget_ms: None,
                         enabled,
                         protocol: Protocol::GeminiCli,
                         // Gemini CLI runs hooks unconfined; an import keeps that.
@@ -399,7 +406,9 @@ mod tests {
                     h.id.clone(),
                     h.event,
                     serde_json::to_value(&h.matcher).unwrap(),
-                    std::iter::once(h.command.clone())
+                    h.command
+                        .clone()
+                        .into_iter()
                         .chain(h.args.clone())
                         .collect::<Vec<_>>()
                         .join(" "),

@@ -167,7 +167,11 @@ struct Translated {
 /// A Claude Code hook's `type` and its fields: `command` (a program, or `/bin/sh -c`), `http` (a
 /// url hook), `prompt` (a prompt hook, answered in Elph's outcome format) and `mcp_tool` (an
 /// mcpTool hook). `None` (with a line in `skipped`) for what cannot run the same in Elph.
-fn translate_handler(entry: &Value, place: &str, skipped: &mut Vec<String>) -> Result<Option<Translated>, String> {
+fn translate_handler(
+    entry: &Value,
+    place: &str,
+    skipped: &mut Vec<String>,
+) -> Result<Option<Translated>, String> {
     let text = |field: &str| -> Result<String, String> {
         entry
             .get(field)
@@ -675,7 +679,9 @@ mod tests {
                 (
                     h.id.clone(),
                     h.matcher.as_ref().and_then(|m| m.tool_names.clone()),
-                    h.command.clone().into_iter()
+                    h.command
+                        .clone()
+                        .into_iter()
                         .chain(h.args.clone())
                         .collect::<Vec<_>>()
                         .join(" "),

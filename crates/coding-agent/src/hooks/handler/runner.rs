@@ -12,7 +12,6 @@ use elph_ai::Provider;
 use super::mcp_tool::McpConnections;
 use super::{Answer, Handler, http, mcp_tool, prompt, record};
 use crate::hooks::claude_code;
-use crate::hooks::config::Protocol;
 use crate::hooks::discovery::HookDefinition;
 use crate::hooks::process::ProcessOutput;
 
@@ -73,10 +72,11 @@ impl Handlers {
         let timeout =
             crate::shutdown::bound_hook_timeout(hook.timeout.clamp(Duration::from_millis(1), MAX_TIMEOUT));
         let answer = self.answer(hook, event, stdin, timeout, lookup).await;
-        if hook.protocol != Protocol::ClaudeCode {
+        let Some(dialect) = hook.protocol.dialect() else {
             return (record(hook, event, answer), None);
-        }
-        // Claude Code's url and mcp_tool hooks answer as its command hooks print after exit 0.
+        };
+        // Claude Code's (and Gemini CLI's) url and mcp_tool hooks answer as their command hooks
+        // print after exit 0.
         let Ok(body) = answer.result else {
             return (record(hook, event, answer), None);
         };
@@ -84,7 +84,7 @@ impl Handlers {
         output.exit_code = Some(0);
         output.stdout_bytes = body.len() as u64;
         output.stdout = body;
-        let (mut run, context) = claude_code::record(hook, event, &output, payload);
+        let (mut run, context) = claude_code::record(hook, event, &output, payload, dialect);
         run.process = None;
         run.notes.extend(answer.notes);
         (run, context)
