@@ -155,7 +155,8 @@ fn missing_required_fields() {
     );
     malformed_hook(
         r#"{"id": "a", "event": "stop"}"#,
-        "HOME at /hooks/0: missing required field \"command\"; file ignored",
+        "HOME at /hooks/0: missing what the hook runs: give exactly one of command (a program), url (an \
+         HTTP endpoint), prompt (a model judges) or mcpTool (a tool of an MCP server); file ignored",
     );
     malformed_hook(
         r#"{"event": "stop", "command": "x"}"#,
