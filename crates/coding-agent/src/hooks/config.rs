@@ -710,7 +710,8 @@ fn describe_schema_error(violation: Violation) -> Vec<(String, String)> {
         }
         // `handler_count` already said it in words.
         Rule::Required { property } if HANDLER_FIELDS.contains(&property.as_str()) => return Vec::new(),
-        Rule::Other if message.contains("'oneOf'") => return Vec::new(),
+        // Only the hook's own oneOf (its handler): an enum's oneOf deeper down is a real problem.
+        Rule::Other if message.contains("'oneOf'") && pointer.split('/').count() == 3 => return Vec::new(),
         Rule::Required { property } => format!("missing required field {}", Value::from(property)),
         Rule::FalseSchema if pointer.ends_with("/matcher") => {
             format!(
