@@ -646,7 +646,7 @@ async fn cancelled_calls_do_not_wedge_the_client_and_stop_ends_every_group() {
     assert_group_gone(&project);
     let statuses = manager.statuses();
     assert!(
-        matches!(&statuses[0].state, ServerState::Running { tools } if tools.len() == 3),
+        matches!(&statuses[0].state, ServerState::Running { tools } if tools.len() == 4),
         "{statuses:?}"
     );
 
