@@ -584,6 +584,16 @@ impl Recorded {
         }
     }
 
+    /// The live members of the command's group in its PID namespace (the command leads its
+    /// group there, so the group's id there is the pid it recorded), the namespace's init aside.
+    fn group_in_namespace(&self) -> Vec<i32> {
+        namespace_members(&self.namespace)
+            .into_iter()
+            .filter(|&(pid, local)| local != 1 && innermost(pid, "NSpgid:") == Some(self.pid))
+            .map(|(pid, _)| pid)
+            .collect()
+    }
+
     fn in_own_namespace(&self) -> bool {
         self.namespace != own_namespace()
     }
@@ -592,20 +602,17 @@ impl Recorded {
     /// outside one, its process group.
     fn live(&self) -> Vec<i32> {
         if self.in_own_namespace() {
-            namespace_members(&self.namespace)
-                .into_iter()
-                .filter(|&(_, local)| local != 1)
-                .map(|(pid, _)| pid)
-                .collect()
+            self.group_in_namespace()
         } else {
             live_group_members(self.pid)
         }
     }
 
-    /// Whether everything of it is gone, the namespace's init included.
+    /// Whether everything of it is gone. The PID namespace is the session's (its init and other
+    /// commands stay), so inside one "it" is the command's process group there.
     fn gone(&self) -> bool {
         if self.in_own_namespace() {
-            namespace_members(&self.namespace).is_empty()
+            self.group_in_namespace().is_empty()
         } else {
             live_group_members(self.pid).is_empty()
         }
@@ -651,6 +658,18 @@ fn processes() -> Vec<(i32, String, i32, i32)> {
         ));
     }
     found
+}
+
+/// The innermost namespace's value of a `/proc/PID/status` line such as `NSpgid:`.
+fn innermost(pid: i32, field: &str) -> Option<i32> {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()?
+        .lines()
+        .find_map(|line| line.strip_prefix(field))?
+        .split_whitespace()
+        .last()?
+        .parse()
+        .ok()
 }
 
 fn alive(state: &str) -> bool {
