@@ -506,8 +506,9 @@ async fn write_chunk(writer: &mut OwnedWriteHalf, data: &str) -> std::io::Result
     writer.flush().await
 }
 
-/// Reads one HTTP/1.1 request with a `Content-Length` body.
-async fn read_request(reader: &mut OwnedReadHalf) -> Option<RecordedRequest> {
+/// Reads one HTTP/1.1 request with a `Content-Length` body (the hook server reads its requests
+/// with it too).
+pub(crate) async fn read_request<R: tokio::io::AsyncRead + Unpin>(reader: &mut R) -> Option<RecordedRequest> {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 8192];
     let head_end = loop {

@@ -10,7 +10,9 @@ use elph_agent::hooks::limits::MAX_TIMEOUT_MS;
 use serde_json::Value;
 
 use super::plain;
-use super::settings::{Imported, Options, has_regex, kebab, session_sources, unique_id_from};
+use super::settings::{
+    Imported, MatcherStart, Options, has_regex, kebab, matcher_before_tool_names, unique_id_from,
+};
 use super::tools::elph_name_of_gemini;
 use crate::hooks::config::{HookConfig, MatcherConfig, Protocol};
 
@@ -304,19 +306,10 @@ fn translate_matcher(
     place: &str,
     skipped: &mut Vec<String>,
 ) -> Option<Option<MatcherConfig>> {
-    let matcher = matcher.trim();
-    if matcher.is_empty() || matcher == "*" || matcher == ".*" {
-        return Some(None);
-    }
-    if event == HookEvent::SessionStart {
-        return session_sources(matcher, place, skipped);
-    }
-    if !event.is_tool_event() {
-        skipped.push(format!(
-            "{place}: matcher '{matcher}' on {event} cannot be expressed in Elph; the hook runs every time"
-        ));
-        return Some(None);
-    }
+    let matcher = match matcher_before_tool_names(event, matcher, place, skipped) {
+        MatcherStart::Decided(decided) => return decided,
+        MatcherStart::ToolNames(matcher) => matcher,
+    };
     let mut names = Vec::new();
     for alternative in matcher.split('|').map(str::trim) {
         let alternative = alternative.strip_prefix('^').unwrap_or(alternative);

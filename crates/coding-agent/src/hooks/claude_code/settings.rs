@@ -578,6 +578,38 @@ pub(super) fn kebab(camel: &str) -> String {
     out
 }
 
+/// What Claude Code's and Gemini CLI's matchers share before their tool-name syntaxes differ:
+/// empty, `*` and `.*` match every tool, SessionStart's matcher is the session's source, and on
+/// other lifecycle events a matcher cannot be expressed (said, and the hook runs every time).
+pub(super) enum MatcherStart<'a> {
+    /// The translation, as `translate_matcher` returns it.
+    Decided(Option<Option<MatcherConfig>>),
+    /// A tool event's matcher, trimmed, for the dialect's own tool-name rules.
+    ToolNames(&'a str),
+}
+
+pub(super) fn matcher_before_tool_names<'a>(
+    event: HookEvent,
+    matcher: &'a str,
+    place: &str,
+    skipped: &mut Vec<String>,
+) -> MatcherStart<'a> {
+    let matcher = matcher.trim();
+    if matcher.is_empty() || matcher == "*" || matcher == ".*" {
+        return MatcherStart::Decided(Some(None));
+    }
+    if event == HookEvent::SessionStart {
+        return MatcherStart::Decided(session_sources(matcher, place, skipped));
+    }
+    if !event.is_tool_event() {
+        skipped.push(format!(
+            "{place}: matcher '{matcher}' on {event} cannot be expressed in Elph; the hook runs every time"
+        ));
+        return MatcherStart::Decided(Some(None));
+    }
+    MatcherStart::ToolNames(matcher)
+}
+
 /// Claude Code's matcher (a tool name, `A|B`, a regex, `*` or empty) as an Elph matcher.
 /// `Some(None)`: every tool. `None`: the group cannot be expressed and is left out (with a line).
 fn translate_matcher(
@@ -586,19 +618,10 @@ fn translate_matcher(
     place: &str,
     skipped: &mut Vec<String>,
 ) -> Option<Option<MatcherConfig>> {
-    let matcher = matcher.trim();
-    if matcher.is_empty() || matcher == "*" || matcher == ".*" {
-        return Some(None);
-    }
-    if event == HookEvent::SessionStart {
-        return session_sources(matcher, place, skipped);
-    }
-    if !event.is_tool_event() {
-        skipped.push(format!(
-            "{place}: matcher '{matcher}' on {event} cannot be expressed in Elph; the hook runs every time"
-        ));
-        return Some(None);
-    }
+    let matcher = match matcher_before_tool_names(event, matcher, place, skipped) {
+        MatcherStart::Decided(decided) => return decided,
+        MatcherStart::ToolNames(matcher) => matcher,
+    };
     let mut names = Vec::new();
     for alternative in matcher.split('|') {
         let alternative = alternative.trim();
