@@ -13,7 +13,7 @@ use agent_client_protocol::{Error, ErrorCode};
 use elph_agent::harness::AgentMode;
 
 use super::session::lock;
-use crate::session::OpId;
+use crate::session::{Op, OpId, SessionHandle};
 
 /// The id of the mode option.
 pub(super) const MODE: &str = "mode";
@@ -63,9 +63,13 @@ impl ConfigState {
         })))
     }
 
-    /// Marks `op` as a config change the client has had its answer for.
-    pub(super) fn answer_quietly(&self, op: OpId) {
-        lock(&self.0).quiet.insert(op);
+    /// Submits `op`, a config change the client has had its answer for. The state is held while
+    /// submitting, so the session cannot finish the operation (and the forwarder ask whether it
+    /// was quiet) before it is marked.
+    pub(super) fn submit_quietly(&self, session: &SessionHandle, op: Op) {
+        let mut current = lock(&self.0);
+        let id = session.submit(op);
+        current.quiet.insert(id);
     }
 
     /// Whether `op` was a config change (forgetting it: each outcome comes once).

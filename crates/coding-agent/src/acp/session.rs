@@ -254,15 +254,15 @@ impl Sessions {
         match handle.config.parse(&request.config_id.0, &request.value) {
             Ok(Change::Mode(mode)) => {
                 handle.config.set_mode(mode);
-                let id = handle
-                    .session
-                    .submit(Op::SetMode(Some(mode.as_str().to_string())));
-                handle.config.answer_quietly(id);
+                handle
+                    .config
+                    .submit_quietly(&handle.session, Op::SetMode(Some(mode.as_str().to_string())));
             }
             Ok(Change::Model(model)) => {
                 handle.config.set_model(&model);
-                let id = handle.session.submit(Op::Model(Some(model)));
-                handle.config.answer_quietly(id);
+                handle
+                    .config
+                    .submit_quietly(&handle.session, Op::Model(Some(model)));
             }
             Err(error) => {
                 let _ = responder.respond_with_error(error);

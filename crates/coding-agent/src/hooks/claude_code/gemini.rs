@@ -44,7 +44,9 @@ fn elph_events(gemini: &str) -> Result<&'static [HookEvent], &'static str> {
         "SessionEnd" => Ok(&[HookEvent::SessionEnd]),
         "BeforeModel" | "AfterModel" => Err("Elph has no hook on each model request or response chunk"),
         "BeforeToolSelection" => Err("Elph has no hook that narrows the tools offered"),
-        "Notification" => Err("Elph has no notification event"),
+        // Observation only in both: Gemini CLI fires it when a tool waits for permission, Elph's
+        // `notification` then and when a long turn ends or fails.
+        "Notification" => Ok(&[HookEvent::Notification]),
         _ => Err("Gemini CLI has no such event"),
     }
 }
@@ -367,6 +369,29 @@ mod tests {
     use super::*;
     use crate::hooks::claude_code::plain::Target;
     use serde_json::json;
+
+    #[test]
+    fn a_notification_hook_becomes_an_elph_notification_hook() {
+        let settings = json!({
+            "hooks": {
+                "BeforeTool": [{"hooks": [{"type": "command", "command": "g.sh"}]}],
+                "Notification": [{"hooks": [{"name": "ping", "type": "command", "command": "notify.sh"}]}]
+            }
+        });
+        let options = Options {
+            target: Target::Project,
+            plugin_root: None,
+            home: None,
+        };
+        let imported = import(&settings, &[], options).unwrap();
+        let events: Vec<HookEvent> = imported.hooks.iter().map(|hook| hook.event).collect();
+        assert_eq!(events, [HookEvent::PreToolUse, HookEvent::Notification]);
+        assert!(
+            imported.skipped.iter().all(|line| !line.contains("Notification")),
+            "{:?}",
+            imported.skipped
+        );
+    }
 
     #[test]
     fn events_tools_and_milliseconds_translate() {
