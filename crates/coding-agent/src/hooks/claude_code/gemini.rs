@@ -11,7 +11,8 @@ use serde_json::Value;
 
 use super::plain;
 use super::settings::{
-    Imported, MatcherStart, Options, has_regex, kebab, matcher_before_tool_names, unique_id_from,
+    Imported, MatcherStart, Options, event_groups, group_matcher, has_regex, hook_events, kebab,
+    matcher_before_tool_names, unique_id_from,
 };
 use super::tools::elph_name_of_gemini;
 use crate::hooks::config::{HookConfig, MatcherConfig, Protocol};
@@ -109,11 +110,8 @@ pub(crate) fn import(settings: &Value, taken: &[String], options: Options<'_>) -
             }
         }
     }
-    let Some(hooks) = settings.get("hooks") else {
+    let Some(events) = hook_events(settings)? else {
         return Ok(out);
-    };
-    let Value::Object(events) = hooks else {
-        return Err("\"hooks\" is not an object of events".into());
     };
     let mut used: Vec<String> = taken.to_vec();
     for (event_name, groups) in events {
@@ -125,16 +123,10 @@ pub(crate) fn import(settings: &Value, taken: &[String], options: Options<'_>) -
                 continue;
             }
         };
-        let Value::Array(groups) = groups else {
-            return Err(format!("hooks.{event_name} is not an array"));
-        };
+        let groups = event_groups(event_name, groups)?;
         for (group_index, group) in groups.iter().enumerate() {
             let place = format!("{event_name}[{group_index}]");
-            let matcher = match group.get("matcher") {
-                None | Some(Value::Null) => String::new(),
-                Some(Value::String(text)) => text.clone(),
-                Some(other) => return Err(format!("{place}.matcher is not a string: {other}")),
-            };
+            let matcher = group_matcher(group, &place)?;
             if let Value::Object(fields) = group {
                 for (key, value) in fields {
                     match key.as_str() {

@@ -87,11 +87,8 @@ pub(crate) fn import(settings: &Value, taken: &[String], options: Options<'_>) -
             }
         }
     }
-    let Some(hooks) = settings.get("hooks") else {
+    let Some(events) = hook_events(settings)? else {
         return Ok(out);
-    };
-    let Value::Object(events) = hooks else {
-        return Err("\"hooks\" is not an object of events".into());
     };
     let mut used: Vec<String> = taken.to_vec();
     for (event_name, groups) in events {
@@ -101,16 +98,10 @@ pub(crate) fn import(settings: &Value, taken: &[String], options: Options<'_>) -
             ));
             continue;
         };
-        let Value::Array(groups) = groups else {
-            return Err(format!("hooks.{event_name} is not an array"));
-        };
+        let groups = event_groups(event_name, groups)?;
         for (group_index, group) in groups.iter().enumerate() {
             let place = format!("{event_name}[{group_index}]");
-            let matcher = match group.get("matcher") {
-                None | Some(Value::Null) => String::new(),
-                Some(Value::String(text)) => text.clone(),
-                Some(other) => return Err(format!("{place}.matcher is not a string: {other}")),
-            };
+            let matcher = group_matcher(group, &place)?;
             if let Value::Object(fields) = group {
                 for key in fields
                     .keys()
@@ -576,6 +567,32 @@ pub(super) fn kebab(camel: &str) -> String {
         }
     }
     out
+}
+
+/// The `hooks` object of a Claude Code or Gemini CLI settings file (`None`: the file has none).
+pub(super) fn hook_events(settings: &Value) -> Result<Option<&serde_json::Map<String, Value>>, String> {
+    match settings.get("hooks") {
+        None => Ok(None),
+        Some(Value::Object(events)) => Ok(Some(events)),
+        Some(_) => Err("\"hooks\" is not an object of events".into()),
+    }
+}
+
+/// One event's matcher groups.
+pub(super) fn event_groups<'a>(event_name: &str, groups: &'a Value) -> Result<&'a [Value], String> {
+    match groups {
+        Value::Array(groups) => Ok(groups),
+        _ => Err(format!("hooks.{event_name} is not an array")),
+    }
+}
+
+/// A group's matcher as written (empty when it has none).
+pub(super) fn group_matcher(group: &Value, place: &str) -> Result<String, String> {
+    match group.get("matcher") {
+        None | Some(Value::Null) => Ok(String::new()),
+        Some(Value::String(text)) => Ok(text.clone()),
+        Some(other) => Err(format!("{place}.matcher is not a string: {other}")),
+    }
 }
 
 /// What Claude Code's and Gemini CLI's matchers share before their tool-name syntaxes differ:
