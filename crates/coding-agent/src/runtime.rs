@@ -209,23 +209,17 @@ impl Runtime {
             tracing::warn!(%line, "sandbox");
             let _ = events.send(AgentEvent::Notice { message: line });
         }
-        // MCP servers start here, so the model sees their tools in its first request.
-        let (mcp, mcp_tools, mut mcp_diagnostics) = McpManager::start_with(
+        // MCP servers start here, in the background: their tools join the catalog as they answer.
+        let (mcp, mcp_diagnostics) = McpManager::launch(
             &paths,
             trust.trusted,
             options.editor_mcp_servers.clone(),
             &options.mcp_inputs,
+            Some(events.clone()),
         );
+        // A live view: an mcpTool hook reaches a server that answers after this point.
         host.handlers().set_mcp(mcp.connections());
-        let mut tools = ToolCatalog::native();
-        for tool in mcp_tools {
-            let name = tool.name().to_string();
-            if let Err(error) = tools.register(tool) {
-                mcp_diagnostics.push(crate::diagnostics::Diagnostic::new(format!(
-                    "MCP tool {name} skipped: {error}"
-                )));
-            }
-        }
+        let tools = ToolCatalog::native();
         for notice in repaired {
             let _ = events.send(AgentEvent::Notice { message: notice });
         }
@@ -238,7 +232,8 @@ impl Runtime {
         let harness = AgentHarness::new(provider, Arc::new(tools), HookRegistry::new(host.clone()), config)
             .with_approver(approver)
             .with_events(events.clone())
-            .with_transcript(transcript);
+            .with_transcript(transcript)
+            .with_tool_source(mcp.tool_source());
         let template_shell_disabled = settings.disable_template_shell == Some(true);
         Ok(Runtime {
             template_shell_disabled,

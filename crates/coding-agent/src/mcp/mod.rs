@@ -5,10 +5,11 @@
 //!
 //! Life of a server, per session:
 //! - **Start**: when the session's `Runtime` is built, every enabled, allowed server is started at
-//!   once (concurrently), initialized and asked for its tools, each within 10 s
-//!   ([`server::STARTUP_TIMEOUT`]). The catalog is fixed for a session and the model must see the
-//!   tools in its first request, so "first use" is the session's start; a server that fails or
-//!   does not answer is reported as a diagnostic, killed and skipped.
+//!   once, in the background, each within its `startupTimeoutMs`: the session does not wait, so a
+//!   server that never answers holds nothing up. A server's tools join the harness's catalog
+//!   (through [`McpManager::tool_source`]) before the first model request after it answered; until
+//!   then, and for good if it fails, the model is told about it in the system prompt. A server that
+//!   fails or does not answer is reported as a notice, killed and skipped.
 //! - **Calls**: each within the server's `timeoutMs` (default 60 s). A crash, a closed connection
 //!   or a timeout gives the model an error result that names the server and the cause; the turn
 //!   never waits on a dead or hung server. A cancelled call cancels the request.
@@ -19,6 +20,7 @@
 //! so this works the same under every front end's runtime (and from synchronous code), and a
 //! misbehaving server cannot starve the agent's runtime.
 
+pub(crate) mod catalog;
 pub(crate) mod config;
 pub(crate) mod expand;
 pub mod file;
@@ -28,13 +30,17 @@ pub mod oauth;
 pub(crate) mod process;
 pub(crate) mod server;
 pub(crate) mod tool;
+mod wait;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use catalog::McpTools;
+use elph_agent::harness::AgentEvent;
 use elph_agent::tools::Tool;
 use serde::Serialize;
+use tokio::sync::mpsc::UnboundedSender;
 
 use crate::diagnostics::Diagnostic;
 use crate::paths::Paths;
@@ -98,7 +104,11 @@ pub struct McpManager {
     /// Disabled servers, listed for the status only.
     disabled: Vec<ServerDefinition>,
     files: Vec<McpFileStatus>,
+    /// The servers' tools as they join.
+    tools: Arc<McpTools>,
     runtime: Mutex<Option<tokio::runtime::Runtime>>,
+    /// The servers' starts, until [`McpManager::wait_for_starts`] takes them.
+    starts: Mutex<Vec<tokio::task::JoinHandle<Vec<Diagnostic>>>>,
     stopped: AtomicBool,
 }
 
@@ -120,37 +130,43 @@ impl McpManager {
             servers: Vec::new(),
             disabled: Vec::new(),
             files: Vec::new(),
+            tools: Arc::new(McpTools::starting([])),
             runtime: Mutex::new(None),
+            starts: Mutex::new(Vec::new()),
             stopped: AtomicBool::new(false),
         }
     }
 
     /// Reads both mcp.json files (the project's only when `project_trusted`), starts every enabled
-    /// server, and returns the manager, the tools to register, and the diagnostics (malformed
-    /// files, untrusted project, servers that failed to start, tools that were skipped).
-    ///
-    /// Blocks the calling thread until every server has started or failed (at most the startup
-    /// timeout); safe to call from synchronous code and from inside any tokio runtime.
-    /// Nothing answers `${input:ID}` here: a server that needs an input without a default is
-    /// skipped.
+    /// server, waits until each has started or failed, and returns the manager, the tools, and
+    /// the diagnostics (malformed files, untrusted project, servers that failed to start, tools
+    /// that were skipped). For callers that need every tool at once; a session uses
+    /// [`McpManager::launch`], which does not wait. Nothing answers `${input:ID}` here: a server
+    /// that needs an input without a default is skipped.
     pub fn start(paths: &Paths, project_trusted: bool) -> (McpManager, Vec<Arc<dyn Tool>>, Vec<Diagnostic>) {
-        Self::start_with(
-            paths,
-            project_trusted,
-            Vec::new(),
-            &inputs::McpInputs::headless("this session"),
-        )
+        let inputs = inputs::McpInputs::headless("this session");
+        let (manager, mut diagnostics) = Self::launch(paths, project_trusted, Vec::new(), &inputs, None);
+        diagnostics.extend(manager.wait_for_starts());
+        let tools = elph_agent::tools::ToolSource::tools(manager.tools.as_ref());
+        (manager, tools, diagnostics)
     }
 
-    /// [`McpManager::start`] with more servers after the files' (an editor's, over ACP), and the
-    /// session's answers to the files' inputs. A name already taken by an mcp.json server is
-    /// skipped with a diagnostic.
-    pub fn start_with(
+    /// Reads both mcp.json files (the project's only when `project_trusted`), adds `extra` (an
+    /// editor's servers, over ACP; a name already taken by an mcp.json server is skipped with a
+    /// diagnostic), expands `${input:ID}` with the session's `inputs`, and starts every enabled
+    /// server in the background, all at once. Returns at
+    /// once, with the diagnostics of the files; each server's tools join
+    /// [`McpManager::tool_source`] when it answers, and `events` hears of each server that is
+    /// ready or failed.
+    ///
+    /// Safe to call from synchronous code and from inside any tokio runtime.
+    pub fn launch(
         paths: &Paths,
         project_trusted: bool,
         extra: Vec<ServerDefinition>,
         inputs: &inputs::McpInputs,
-    ) -> (McpManager, Vec<Arc<dyn Tool>>, Vec<Diagnostic>) {
+        events: Option<UnboundedSender<AgentEvent>>,
+    ) -> (McpManager, Vec<Diagnostic>) {
         let mut config = McpConfig::load(paths, project_trusted, inputs);
         for server in extra {
             if let Some(first) = config.servers.iter().find(|s| s.name == server.name) {
@@ -185,14 +201,18 @@ impl McpManager {
         }
         let (enabled, disabled): (Vec<_>, Vec<_>) = config.servers.into_iter().partition(|s| s.enabled);
         let mut manager = McpManager {
+            tools: Arc::new(McpTools::starting(
+                enabled.iter().map(|s| (s.name.clone(), s.startup_timeout)),
+            )),
             servers: Vec::new(),
             disabled,
             files: config.files,
             runtime: Mutex::new(None),
+            starts: Mutex::new(Vec::new()),
             stopped: AtomicBool::new(false),
         };
         if enabled.is_empty() {
-            return (manager, Vec::new(), diagnostics);
+            return (manager, diagnostics);
         }
         let runtime = match tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
@@ -202,10 +222,12 @@ impl McpManager {
         {
             Ok(runtime) => runtime,
             Err(error) => {
-                diagnostics.push(Diagnostic::new(format!(
-                    "MCP servers not started: cannot start their runtime: {error}"
-                )));
-                return (manager, Vec::new(), diagnostics);
+                let reason = format!("MCP servers not started: cannot start their runtime: {error}");
+                for server in &enabled {
+                    manager.tools.set_failed(&server.name, reason.clone());
+                }
+                diagnostics.push(Diagnostic::new(reason));
+                return (manager, diagnostics);
             }
         };
         let handle = runtime.handle().clone();
@@ -217,56 +239,43 @@ impl McpManager {
                 Arc::new(server)
             })
             .collect();
-        *manager.runtime.lock().unwrap_or_else(|p| p.into_inner()) = Some(runtime);
+        *lock(&manager.runtime) = Some(runtime);
+        let starts = manager
+            .servers
+            .iter()
+            .map(|server| {
+                handle.spawn(start_one(
+                    server.clone(),
+                    manager.tools.clone(),
+                    handle.clone(),
+                    events.clone(),
+                ))
+            })
+            .collect();
+        *lock(&manager.starts) = starts;
+        (manager, diagnostics)
+    }
 
-        let servers = manager.servers.clone();
-        let results = block_on(&handle, async move {
-            let starts = servers.iter().map(|server| server.start());
-            futures::future::join_all(starts).await
-        })
-        .unwrap_or_default();
+    /// The servers' tools as they join, for the harness.
+    pub fn tool_source(&self) -> Arc<dyn elph_agent::tools::ToolSource> {
+        self.tools.clone()
+    }
 
-        let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
-        let mut names = std::collections::HashSet::new();
-        for (server, result) in manager.servers.iter().zip(results) {
-            let specs = match result {
-                Ok(specs) => specs,
-                Err(reason) => {
-                    diagnostics.push(
-                        Diagnostic::new(format!("MCP server '{}' {reason}", server.name()))
-                            .in_file(&server.definition.source),
-                    );
-                    continue;
-                }
-            };
-            for spec in &specs {
-                let tool = McpTool::new(server.clone(), spec, handle.clone());
-                let name = tool.name().to_string();
-                if name.len() > tool::MAX_TOOL_NAME {
-                    diagnostics.push(
-                        Diagnostic::new(format!(
-                            "MCP server '{}': tool '{}' skipped: its name {name} is longer than {} characters",
-                            server.name(),
-                            spec.name,
-                            tool::MAX_TOOL_NAME
-                        ))
-                        .in_file(&server.definition.source),
-                    );
-                } else if !names.insert(name.clone()) {
-                    diagnostics.push(
-                        Diagnostic::new(format!(
-                            "MCP server '{}': tool '{}' skipped: another of its tools is also named {name}",
-                            server.name(),
-                            spec.name
-                        ))
-                        .in_file(&server.definition.source),
-                    );
-                } else {
-                    tools.push(Arc::new(tool));
-                }
+    /// Waits until every server has started or failed; the diagnostics of those that failed and
+    /// of the tools that were skipped.
+    pub fn wait_for_starts(&self) -> Vec<Diagnostic> {
+        let starts = std::mem::take(&mut *lock(&self.starts));
+        let Some(handle) = self.handle() else {
+            return Vec::new();
+        };
+        block_on(&handle, async move {
+            let mut diagnostics = Vec::new();
+            for start in starts {
+                diagnostics.extend(start.await.unwrap_or_default());
             }
-        }
-        (manager, tools, diagnostics)
+            diagnostics
+        })
+        .unwrap_or_default()
     }
 
     /// Every configured server (disabled ones too) and its state now.
@@ -286,11 +295,13 @@ impl McpManager {
         statuses
     }
 
-    /// The started servers and the runtime their connections live on, for mcpTool hooks.
+    /// The servers, their live statuses and the runtime their connections live on, for mcpTool
+    /// hooks: taken at the session's start, it reaches each server once it answers.
     pub(crate) fn connections(&self) -> Option<crate::hooks::handler::mcp_tool::McpConnections> {
         let runtime = self.handle()?;
         Some(crate::hooks::handler::mcp_tool::McpConnections::new(
             self.servers.clone(),
+            self.tools.shared(),
             runtime,
         ))
     }
@@ -322,9 +333,7 @@ impl McpManager {
     }
 
     fn handle(&self) -> Option<tokio::runtime::Handle> {
-        self.runtime
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+        lock(&self.runtime)
             .as_ref()
             .map(|runtime| runtime.handle().clone())
     }
@@ -354,10 +363,54 @@ impl McpManager {
     }
 }
 
+/// Starts one server; its tools join `tools` when it answers. Returns the diagnostics (a failed
+/// start, tools skipped), which also go to `events` as notices, with a line when it is ready.
+async fn start_one(
+    server: Arc<McpServer>,
+    tools: Arc<McpTools>,
+    runtime: tokio::runtime::Handle,
+    events: Option<UnboundedSender<AgentEvent>>,
+) -> Vec<Diagnostic> {
+    let notice = |message: String| {
+        if let Some(events) = &events {
+            let _ = events.send(AgentEvent::Notice { message });
+        }
+    };
+    match server.start().await {
+        Ok(specs) => {
+            let (server_tools, diagnostics) = catalog::server_tools(&server, &specs, &runtime);
+            let count = server_tools.len();
+            tools.set_ready(server.name(), server_tools);
+            for diagnostic in &diagnostics {
+                tracing::warn!(%diagnostic, "mcp");
+                notice(diagnostic.to_string());
+            }
+            notice(format!(
+                "MCP server '{}' is ready: {count} tool{}",
+                server.name(),
+                if count == 1 { "" } else { "s" }
+            ));
+            diagnostics
+        }
+        Err(reason) => {
+            let diagnostic = Diagnostic::new(format!("MCP server '{}' {reason}", server.name()))
+                .in_file(&server.definition.source);
+            tools.set_failed(server.name(), reason);
+            tracing::warn!(%diagnostic, "mcp");
+            notice(diagnostic.to_string());
+            vec![diagnostic]
+        }
+    }
+}
+
 impl Drop for McpManager {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Runs `future` on `handle`'s runtime and waits for it on this thread (a plain channel wait, so

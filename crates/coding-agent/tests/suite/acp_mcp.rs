@@ -11,6 +11,7 @@ use test_support::fake_model::FakeReply;
 use test_support::hook_scripts::live_group_members;
 
 use super::acp::{Setup, finish, tool_text, within};
+use super::mcp::wait_for_servers;
 
 fn editor_server(setup: &Setup) -> (McpServer, std::path::PathBuf, std::path::PathBuf) {
     let started = setup.env.evidence("editor-mcp-started.jsonl");
@@ -36,6 +37,8 @@ async fn an_editor_stdio_server_is_started_called_guarded_by_hooks_and_stopped()
         "id": "no-sleep", "event": "preToolUse", "command": guard.display().to_string(),
         "matcher": {"toolNames": ["mcp_test__sleep"]}
     }]}));
+    // Servers start in the background: the model waits for them, then has their tools.
+    setup.server.enqueue(wait_for_servers());
     setup.server.enqueue(FakeReply::tool_call(
         "mcp_test__echo",
         json!({"text": "from the editor's server"}),
@@ -68,7 +71,7 @@ async fn an_editor_stdio_server_is_started_called_guarded_by_hooks_and_stopped()
     assert_eq!(result.stop_reason, StopReason::EndTurn);
 
     let requests = setup.server.requests();
-    let names: Vec<String> = requests[0]["tools"]
+    let names: Vec<String> = requests[1]["tools"]
         .as_array()
         .unwrap()
         .iter()
@@ -140,6 +143,7 @@ async fn session_load_starts_the_editors_http_server_with_its_headers() {
         McpServerHttp::new("remote", http.url.clone())
             .headers(vec![HttpHeader::new("Authorization", "Bearer editor-token")]),
     );
+    setup.server.enqueue(wait_for_servers());
     setup.server.enqueue(FakeReply::tool_call(
         "mcp_remote__shout",
         json!({"text": "quiet"}),

@@ -15,18 +15,18 @@ use super::run_e2e::{elph, run_elph};
 
 /// The `mcp-test-server` binary of test-support, in the same target folder and profile as this
 /// test, built with cargo first when it is not there yet.
-fn mcp_test_server() -> PathBuf {
+pub fn mcp_test_server() -> PathBuf {
     test_support::hook_scripts::test_support_binary("mcp-test-server")
 }
 
 /// Evidence files the test server writes.
-struct Evidence {
-    started: PathBuf,
-    calls: PathBuf,
+pub struct Evidence {
+    pub started: PathBuf,
+    pub calls: PathBuf,
 }
 
 impl Evidence {
-    fn new(env: &TestEnv) -> Self {
+    pub fn new(env: &TestEnv) -> Self {
         Evidence {
             started: env.evidence("mcp-started.jsonl"),
             calls: env.evidence("mcp-calls.jsonl"),
@@ -34,7 +34,7 @@ impl Evidence {
     }
 
     /// The `mcp.json` entry of the test server, named `test`.
-    fn server(&self, extra: Value) -> Value {
+    pub fn server(&self, extra: Value) -> Value {
         let mut server = json!({
             "command": mcp_test_server().display().to_string(),
             "env": {
@@ -49,19 +49,19 @@ impl Evidence {
         json!({ "servers": { "test": server } })
     }
 
-    fn pids(&self) -> Vec<i32> {
+    pub fn pids(&self) -> Vec<i32> {
         json_lines(&self.started)
             .iter()
             .map(|line| line["pid"].as_i64().expect("pid") as i32)
             .collect()
     }
 
-    fn calls(&self) -> Vec<Value> {
+    pub fn calls(&self) -> Vec<Value> {
         json_lines(&self.calls)
     }
 }
 
-fn write_home_mcp(env: &TestEnv, config: &Value) {
+pub fn write_home_mcp(env: &TestEnv, config: &Value) {
     std::fs::write(env.config_dir.join("mcp.json"), config.to_string()).expect("write mcp.json");
 }
 
@@ -71,22 +71,34 @@ fn write_project_mcp(env: &TestEnv, config: &Value) {
     std::fs::write(dir.join("mcp.json"), config.to_string()).expect("write mcp.json");
 }
 
-fn stderr(output: &Output) -> String {
+pub fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
-/// The tool message of the request (the model sees tool results as `role: tool`).
-fn tool_messages(request: &Value) -> Vec<String> {
+/// The model's first step: servers start in the background, so a model that needs their tools
+/// in a one-shot run waits for them (their tools are offered from the next request on).
+pub fn wait_for_servers() -> FakeReply {
+    FakeReply::tool_call("wait_for_mcp_servers", json!({}))
+}
+
+/// The tool messages of the request (the model sees tool results as `role: tool`), without the
+/// answer of [`wait_for_servers`].
+pub fn tool_messages(request: &Value) -> Vec<String> {
     request["messages"]
         .as_array()
         .unwrap()
         .iter()
         .filter(|message| message["role"] == "tool")
         .map(|message| message["content"].as_str().unwrap_or_default().to_string())
+        .filter(|text| {
+            !text
+                .lines()
+                .all(|line| line.contains("is ready; its tools from your next step on"))
+        })
         .collect()
 }
 
-fn tool_names(request: &Value) -> Vec<String> {
+pub fn tool_names(request: &Value) -> Vec<String> {
     request["tools"]
         .as_array()
         .map(|tools| {
@@ -99,7 +111,7 @@ fn tool_names(request: &Value) -> Vec<String> {
 }
 
 /// Nothing of the server's process group (the server and the helper it started) is left.
-fn assert_group_gone(evidence: &Evidence) {
+pub fn assert_group_gone(evidence: &Evidence) {
     let pids = evidence.pids();
     assert!(!pids.is_empty(), "the server started");
     for pid in pids {
@@ -123,6 +135,7 @@ async fn mcp_tool_is_listed_with_its_schema_and_called_then_the_group_is_stopped
     let evidence = Evidence::new(&env);
     write_home_mcp(&env, &evidence.server(json!({})));
     let server = FakeModelServer::start(Wire::OpenAi).await;
+    server.enqueue(wait_for_servers());
     server.enqueue(FakeReply::tool_call(
         "mcp_test__echo",
         json!({"text": "hello from mcp"}),
@@ -134,12 +147,12 @@ async fn mcp_tool_is_listed_with_its_schema_and_called_then_the_group_is_stopped
     assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "all done");
 
     let requests = server.requests();
-    assert_eq!(requests.len(), 2);
-    let tools = requests[0]["tools"].as_array().unwrap();
+    assert_eq!(requests.len(), 3);
+    let tools = requests[1]["tools"].as_array().unwrap();
     let echo = tools
         .iter()
         .find(|tool| tool["function"]["name"] == "mcp_test__echo")
-        .unwrap_or_else(|| panic!("mcp_test__echo is offered: {:?}", tool_names(&requests[0])));
+        .unwrap_or_else(|| panic!("mcp_test__echo is offered: {:?}", tool_names(&requests[1])));
     assert_eq!(echo["function"]["description"], "Returns the text it is given.");
     let schema = &echo["function"]["parameters"];
     assert_eq!(schema["type"], "object");
@@ -147,11 +160,11 @@ async fn mcp_tool_is_listed_with_its_schema_and_called_then_the_group_is_stopped
     assert_eq!(schema["properties"]["text"]["type"], "string");
     for name in ["mcp_test__sleep", "mcp_test__crash", "read_file", "shell_exec"] {
         assert!(
-            tool_names(&requests[0]).iter().any(|n| n == name),
+            tool_names(&requests[1]).iter().any(|n| n == name),
             "{name} is offered"
         );
     }
-    assert_eq!(tool_messages(&requests[1]), ["hello from mcp"]);
+    assert_eq!(tool_messages(&requests[2]), ["hello from mcp"]);
     assert_eq!(
         evidence.calls(),
         [json!({"tool": "echo", "arguments": {"text": "hello from mcp"}})]
@@ -190,6 +203,7 @@ async fn a_pre_tool_use_hook_blocks_mcp_sleep_before_the_server_sees_it() {
         "matcher": {"toolNames": ["mcp_test__sleep"]}
     }]}));
     let server = FakeModelServer::start(Wire::OpenAi).await;
+    server.enqueue(wait_for_servers());
     server.enqueue(FakeReply::tool_call("mcp_test__sleep", json!({"ms": 10})));
     server.enqueue(FakeReply::tool_call(
         "mcp_test__echo",
@@ -200,14 +214,14 @@ async fn a_pre_tool_use_hook_blocks_mcp_sleep_before_the_server_sees_it() {
     let output = run_elph(&env, &server, &["sleep a little"]).await;
     assert!(output.status.success(), "{}", stderr(&output));
     let requests = server.requests();
-    let blocked = &tool_messages(&requests[1])[0];
+    let blocked = &tool_messages(&requests[2])[0];
     assert!(blocked.contains("no sleeping on the job"), "{blocked}");
     assert!(
         blocked.contains("no-sleep"),
         "the message names the hook: {blocked}"
     );
     assert_eq!(
-        tool_messages(&requests[2])[1],
+        tool_messages(&requests[3])[1],
         "still works",
         "the matcher is exact"
     );
@@ -236,6 +250,7 @@ async fn a_hook_matching_mcp_star_rewrites_the_echo_input() {
         "matcher": {"toolNames": ["mcp_*"]}
     }]}));
     let server = FakeModelServer::start(Wire::OpenAi).await;
+    server.enqueue(wait_for_servers());
     server.enqueue(FakeReply::tool_call(
         "mcp_test__echo",
         json!({"text": "original"}),
@@ -245,7 +260,7 @@ async fn a_hook_matching_mcp_star_rewrites_the_echo_input() {
     let output = run_elph(&env, &server, &["echo something"]).await;
     assert!(output.status.success(), "{}", stderr(&output));
     let requests = server.requests();
-    assert_eq!(tool_messages(&requests[1]), ["rewritten by a hook"]);
+    assert_eq!(tool_messages(&requests[2]), ["rewritten by a hook"]);
     assert_eq!(
         evidence.calls(),
         [json!({"tool": "echo", "arguments": {"text": "rewritten by a hook"}})]
@@ -259,6 +274,7 @@ async fn a_server_that_crashes_mid_call_gives_a_clear_error_and_the_run_complete
     let evidence = Evidence::new(&env);
     write_home_mcp(&env, &evidence.server(json!({})));
     let server = FakeModelServer::start(Wire::OpenAi).await;
+    server.enqueue(wait_for_servers());
     server.enqueue(FakeReply::tool_call("mcp_test__crash", json!({})));
     server.enqueue(FakeReply::tool_call(
         "mcp_test__echo",
@@ -273,7 +289,7 @@ async fn a_server_that_crashes_mid_call_gives_a_clear_error_and_the_run_complete
     assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "recovered");
 
     let requests = server.requests();
-    let crashed = &tool_messages(&requests[1])[0];
+    let crashed = &tool_messages(&requests[2])[0];
     assert!(
         crashed.contains("MCP server 'test' stopped during tool 'crash'"),
         "{crashed}"
@@ -283,7 +299,7 @@ async fn a_server_that_crashes_mid_call_gives_a_clear_error_and_the_run_complete
         crashed.contains("crashing on purpose"),
         "the server's stderr is shown: {crashed}"
     );
-    let after = &tool_messages(&requests[2])[1];
+    let after = &tool_messages(&requests[3])[1];
     assert!(after.contains("MCP server 'test' is not available"), "{after}");
     assert_eq!(evidence.calls().len(), 1, "only the crash call reached a server");
     assert_group_gone(&evidence);
@@ -297,6 +313,7 @@ async fn a_hung_call_times_out_with_a_clear_error() {
     // echo well within it (500 ms was not safe), far below the 60 s sleep.
     write_home_mcp(&env, &evidence.server(json!({"timeoutMs": 3000})));
     let server = FakeModelServer::start(Wire::OpenAi).await;
+    server.enqueue(wait_for_servers());
     server.enqueue(FakeReply::tool_call("mcp_test__sleep", json!({"ms": 60000})));
     server.enqueue(FakeReply::tool_call(
         "mcp_test__echo",
@@ -312,13 +329,13 @@ async fn a_hung_call_times_out_with_a_clear_error() {
         "the turn did not wait for the sleep"
     );
     let requests = server.requests();
-    let timed_out = &tool_messages(&requests[1])[0];
+    let timed_out = &tool_messages(&requests[2])[0];
     assert_eq!(
         timed_out,
         "MCP server 'test' did not answer tool 'sleep' within 3 s; the call was cancelled"
     );
     assert_eq!(
-        tool_messages(&requests[2])[1],
+        tool_messages(&requests[3])[1],
         "after the timeout",
         "the server keeps serving"
     );
@@ -390,6 +407,7 @@ async fn interrupting_a_run_during_an_mcp_call_stops_the_server() {
     let evidence = Evidence::new(&env);
     write_home_mcp(&env, &evidence.server(json!({})));
     let server = FakeModelServer::start(Wire::OpenAi).await;
+    server.enqueue(wait_for_servers());
     server.enqueue(FakeReply::tool_call("mcp_test__sleep", json!({"ms": 60000})));
     server.enqueue(FakeReply::text("unreachable"));
 
@@ -544,6 +562,7 @@ async fn a_streamable_http_server_is_listed_and_called_with_its_headers() {
         &json!({"servers": {"remote": {"url": http.url, "headers": {"Authorization": "Bearer mcp-token"}}}}),
     );
     let server = FakeModelServer::start(Wire::OpenAi).await;
+    server.enqueue(wait_for_servers());
     server.enqueue(FakeReply::tool_call(
         "mcp_remote__shout",
         json!({"text": "quiet"}),
@@ -554,14 +573,14 @@ async fn a_streamable_http_server_is_listed_and_called_with_its_headers() {
     assert!(output.status.success(), "{}", stderr(&output));
     let requests = server.requests();
     assert!(
-        tool_names(&requests[0])
+        tool_names(&requests[1])
             .iter()
             .any(|name| name == "mcp_remote__shout"),
         "{:?} / {}",
-        tool_names(&requests[0]),
+        tool_names(&requests[1]),
         stderr(&output)
     );
-    assert_eq!(tool_messages(&requests[1]), ["QUIET"]);
+    assert_eq!(tool_messages(&requests[2]), ["QUIET"]);
     assert_eq!(*http.authorizations.lock().unwrap(), ["Bearer mcp-token"]);
 }
 
@@ -680,6 +699,7 @@ async fn an_mcp_servers_file_with_type_and_variables_works() {
     }});
     write_home_mcp(&env, &config);
     let server = FakeModelServer::start(Wire::OpenAi).await;
+    server.enqueue(wait_for_servers());
     server.enqueue(FakeReply::tool_call(
         "mcp_test__echo",
         json!({"text": "expanded"}),
@@ -692,7 +712,7 @@ async fn an_mcp_servers_file_with_type_and_variables_works() {
     ];
     let output = super::run_e2e::run_elph_with(&env, &server, &vars, &["echo"]).await;
     assert!(output.status.success(), "{}", stderr(&output));
-    assert_eq!(tool_messages(&server.requests()[1]), ["expanded"]);
+    assert_eq!(tool_messages(&server.requests()[2]), ["expanded"]);
     assert_eq!(
         evidence.calls(),
         [json!({"tool": "echo", "arguments": {"text": "expanded"}})]

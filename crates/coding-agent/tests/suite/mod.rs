@@ -48,6 +48,7 @@ mod lifecycle_support;
 mod mcp;
 mod mcp_files;
 mod mcp_oauth;
+mod mcp_startup;
 mod native_tool_race;
 mod other_agents;
 mod permission_rules;

@@ -9,6 +9,7 @@ pub mod approval;
 mod compaction;
 mod escalation;
 pub mod events;
+mod late_tools;
 pub mod mode;
 pub mod permissions;
 mod sandbox_prompt;
@@ -197,6 +198,8 @@ pub struct AgentHarness {
     storage_error: Option<String>,
     /// The folders the native file tools act beneath, opened once for the session.
     roots: Arc<crate::tools::HeldRoots>,
+    /// Tools that join or change during the session (MCP servers), if the front end has any.
+    late_tools: Option<late_tools::LateTools>,
 }
 
 /// Awaits `future` unless `cancel` fires first.
@@ -232,6 +235,7 @@ impl AgentHarness {
             last_usage: None,
             started: false,
             storage_error: None,
+            late_tools: None,
         }
     }
 
@@ -662,8 +666,9 @@ impl AgentHarness {
             .and_then(|context| Context::reduced_of(&context.reduced))
             .and_then(|reduced| reduced.messages.clone())
             .unwrap_or(messages);
+        self.refresh_tools();
         let request = Request {
-            system_prompt: scope.system_prompt.clone(),
+            system_prompt: self.with_late_note(&scope.system_prompt),
             messages,
             tools: self.offered_tools(),
             max_tokens: None,

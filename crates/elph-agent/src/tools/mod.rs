@@ -257,7 +257,9 @@ impl Entry {
 /// The registered tools by name, each with its argument schema (compiled on first use).
 #[derive(Default)]
 pub struct ToolCatalog {
-    tools: BTreeMap<String, Entry>,
+    /// Shared between a catalog and the ones [`ToolCatalog::with_tools`] makes from it, so a
+    /// schema compiled in one is compiled in all.
+    tools: BTreeMap<String, Arc<Entry>>,
 }
 
 /// Why a tool could not be added to a catalog.
@@ -287,7 +289,7 @@ impl ToolCatalog {
         let mut catalog = ToolCatalog::new();
         for tool in native::all() {
             let name = tool.name().to_string();
-            let previous = catalog.tools.insert(name, Entry::new(tool));
+            let previous = catalog.tools.insert(name, Arc::new(Entry::new(tool)));
             assert!(previous.is_none(), "native tools have unique names");
         }
         catalog
@@ -303,8 +305,21 @@ impl ToolCatalog {
         let entry = Entry::new(tool);
         let validator = entry.compile()?;
         let _ = entry.validator.set(validator);
-        self.tools.insert(name, entry);
+        self.tools.insert(name, Arc::new(entry));
         Ok(())
+    }
+
+    /// This catalog's tools plus `extra`, each added as by [`ToolCatalog::register`]; the ones
+    /// that could not be added, and why.
+    pub fn with_tools(&self, extra: Vec<Arc<dyn Tool>>) -> (ToolCatalog, Vec<CatalogError>) {
+        let mut catalog = ToolCatalog {
+            tools: self.tools.clone(),
+        };
+        let errors = extra
+            .into_iter()
+            .filter_map(|tool| catalog.register(tool).err())
+            .collect();
+        (catalog, errors)
     }
 
     /// The tool named `name`, if the catalog has it.
@@ -365,9 +380,11 @@ impl ToolCatalog {
 }
 
 mod editor;
+mod late;
 pub mod native;
 mod schema;
 mod typed;
 
 pub use editor::EditorFiles;
+pub use late::ToolSource;
 pub use typed::{Call, ProposedChange, TypedTool};

@@ -3,6 +3,10 @@
 //!
 //! The answer is the result's structured content when it has one, else its text. A result marked
 //! as an error, a server that is down, or no such server fails the run with what went wrong.
+//!
+//! Servers start in the background, so a hook may run before its server has answered: it waits
+//! for the server within its own timeout, and a server still starting when that runs out, or one
+//! that failed to start, fails the run (a `failClosed` hook then blocks).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -12,12 +16,15 @@ use rmcp::model::{CallToolResult, ContentBlock};
 use super::Answer;
 use crate::hooks::config::McpToolConfig;
 use crate::mcp::McpServer;
+use crate::mcp::catalog::{Shared, Status};
 use crate::mcp::tool::describe_error;
 
-/// The session's running MCP servers and the runtime their connections live on.
+/// The session's MCP servers, whether each has answered yet, and the runtime their connections
+/// live on.
 #[derive(Clone)]
 pub(crate) struct McpConnections {
     servers: Vec<Arc<McpServer>>,
+    statuses: Arc<Shared>,
     runtime: tokio::runtime::Handle,
 }
 
@@ -30,8 +37,16 @@ impl std::fmt::Debug for McpConnections {
 }
 
 impl McpConnections {
-    pub(crate) fn new(servers: Vec<Arc<McpServer>>, runtime: tokio::runtime::Handle) -> Self {
-        McpConnections { servers, runtime }
+    pub(crate) fn new(
+        servers: Vec<Arc<McpServer>>,
+        statuses: Arc<Shared>,
+        runtime: tokio::runtime::Handle,
+    ) -> Self {
+        McpConnections {
+            servers,
+            statuses,
+            runtime,
+        }
     }
 }
 
@@ -64,13 +79,32 @@ pub(crate) async fn call(
         return Answer::refused("its payload is not a JSON object");
     };
     let started = Instant::now();
+    match connections.statuses.settled(server, timeout).await {
+        Some(Status::Starting) => {
+            return Answer::failed(
+                format!(
+                    "MCP server '{server}' was still starting when the hook's {} ms ran out (timeoutMs)",
+                    timeout.as_millis()
+                ),
+                started.elapsed(),
+            );
+        }
+        Some(Status::Failed(reason)) => {
+            return Answer::failed(
+                format!("MCP server '{server}' is not available: {reason}"),
+                started.elapsed(),
+            );
+        }
+        Some(Status::Ready) | None => {}
+    }
+    let remaining = timeout.saturating_sub(started.elapsed());
     let found = found.clone();
     let remote = tool.clone();
     // On the servers' runtime, where their connections live; dropping the join cancels nothing
     // there, so the call carries the hook's timeout itself.
     let call = connections
         .runtime
-        .spawn(async move { tokio::time::timeout(timeout, found.call(&remote, arguments)).await });
+        .spawn(async move { tokio::time::timeout(remaining, found.call(&remote, arguments)).await });
     let result = match call.await {
         Err(error) => {
             return Answer::failed(
