@@ -218,20 +218,23 @@ async fn login_with(env: &TestEnv, name: &str, forge: bool, flags: &[&str]) -> (
     )
 }
 
-/// A run whose model calls `mcp_NAME__whoami`, then answers "done"; returns the output and what
-/// the tool gave the model.
+/// A run whose model waits for the MCP servers (they start in the background), calls
+/// `mcp_NAME__whoami`, then answers "done"; returns the output and what the tool gave the model.
 async fn run_whoami(env: &TestEnv, name: &str) -> (Output, Vec<String>) {
     let model = FakeModelServer::start(Wire::OpenAi).await;
+    model.enqueue(super::mcp::wait_for_servers());
     model.enqueue(FakeReply::tool_call(format!("mcp_{name}__whoami"), json!({})));
     model.enqueue(FakeReply::text("done"));
     let output = run_elph(env, &model, &["who am i"]).await;
     let requests = model.requests();
     let tool_results = requests
-        .get(1)
+        .get(2)
         .and_then(|request| request["messages"].as_array().cloned())
         .unwrap_or_default()
         .into_iter()
         .filter(|message| message["role"] == "tool")
+        // The wait's answer.
+        .skip(1)
         .map(|message| message["content"].as_str().unwrap_or_default().to_string())
         .collect();
     (output, tool_results)
