@@ -539,26 +539,25 @@ async fn an_acp_session_without_a_login_tells_the_editor_and_goes_on() {
     let setup = Setup::new().await;
     let server = OAuthServer::start(&setup.env, "oauth", &[]);
     write_home_mcp(&setup.env, "remote", &server.url());
+    // Servers start in the background: the model waits for them, so the failure is known (and
+    // said) within the turn.
+    setup.server.enqueue(super::mcp::wait_for_servers());
     setup.server.enqueue(FakeReply::text("answered without it"));
 
     let (mut client, agent) = setup.connect(ApprovalPolicy::Auto).await;
     let session = client.new_session(&setup.env.project).await;
-    let updates = client
-        .wait_for("the login message", |update| {
-            notice_text(std::slice::from_ref(update)).contains("elph mcp login remote")
-        })
-        .await;
+    client
+        .prompt(&session, "hello")
+        .await
+        .expect("the prompt is answered");
+    let updates = client.drain();
     assert!(
         notice_text(&updates)
             .contains("MCP server 'remote' needs you to log in: run `elph mcp login remote`"),
         "{}",
         notice_text(&updates)
     );
-    client
-        .prompt(&session, "hello")
-        .await
-        .expect("the prompt is answered");
-    assert!(agent_text(&client.drain()).contains("answered without it"));
+    assert!(agent_text(&updates).contains("answered without it"));
     assert!(!server.events("unauthorized").is_empty(), "the server was asked");
     assert!(
         server.events("mcp").is_empty(),
