@@ -124,7 +124,7 @@ async fn a_server_that_takes_12_s_to_start_works_with_its_startup_timeout_ms() {
     let waited = &all_tool_results(&requests[1])[0];
     assert!(
         waited.contains(
-            "MCP server 'test' is ready; its tools from your next step on: mcp_test__crash, mcp_test__echo, mcp_test__sleep"
+            "MCP server 'test' is ready; its tools from your next step on: mcp_test__crash, mcp_test__echo, mcp_test__guard, mcp_test__sleep"
         ),
         "{waited}"
     );
@@ -147,10 +147,113 @@ async fn a_server_that_takes_12_s_to_start_works_with_its_startup_timeout_ms() {
     );
     assert_eq!(all_tool_results(&requests[2])[1], "late but here");
     let stderr = stderr(&output);
-    assert!(stderr.contains("MCP server 'test' is ready: 3 tools"), "{stderr}");
+    assert!(stderr.contains("MCP server 'test' is ready: 4 tools"), "{stderr}");
     assert!(
         stderr.contains("MCP server 'impatient' did not answer within 2 s of starting; skipped"),
         "{stderr}"
     );
     assert_group_gone(&evidence);
+}
+
+/// mcp.json with one server, `test`, that starts test-support's server once `gate` exists; and a
+/// fail-closed mcpTool hook on shell_exec that asks its `guard` tool, with `timeout_ms`.
+fn gated_server_and_guard_hook(env: &TestEnv, evidence: &Evidence, gate: &std::path::Path, timeout_ms: u64) {
+    let gated = test_support::hook_scripts::write_script(
+        &env.root.path().join("servers"),
+        "gated.sh",
+        &format!(
+            "while [ ! -e '{}' ]; do sleep 0.05; done\nexec '{}'",
+            gate.display(),
+            mcp_test_server().display()
+        ),
+    );
+    write_home_mcp(
+        env,
+        &json!({"servers": {"test": {
+            "command": gated.display().to_string(),
+            "startupTimeoutMs": 600000,
+            "env": {"MCP_TEST_CALLS": evidence.calls.display().to_string()},
+        }}}),
+    );
+    env.write_home_hooks(&json!({"hooks": [{
+        "id": "mcp-guard",
+        "event": "preToolUse",
+        "matcher": {"toolNames": ["shell_exec"]},
+        "mcpTool": {"server": "test", "tool": "guard"},
+        "failClosed": true,
+        "timeoutMs": timeout_ms,
+    }]}));
+}
+
+/// The guard's calls the server recorded.
+fn guard_calls(evidence: &Evidence) -> Vec<Value> {
+    test_support::env::json_lines(&evidence.calls)
+        .into_iter()
+        .filter(|call| call["tool"] == "guard")
+        .collect()
+}
+
+#[tokio::test]
+async fn an_mcp_tool_hook_waits_for_its_server_still_starting_and_its_answer_blocks() {
+    let env = TestEnv::new();
+    let evidence = Evidence::new(&env);
+    let gate = env.evidence("gate");
+    gated_server_and_guard_hook(&env, &evidence, &gate, 60_000);
+    // In the project, where the command could write it.
+    let marker = env.project.join("ran-marker");
+    let server = FakeModelServer::start(Wire::OpenAi).await;
+    server.enqueue(FakeReply::tool_call(
+        "shell_exec",
+        json!({"command": format!("rm -f {0}; touch {0}", marker.display())}),
+    ));
+    server.enqueue(FakeReply::text("understood"));
+
+    // The server cannot answer before the first model request, whose answer is the tool call the
+    // hook guards: the hook starts while its server is still starting.
+    let open_the_gate = async {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        while server.requests().is_empty() && std::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+        std::fs::write(&gate, "").unwrap();
+    };
+    let (output, ()) = tokio::join!(run_elph(&env, &server, &["run it"]), open_the_gate);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let first = system_prompt(&server.requests()[0]);
+    assert!(first.contains("'test' is still starting"), "{first}");
+    assert!(!marker.exists(), "the blocked command did not run");
+    assert!(
+        stderr(&output).contains("hook 'mcp-guard' blocked the tool call: the mcp guard refuses rm"),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(guard_calls(&evidence).len(), 1);
+}
+
+#[tokio::test]
+async fn an_mcp_tool_hook_whose_server_is_still_starting_when_its_timeout_runs_out_fails_closed() {
+    let env = TestEnv::new();
+    let evidence = Evidence::new(&env);
+    // The gate never opens: the server is starting for the whole run.
+    gated_server_and_guard_hook(&env, &evidence, &env.evidence("gate"), 1500);
+    // In the project, where the command could write it.
+    let marker = env.project.join("ran-marker");
+    let server = FakeModelServer::start(Wire::OpenAi).await;
+    server.enqueue(FakeReply::tool_call(
+        "shell_exec",
+        json!({"command": format!("touch {}", marker.display())}),
+    ));
+    server.enqueue(FakeReply::text("understood"));
+
+    let output = run_elph(&env, &server, &["run it"]).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(!marker.exists(), "a fail-closed hook that could not ask blocks");
+    let said = stderr(&output);
+    assert!(
+        said.contains("failed closed")
+            && said.contains("MCP server 'test' was still starting when the hook's 1500 ms ran out"),
+        "{said}"
+    );
+    assert!(guard_calls(&evidence).is_empty());
 }
