@@ -305,25 +305,42 @@ fn hooks_path(config: &Path) -> Option<PathBuf> {
 fn files_hooks_and_servers_run(paths: &Paths) -> Vec<PathBuf> {
     let project = &paths.project_dir;
     let elph = project.join(".elph");
-    let sources: [(PathBuf, Vec<&Path>); 4] = [
+    // (file, folders its relative names resolve against, whether it is an MCP file: those may
+    // hold comments, and are read as their loader reads them)
+    let sources: [(PathBuf, Vec<&Path>, bool); 4] = [
         (
             paths.config_dir.join("hooks.json"),
             vec![paths.config_dir.as_path()],
+            false,
         ),
         (
             paths.config_dir.join("mcp.json"),
             vec![paths.config_dir.as_path()],
+            true,
         ),
-        (elph.join("hooks.json"), vec![project.as_path(), elph.as_path()]),
-        (elph.join("mcp.json"), vec![project.as_path(), elph.as_path()]),
+        (
+            elph.join("hooks.json"),
+            vec![project.as_path(), elph.as_path()],
+            false,
+        ),
+        (
+            elph.join("mcp.json"),
+            vec![project.as_path(), elph.as_path()],
+            true,
+        ),
     ];
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let mut found = Vec::new();
-    for (file, bases) in &sources {
+    for (file, bases, mcp) in &sources {
         let Ok(Some(bytes)) = elph_config::read_config(file) else {
             continue;
         };
-        let Ok(value) = elph_config::parse_json(&bytes) else {
+        let parsed = if *mcp {
+            crate::mcp::file::parse_jsonc(&bytes)
+        } else {
+            elph_config::parse_json(&bytes)
+        };
+        let Ok(value) = parsed else {
             continue;
         };
         let mut entries: Vec<&serde_json::Value> = value

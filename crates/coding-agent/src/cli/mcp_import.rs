@@ -61,7 +61,16 @@ pub(super) fn run(cwd: Option<&Path>, args: ImportArgs) -> anyhow::Result<u8> {
         (home_file(&paths), McpScope::Home)
     };
     let existing = match elph_config::read_config(&target) {
-        Ok(Some(bytes)) => match elph_config::parse_json(&bytes) {
+        Ok(Some(bytes)) => match crate::mcp::file::parse_jsonc(&bytes) {
+            // The file is written back whole, as plain JSON: its comments would be lost.
+            Ok(Value::Object(_)) if args.write && has_comments(&bytes) => {
+                eprintln!(
+                    "elph mcp import: {} has comments, which writing it again would lose; nothing \
+                     was imported. Run without --write to see the servers, and add them by hand",
+                    target.display()
+                );
+                return Ok(exit::ERROR);
+            }
             Ok(Value::Object(fields)) => fields,
             _ => {
                 eprintln!(
@@ -137,6 +146,14 @@ pub(super) fn run(cwd: Option<&Path>, args: ImportArgs) -> anyhow::Result<u8> {
         )?;
     }
     Ok(exit::SUCCESS)
+}
+
+/// Whether an MCP file has comments or trailing commas (text VS Code's reader drops).
+fn has_comments(bytes: &[u8]) -> bool {
+    std::str::from_utf8(bytes)
+        .ok()
+        .and_then(|text| crate::mcp::file::without_comments(text).map(|plain| plain != text))
+        .unwrap_or(false)
 }
 
 struct Merged {

@@ -362,7 +362,7 @@ pub(crate) fn parse(
     scope: McpScope,
     context: &Context<'_>,
 ) -> Result<ParsedFile, McpLoadError> {
-    let value = elph_config::parse_json(bytes).map_err(|err| {
+    let value = super::file::parse_jsonc(bytes).map_err(|err| {
         let message = if err.pointer.is_some() {
             err.message
         } else {

@@ -105,6 +105,32 @@ fn enabled_by_default() -> bool {
     true
 }
 
+/// `text` as plain JSON: the comments (`//`, `/* */`) and trailing commas VS Code accepts in its
+/// `mcp.json` become spaces, so every line and column stays where it was and an error still points
+/// at its line. `None` when a `/` outside a string starts no comment.
+pub(crate) fn without_comments(text: &str) -> Option<String> {
+    let mut plain = text.as_bytes().to_vec();
+    json_strip_comments::strip_slice(&mut plain).ok()?;
+    // The crate blanks a block comment's line breaks too; put them back so lines stay lines.
+    for (out, original) in plain.iter_mut().zip(text.as_bytes()) {
+        if *original == b'\n' {
+            *out = b'\n';
+        }
+    }
+    String::from_utf8(plain).ok()
+}
+
+/// Parses an MCP file (`mcp.json`, `.mcp.json`, or another client's) as VS Code does: JSON with
+/// comments and trailing commas, then Elph's strict rules (no duplicate keys).
+pub(crate) fn parse_jsonc(bytes: &[u8]) -> Result<Value, elph_config::JsonError> {
+    let plain = std::str::from_utf8(bytes).ok().and_then(without_comments);
+    match plain {
+        Some(text) => elph_config::parse_json(text.as_bytes()),
+        // Not UTF-8, or a stray `/`: the strict parse names the byte, or the `/`'s line.
+        None => elph_config::parse_json(bytes),
+    }
+}
+
 /// The published schema, generated from the types.
 #[expect(
     clippy::expect_used,
@@ -123,4 +149,24 @@ pub fn generated_schema_text() -> String {
     let mut text = serde_json::to_string_pretty(&generated_schema()).expect("the schema serializes");
     text.push('\n');
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn comments_and_trailing_commas_go_and_lines_stay() {
+        let text = "{\n  // a\n  \"a\": \"// not a comment\", /* b\n c */\n  \"b\": [1, 2,],\n}\n";
+        let plain = without_comments(text).unwrap();
+        assert_eq!(plain.lines().count(), text.lines().count());
+        assert_eq!(
+            parse_jsonc(text.as_bytes()).unwrap(),
+            serde_json::json!({"a": "// not a comment", "b": [1, 2]})
+        );
+        let error = parse_jsonc(b"{\n /* x\n */\n \"a\": 1 \"b\": 2}").unwrap_err();
+        assert!(error.message.contains("line 4"), "{error:?}");
+        let error = parse_jsonc(b"{\n\n / \n}").unwrap_err();
+        assert!(error.message.contains("line 3"), "{error:?}");
+    }
 }

@@ -100,10 +100,8 @@ pub(crate) fn import(file_name: &str, text: &str) -> Result<Imported, String> {
         let value = serde_json::to_value(table).map_err(|err| format!("cannot be read: {err}"))?;
         return codex(&value);
     }
-    // VS Code and Cursor write JSONC: comments and trailing commas go before the strict parse.
-    let mut text = text.to_string();
-    json_strip_comments::strip(&mut text).map_err(|err| format!("is not valid JSONC: {err}"))?;
-    let value = elph_config::parse_json(text.as_bytes()).map_err(|err| err.message)?;
+    // VS Code and Cursor write JSONC: comments and trailing commas.
+    let value = super::file::parse_jsonc(text.as_bytes()).map_err(|err| err.message)?;
     let Value::Object(fields) = &value else {
         return Err("is not a JSON object".into());
     };

@@ -206,7 +206,7 @@ fn needed_in(file: &Path) -> Vec<InputConfig> {
     let Ok(Some(bytes)) = elph_config::read_config(file) else {
         return Vec::new();
     };
-    let Ok(value) = elph_config::parse_json(&bytes) else {
+    let Ok(value) = super::file::parse_jsonc(&bytes) else {
         return Vec::new();
     };
     let Ok(specs) = parse_specs(value.get("inputs")) else {

