@@ -42,6 +42,24 @@ pub enum HooksCommand {
     /// Prints the hooks files it would write, with a line on stderr for each thing it could not
     /// translate; --write adds the hooks to them.
     Import(super::hooks_import::ImportArgs),
+    /// Prove that every tool path fires its hooks: each native tool, the shell in the sandbox, an
+    /// MCP tool, the ACP and headless front ends, and a call a hook rewrites.
+    ///
+    /// Each path is a real session of this elph with a scripted model, in scratch folders of its
+    /// own (HOME, CONFIG_DIR, DATA_DIR and a project trusted for the run; yours are not read or
+    /// touched, and the folders are removed at the end, also on Ctrl+C). A probe hook listens on
+    /// every event; a fail-closed guard blocks one call of each path, whose side effect must then be
+    /// missing on disk. The report says per path which events fired and whether the block held.
+    ///
+    /// Exits 0 when every path fired every event it must and every block held, 1 otherwise.
+    #[command(after_long_help = super::hooks_coverage::AFTER_HELP)]
+    Coverage(super::hooks_coverage::CoverageArgs),
+    /// A probe hook of `elph hooks coverage` (reads a payload, writes what it heard).
+    #[command(hide = true)]
+    CoverageProbe(super::hooks_coverage_probe::ProbeArgs),
+    /// The stdio MCP server of `elph hooks coverage`.
+    #[command(hide = true)]
+    CoverageMcpServer,
 }
 
 pub(super) fn run(cwd: Option<&Path>, command: HooksCommand) -> anyhow::Result<u8> {
@@ -61,6 +79,9 @@ pub(super) fn run(cwd: Option<&Path>, command: HooksCommand) -> anyhow::Result<u
         HooksCommand::Validate { files, json } => validate(cwd, files, json),
         HooksCommand::Test(args) => hooks_test::run(cwd, args),
         HooksCommand::Import(args) => super::hooks_import::run(cwd, args),
+        HooksCommand::Coverage(args) => super::hooks_coverage::run(args),
+        HooksCommand::CoverageProbe(args) => super::hooks_coverage_probe::run_probe(args),
+        HooksCommand::CoverageMcpServer => super::hooks_coverage_probe::run_mcp_server(),
     }
 }
 

@@ -3,6 +3,10 @@
 mod completions;
 mod doctor;
 mod hooks;
+mod hooks_coverage;
+mod hooks_coverage_paths;
+mod hooks_coverage_probe;
+mod hooks_coverage_run;
 mod hooks_import;
 mod hooks_replay;
 mod hooks_test;
