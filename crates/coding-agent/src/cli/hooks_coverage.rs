@@ -62,7 +62,7 @@ pub(super) struct CallReport {
     intent: &'static str,
     /// `null`: no hook heard the call.
     tool_call_id: Option<String>,
-    /// The events the probes heard for this call.
+    /// The events hooks heard for this call, in lifecycle order.
     events: Vec<HookEvent>,
     /// Whether the front end showed the tool running; `null` when it said nothing of the call.
     ran: Option<bool>,
@@ -201,7 +201,8 @@ async fn run_paths(exe: &Path, root: &Path, specs: Vec<PathSpec>) -> anyhow::Res
     );
     let mut done = 0;
     let mut reports = Vec::with_capacity(total);
-    let mut runs = futures::stream::iter(specs.into_iter().map(|spec| run_path(exe, root, spec))).buffered(parallel());
+    let mut runs =
+        futures::stream::iter(specs.into_iter().map(|spec| run_path(exe, root, spec))).buffered(parallel());
     while let Some(report) = runs.next().await {
         let report = report?;
         done += 1;
@@ -219,7 +220,14 @@ async fn run_paths(exe: &Path, root: &Path, specs: Vec<PathSpec>) -> anyhow::Res
 async fn run_path(exe: &Path, root: &Path, spec: PathSpec) -> anyhow::Result<PathReport> {
     let started = Instant::now();
     if let Some(why) = &spec.missing_call {
-        return Ok(judge(&spec, &[], Session::default(), Path::new("/"), vec![why.clone()], 0));
+        return Ok(judge(
+            &spec,
+            &[],
+            Session::default(),
+            Path::new("/"),
+            vec![why.clone()],
+            0,
+        ));
     }
     let scratch = Scratch::new(root, &spec.id)?;
     let mut problems = Vec::new();
@@ -316,16 +324,17 @@ pub(super) fn judge(
             .filter_map(|record| record["toolCallId"].as_str())
             .find(|id| !taken.iter().any(|taken| taken == id))
             .map(str::to_string);
-        let events: Vec<HookEvent> = id
-            .as_deref()
-            .map(|id| {
-                probes
-                    .iter()
-                    .filter(|record| record["toolCallId"] == id)
-                    .filter_map(|record| event_of(record))
-                    .collect()
+        // Heard by any hook: a blocked call's chain ends at the guard, before the probes.
+        let events: Vec<HookEvent> = HookEvent::ALL
+            .into_iter()
+            .filter(|event| {
+                id.as_deref().is_some_and(|id| {
+                    records
+                        .iter()
+                        .any(|record| record["toolCallId"] == id && event_of(record) == Some(*event))
+                })
             })
-            .unwrap_or_default();
+            .collect();
         let ran = id.as_deref().and_then(|id| session.ran.get(id).copied());
         let mut call_problems = Vec::new();
         let label = format!("{} {}", call.tool, call.input);
@@ -380,7 +389,9 @@ pub(super) fn judge(
                     .any(|record| record["toolCallId"] == id && record["toolInput"] == rewritten)
             });
             if !saw {
-                call_problems.push(format!("the fail-closed guard never saw the rewritten input {rewritten}"));
+                call_problems.push(format!(
+                    "the fail-closed guard never saw the rewritten input {rewritten}"
+                ));
             }
             guard_saw_rewrite &= saw;
         }
@@ -435,7 +446,13 @@ fn effect_on_disk(project: &Path, effect: &Effect) -> Option<bool> {
 }
 
 fn print_table(out: &mut impl Write, report: &Report) -> std::io::Result<()> {
-    let names = |events: &[HookEvent]| events.iter().map(|event| event.as_str()).collect::<Vec<_>>().join(" ");
+    let names = |events: &[HookEvent]| {
+        events
+            .iter()
+            .map(|event| event.as_str())
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
     for path in &report.paths {
         let heard = path.expected.len() - path.missing.len();
         let mut line = format!(
@@ -459,7 +476,11 @@ fn print_table(out: &mut impl Write, report: &Report) -> std::io::Result<()> {
             });
         }
         if let Some(held) = path.sandbox_held {
-            line.push_str(if held { "; the sandbox held" } else { "; the sandbox DID NOT hold" });
+            line.push_str(if held {
+                "; the sandbox held"
+            } else {
+                "; the sandbox DID NOT hold"
+            });
         }
         writeln!(out, "{line}")?;
         writeln!(out, "       fired: {}", names(&path.fired))?;
@@ -515,7 +536,8 @@ mod tests {
             record("probe", "postToolUse", Some("call_1"), Some(runs)),
             record("guard", "preToolUse", Some("call_2"), Some(blocked)),
         ];
-        records.extend(["stop", "notification", "sessionEnd"].map(|event| record("probe", event, None, None)));
+        records
+            .extend(["stop", "notification", "sessionEnd"].map(|event| record("probe", event, None, None)));
         records
     }
 
@@ -531,7 +553,14 @@ mod tests {
         let spec = write_file_path();
         let project = tempfile::tempdir().unwrap();
         std::fs::write(project.path().join("written.txt"), "coverage\n").unwrap();
-        let report = judge(&spec, &a_working_session(&spec), Session::default(), project.path(), vec![], 0);
+        let report = judge(
+            &spec,
+            &a_working_session(&spec),
+            Session::default(),
+            project.path(),
+            vec![],
+            0,
+        );
         assert!(report.ok, "{:?}", report.problems);
         assert!(report.block_held);
         assert!(report.missing.is_empty());
@@ -549,7 +578,14 @@ mod tests {
         let report = judge(&spec, &records, Session::default(), project.path(), vec![], 0);
         assert!(!report.ok);
         assert_eq!(report.missing, [HookEvent::BeforeAgent]);
-        assert!(report.problems.iter().any(|problem| problem.contains("beforeAgent")), "{:?}", report.problems);
+        assert!(
+            report
+                .problems
+                .iter()
+                .any(|problem| problem.contains("beforeAgent")),
+            "{:?}",
+            report.problems
+        );
     }
 
     #[test]
@@ -561,7 +597,14 @@ mod tests {
             panic!("write_file's blocked call would make a file");
         };
         std::fs::write(project.path().join(file), "").unwrap();
-        let report = judge(&spec, &a_working_session(&spec), Session::default(), project.path(), vec![], 0);
+        let report = judge(
+            &spec,
+            &a_working_session(&spec),
+            Session::default(),
+            project.path(),
+            vec![],
+            0,
+        );
         assert!(!report.ok);
         assert!(!report.block_held);
     }
@@ -573,7 +616,14 @@ mod tests {
         std::fs::write(project.path().join("written.txt"), "coverage\n").unwrap();
         let mut session = Session::default();
         session.ran.insert("call_2".into(), true);
-        let report = judge(&spec, &a_working_session(&spec), session, project.path(), vec![], 0);
+        let report = judge(
+            &spec,
+            &a_working_session(&spec),
+            session,
+            project.path(),
+            vec![],
+            0,
+        );
         assert!(!report.block_held);
     }
 
@@ -581,7 +631,14 @@ mod tests {
     fn a_call_that_left_nothing_on_disk_fails_the_path() {
         let spec = write_file_path();
         let project = tempfile::tempdir().unwrap();
-        let report = judge(&spec, &a_working_session(&spec), Session::default(), project.path(), vec![], 0);
+        let report = judge(
+            &spec,
+            &a_working_session(&spec),
+            Session::default(),
+            project.path(),
+            vec![],
+            0,
+        );
         assert!(!report.ok);
         assert!(report.block_held, "the block itself held");
     }

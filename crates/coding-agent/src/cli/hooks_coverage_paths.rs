@@ -156,8 +156,14 @@ impl PathSpec {
 pub(super) fn project_files() -> Vec<(String, String)> {
     vec![
         ("notes.txt".into(), "hello coverage\nsecond line\n".into()),
-        (format!("{BLOCK_MARK}.txt"), "read me only if the guard failed\n".into()),
-        (format!("{BLOCK_MARK}-dir/inside.txt"), "listed only if the guard failed\n".into()),
+        (
+            format!("{BLOCK_MARK}.txt"),
+            "read me only if the guard failed\n".into(),
+        ),
+        (
+            format!("{BLOCK_MARK}-dir/inside.txt"),
+            "listed only if the guard failed\n".into(),
+        ),
     ]
 }
 
@@ -266,7 +272,10 @@ pub(super) fn all_paths(wait_tool: Option<&str>) -> Vec<PathSpec> {
                 "shell_exec",
                 json!({"command": format!("echo {REWRITE_MARK} > rewritten.txt")}),
                 Intent::Runs,
-                Effect::Holds("rewritten.txt".into(), super::hooks_coverage_probe::REWRITTEN.into()),
+                Effect::Holds(
+                    "rewritten.txt".into(),
+                    super::hooks_coverage_probe::REWRITTEN.into(),
+                ),
             ),
             // The guard lets this through; the rewriter makes it a call the guard must block.
             Call::new(
@@ -355,8 +364,14 @@ mod tests {
                 .find(|path| path.id == name)
                 .unwrap_or_else(|| panic!("no path for {name}"));
             assert_eq!(path.missing_call, None);
-            assert!(path.calls.iter().any(|call| call.intent == Intent::Runs), "{name}");
-            assert!(path.calls.iter().any(|call| call.intent == Intent::Blocked), "{name}");
+            assert!(
+                path.calls.iter().any(|call| call.intent == Intent::Runs),
+                "{name}"
+            );
+            assert!(
+                path.calls.iter().any(|call| call.intent == Intent::Blocked),
+                "{name}"
+            );
         }
     }
 

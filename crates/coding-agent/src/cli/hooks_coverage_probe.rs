@@ -211,9 +211,9 @@ impl ServerHandler for CoverageServer {
         }
         let result = match std::fs::write(name, b"") {
             Ok(()) => CallToolResult::success(vec![ContentBlock::text(format!("made {name}"))]),
-            Err(error) => CallToolResult::error(vec![ContentBlock::text(format!(
-                "cannot make {name}: {error}"
-            ))]),
+            Err(error) => {
+                CallToolResult::error(vec![ContentBlock::text(format!("cannot make {name}: {error}"))])
+            }
         };
         Ok(result.into())
     }
@@ -230,7 +230,8 @@ mod tests {
         assert_eq!(answer(Role::Guard, &marked).unwrap()["block"], true);
         assert_eq!(answer(Role::Guard, &plain), None);
         assert_eq!(answer(Role::Probe, &marked), None);
-        let to_rewrite = json!({"event": "preToolUse", "toolInput": {"command": format!("echo {REWRITE_MARK}")}});
+        let to_rewrite =
+            json!({"event": "preToolUse", "toolInput": {"command": format!("echo {REWRITE_MARK}")}});
         assert_eq!(
             answer(Role::Rewriter, &to_rewrite).unwrap(),
             json!({"toolInput": {"command": format!("echo {REWRITTEN}")}})
@@ -238,12 +239,19 @@ mod tests {
         assert_eq!(answer(Role::Rewriter, &plain), None);
         let to_block = json!({"command": format!("touch {REWRITE_TO_BLOCK_MARK}")});
         assert!(rewritten(&to_block).to_string().contains(BLOCK_MARK));
-        assert!(!to_block.to_string().contains(BLOCK_MARK), "the guard lets the original through");
+        assert!(
+            !to_block.to_string().contains(BLOCK_MARK),
+            "the guard lets the original through"
+        );
     }
 
     #[test]
     fn a_record_keeps_the_essentials_and_leaves_the_conversation_out() {
-        let payload = json!({"event": "context", "sessionId": "s", "projectDir": "/p", "messages": [{"role": "user"}]});
-        assert_eq!(record(Role::Probe, &payload), json!({"role": "probe", "event": "context"}));
+        let payload =
+            json!({"event": "context", "sessionId": "s", "projectDir": "/p", "messages": [{"role": "user"}]});
+        assert_eq!(
+            record(Role::Probe, &payload),
+            json!({"role": "probe", "event": "context"})
+        );
     }
 }

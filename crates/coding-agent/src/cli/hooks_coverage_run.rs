@@ -72,9 +72,7 @@ impl Scratch {
 
     /// Writes the hooks, settings, project files and script of `spec`, and trusts the project.
     pub(super) async fn lay_out(&self, exe: &Path, spec: &PathSpec) -> anyhow::Result<()> {
-        let probe = |role: &str| -> Value {
-            json!([ "hooks", "coverage-probe", role, self.log ])
-        };
+        let probe = |role: &str| -> Value { json!(["hooks", "coverage-probe", role, self.log]) };
         // The guard is the user's (CONFIG_DIR) and runs first; the probes and the rewriter are the
         // project's: the rewrite comes after the guard has let the call through.
         write_json(
@@ -127,7 +125,8 @@ impl Scratch {
         for (name, text) in project_files() {
             let path = self.project.join(name);
             if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent).with_context(|| format!("cannot make {}", parent.display()))?;
+                std::fs::create_dir_all(parent)
+                    .with_context(|| format!("cannot make {}", parent.display()))?;
             }
             std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
         }
@@ -193,9 +192,12 @@ impl Scratch {
             }
             FrontEnd::Acp => {
                 let mut command = self.command(exe);
-                command
-                    .args(["acp", "--approval", "ask"])
-                    .args(["--sandbox", spec.sandbox, "--model", &model]);
+                command.args(["acp", "--approval", "ask"]).args([
+                    "--sandbox",
+                    spec.sandbox,
+                    "--model",
+                    &model,
+                ]);
                 tokio::time::timeout(PATH_DEADLINE, acp(command, &self.project, &mut session)).await
             }
         };
@@ -256,7 +258,9 @@ async fn headless(command: Command, session: &mut Session) -> anyhow::Result<()>
     let status = child.wait().await.context("cannot wait for elph run")?;
     if !status.success() {
         let tail = stderr.await.unwrap_or_default();
-        session.problems.push(format!("elph run ended with {status}: {tail}"));
+        session
+            .problems
+            .push(format!("elph run ended with {status}: {tail}"));
     }
     Ok(())
 }
@@ -284,7 +288,8 @@ async fn acp(command: Command, project: &Path, session: &mut Session) -> anyhow:
             let tail = stderr.await.unwrap_or_default();
             anyhow::bail!("elph acp closed its output before the prompt was answered: {tail}");
         };
-        let frame: Value = serde_json::from_str(&line).with_context(|| format!("not JSON from elph acp: {line}"))?;
+        let frame: Value =
+            serde_json::from_str(&line).with_context(|| format!("not JSON from elph acp: {line}"))?;
         if let Some(error) = frame.get("error") {
             anyhow::bail!("elph acp answered request {} with an error: {error}", frame["id"]);
         }
@@ -330,7 +335,9 @@ async fn acp(command: Command, project: &Path, session: &mut Session) -> anyhow:
             (None, Some(id)) if id == 3 => {
                 let reason = &frame["result"]["stopReason"];
                 if reason != "end_turn" {
-                    session.problems.push(format!("the ACP prompt ended with stopReason {reason}"));
+                    session
+                        .problems
+                        .push(format!("the ACP prompt ended with stopReason {reason}"));
                 }
                 break;
             }
@@ -346,7 +353,9 @@ async fn acp(command: Command, project: &Path, session: &mut Session) -> anyhow:
     let status = child.wait().await.context("cannot wait for elph acp")?;
     if !status.success() {
         let tail = stderr.await.unwrap_or_default();
-        session.problems.push(format!("elph acp ended with {status}: {tail}"));
+        session
+            .problems
+            .push(format!("elph acp ended with {status}: {tail}"));
     }
     Ok(())
 }

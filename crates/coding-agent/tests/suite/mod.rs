@@ -27,6 +27,7 @@ mod guards_loud;
 mod herdr;
 mod hook_env;
 mod hooks_async;
+mod hooks_coverage;
 mod hooks_handlers;
 mod hooks_permission;
 mod hooks_prompt;
