@@ -154,9 +154,10 @@ pub(super) fn run(args: CoverageArgs) -> anyhow::Result<u8> {
     Ok(if report.ok { exit::SUCCESS } else { exit::ERROR })
 }
 
-/// The MCP path first waits for the servers when this Elph starts them in the background.
+/// MCP servers start in the background: the MCP path first has the model wait for them, or its
+/// first call could come before the server's tools joined.
 fn wait_tool() -> Option<&'static str> {
-    None
+    Some(crate::mcp::wait::WAIT_TOOL)
 }
 
 /// The first of SIGINT, SIGTERM and SIGHUP, as its number.

@@ -30,7 +30,7 @@ pub mod oauth;
 pub(crate) mod process;
 pub(crate) mod server;
 pub(crate) mod tool;
-mod wait;
+pub(crate) mod wait;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
