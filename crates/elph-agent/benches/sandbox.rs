@@ -2,9 +2,11 @@
 //! (Landlock, the seccomp filter, the mount namespace that keeps `.elph/` read-only, the user
 //! namespace, the PID namespace with its own `/proc` and its init, the capabilities cleared, the
 //! limits set) against the same call under `full-access` (no confinement), in the same run. The
-//! claim is the ratio of the two medians (target: at most 1.3×). On a loaded machine the medians
-//! mostly measure how long each of the sandboxed path's two extra processes waits for a CPU:
-//! compare them on a quiet one.
+//! claim is the ratio of the two medians (target: at most 1.3×). Both start their child sharing
+//! Elph's memory (the sandboxed one in `elph-process`'s `sandbox/start.rs`); run it as root and
+//! as a user who is not (`setpriv --reuid N --regid N --clear-groups env HOME=/tmp BENCH --bench`),
+//! who takes one more short-lived process per command. On a loaded machine the medians mostly
+//! measure how long each process waits for a CPU: compare them on a quiet one.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,

@@ -19,14 +19,12 @@
 //! 6. the group killed with SIGKILL when the [`Child`] is dropped, and by
 //!    [`kill_running_groups`] on an exit that does not unwind.
 //!
-//! A confined child is created by std's `Command` with a `pre_exec` step, that is by `fork`: it
-//! copies Elph's page tables, and Landlock and seccomp are set up in it by crates that do not
-//! promise to be safe in a child sharing Elph's memory. An unconfined child (a hook, an MCP server,
-//! a `full-access` command) starts in a child that shares Elph's memory until it executes, as
-//! `posix_spawn` makes one (`vfork`), with the same steps as raw system calls, the orphan
-//! watcher's registration included: it copies nothing. `ELPH_SPAWN=fork` sends every child through
-//! the fork (CI runs the whole suite both ways); docs/architecture.md, "Starting a child", has the
-//! figures.
+//! Every child starts in a child that shares Elph's memory until it executes, as `posix_spawn`
+//! makes one (`vfork`), with the steps as raw system calls, the orphan watcher's registration
+//! included: it copies nothing. Unconfined ones start in `vfork.rs`, confined ones in the
+//! sandbox's `start.rs`, which adds the namespaces and the confinement. `ELPH_SPAWN=fork` sends
+//! every child through std's `Command` and a `fork` (`spawn.rs`) instead (CI runs the whole suite
+//! both ways); docs/architecture.md, "Starting a child", has the figures.
 
 mod capture;
 mod child;
@@ -44,4 +42,5 @@ pub use foreground::run_in_foreground;
 pub use group::{ProcessGroup, kill_running_groups};
 pub use run::{CHUNK, EXIT_GRACE, Leftovers, RunOutput, RunSpec, Stdin, Stream, WaitError, run};
 pub use spawn::{Input, Output, SpawnSpec, describe_spawn_error, spawn};
-pub(crate) use spawn::{probe_in_child, spawn_holder};
+pub(crate) use spawn::{Started, probe_in_child, spawn_holder};
+pub(crate) use vfork::{StreamKind, c_string, environment, stream};

@@ -19,14 +19,16 @@ const CREATES_A_PROCESS: [&str; 11] = [
     "execv",
 ];
 
-/// The files allowed to: the one spawn path; the PID namespace's init and command, cloned inside
-/// that path's child before its exec; and the orphan watcher (forked once, it runs no program).
-const ALLOWED: [&str; 6] = [
+/// The files allowed to: the one spawn path, and the confined child it starts sharing Elph's
+/// memory (`sandbox/start.rs`); the PID namespace's init and command, cloned inside that path's
+/// child before its exec; and the orphan watcher (forked once, it runs no program).
+const ALLOWED: [&str; 7] = [
     "elph-process/src/process/spawn.rs",
     "elph-process/src/process/vfork.rs",
     "elph-process/src/sandbox/pid_namespace/mod.rs",
     "elph-process/src/sandbox/pid_namespace/init.rs",
     "elph-process/src/sandbox/pid_namespace/command.rs",
+    "elph-process/src/sandbox/start.rs",
     "elph-process/src/orphans.rs",
 ];
 

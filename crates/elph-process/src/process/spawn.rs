@@ -13,7 +13,7 @@ use nix::sys::signal::{SigSet, SigmaskHow, pthread_sigmask};
 use nix::unistd::{ForkResult, Pid};
 
 use super::child::{self, Child};
-use crate::sandbox::{CommandFailure, Confinement, SandboxPolicy};
+use crate::sandbox::{CommandFailure, Confinement, SandboxPolicy, StartFailure};
 
 /// Attempts to spawn a file another thread still holds open for writing (ETXTBSY).
 const SPAWN_ATTEMPTS: u32 = 6;
@@ -81,7 +81,7 @@ struct SpawnError {
 }
 
 /// A child just created and exec'd: its pid and the parent's ends of its pipes.
-pub(super) struct Started {
+pub(crate) struct Started {
     pub pid: i32,
     pub stdin: Option<OwnedFd>,
     pub stdout: Option<OwnedFd>,
@@ -116,6 +116,19 @@ pub async fn spawn(spec: &SpawnSpec<'_>) -> io::Result<Child> {
                 super::vfork::spawn_unconfined(spec).map_err(|error| SpawnError {
                     step: Step::Exec,
                     error,
+                })
+            }
+            // Confined: as unconfined, a child sharing Elph's memory (`sandbox/start.rs`).
+            Some(mut confinement) if !super::vfork::fork_for_every_child() => {
+                crate::sandbox::start_confined(spec, &mut confinement).map_err(|failure| match failure {
+                    StartFailure::Confine(error) => SpawnError {
+                        step: Step::Confine,
+                        error,
+                    },
+                    StartFailure::Other(error) => SpawnError {
+                        step: Step::Exec,
+                        error,
+                    },
                 })
             }
             confinement => fork(spec, confinement),

@@ -15,9 +15,9 @@
 //! unwinding. The parent blocks every signal around the clone and is suspended until the child has
 //! executed its program or exited; a failed step leaves its errno in memory they share.
 //!
-//! A confined child keeps the fork (`spawn.rs`): Landlock and seccomp are set up by crates that do
-//! not promise to be safe in a child sharing memory. `ELPH_SPAWN=fork` sends every child through
-//! the fork too, so the whole test suite can be run through both.
+//! A confined child starts the same way in `sandbox/start.rs`, which adds the namespaces and the
+//! confinement. `ELPH_SPAWN=fork` sends every child through the fork (`spawn.rs`), so the whole
+//! test suite can be run through both.
 
 use std::collections::BTreeMap;
 use std::ffi::{CString, OsStr, OsString, c_char, c_int, c_void};
@@ -55,12 +55,12 @@ struct Prepared {
 }
 
 /// One standard stream of the child: the descriptor it gets, and the parent's end of a pipe.
-struct Stream {
-    child: Option<OwnedFd>,
-    parent: Option<OwnedFd>,
+pub(crate) struct Stream {
+    pub(crate) child: Option<OwnedFd>,
+    pub(crate) parent: Option<OwnedFd>,
 }
 
-fn stream(kind: StreamKind) -> io::Result<Stream> {
+pub(crate) fn stream(kind: StreamKind) -> io::Result<Stream> {
     let null = |flags: OFlag| -> io::Result<Stream> {
         let fd = nix::fcntl::open(
             c"/dev/null",
@@ -97,12 +97,12 @@ fn stream(kind: StreamKind) -> io::Result<Stream> {
 }
 
 #[derive(Clone, Copy)]
-enum StreamKind {
+pub(crate) enum StreamKind {
     In(Input),
     Out(Output),
 }
 
-fn c_string(bytes: &[u8]) -> io::Result<CString> {
+pub(crate) fn c_string(bytes: &[u8]) -> io::Result<CString> {
     CString::new(bytes).map_err(|_| {
         io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -113,7 +113,7 @@ fn c_string(bytes: &[u8]) -> io::Result<CString> {
 
 /// The environment as std's `Command` passes it: one entry per name (the last value given), in
 /// the order of the names, so both spawn paths give a program the same `environ`.
-fn environment(env: &[(OsString, OsString)]) -> io::Result<Vec<CString>> {
+pub(crate) fn environment(env: &[(OsString, OsString)]) -> io::Result<Vec<CString>> {
     let merged: BTreeMap<&OsStr, &OsStr> = env
         .iter()
         .map(|(name, value)| (name.as_os_str(), value.as_os_str()))

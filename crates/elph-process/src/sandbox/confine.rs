@@ -8,7 +8,8 @@
 //! compiles anything happens in the parent, in [`Confinement::prepare`]: the Landlock ruleset is
 //! created and filled (a file descriptor the child inherits), the seccomp filter is compiled to
 //! BPF, the mount targets are turned into C strings and the id maps into bytes. What runs in the
-//! child, [`Confinement::apply_in_child`], only makes system calls on that prepared data. The
+//! child (`start`, or [`Confinement::apply_in_child`] on the fork path) only makes system calls on
+//! that prepared data. The
 //! alternative, re-executing the `elph` binary as a launcher that restricts itself and then
 //! execs the command, is robust too but costs a second exec of a large binary on every command;
 //! `elph sandbox -- CMD` uses this same code, so both paths are one.
@@ -23,9 +24,8 @@
 //!    would cost several milliseconds on a busy machine (the teardown waits for an RCU grace
 //!    period). Where the system allows no mount namespace, `read-only` refuses the metadata
 //!    system calls with seccomp instead;
-//! 2. the view's PID namespace, with its own `/proc` (`pid_namespace`): the child joins it for
-//!    its children and becomes the waiter for the command, which it starts there without copying
-//!    Elph's memory and which does the steps below itself;
+//! 2. the view's PID namespace, with its own `/proc` (`pid_namespace`): the command is created in
+//!    it (`start`; on the fork path, `ELPH_SPAWN=fork`, through a waiter when Elph is not root);
 //! 3. no privileges and the limits (`privileges`, `limits`);
 //! 4. Landlock (`landlock_rules`): the file system and TCP; once restricted, no more mounts;
 //! 5. seccomp (`seccomp`): the other socket families, with the network off.
@@ -43,7 +43,7 @@ use super::landlock_rules;
 use super::limits::Limits;
 use super::mount_view::{MountView, ViewKey, c_path};
 use super::pid_namespace::{
-    CommandFailure, ForkInNamespace, RunCommand, StartInit, pid_namespaces_available,
+    CommandFailure, ForkInNamespace, Init, InitEnds, RunCommand, StartInit, pid_namespaces_available,
 };
 use super::privileges::DropPrivileges;
 use super::seccomp;
@@ -73,9 +73,9 @@ struct SharedNamespace {
     /// The view's PID namespace, whose init mounted the `/proc` of the mount namespace (where
     /// the system allows one).
     pid: Option<std::fs::File>,
-    /// The write end of the init's lifeline: closed when the namespace is dropped (the session
-    /// ended) or Elph's process ends, and the init, and everything in its namespace, with it.
-    _lifeline: Option<std::os::fd::OwnedFd>,
+    /// The init's lifeline, closed when the namespace is dropped (the session ended) or Elph's
+    /// process ends, and the init, and everything in its namespace, with it; and its pidfd.
+    init: Option<Init>,
 }
 
 /// The namespaces of every view, by key; the session's end removes its own.
@@ -88,10 +88,25 @@ fn namespaces() -> std::sync::MutexGuard<'static, Option<Namespaces>> {
 
 /// Ends the namespaces of the session `session` (`SessionWatch::id`): their inits read EOF and
 /// exit, and the kernel kills everything left in their PID namespaces, even what left its
-/// command's process group. The session's next command, if any, gets new ones.
+/// command's process group; returns once they are gone (within a second). The session's next
+/// command, if any, gets new ones.
 pub(super) fn end_namespaces(session: usize) {
+    let mut ended = Vec::new();
     if let Some(namespaces) = namespaces().as_mut() {
-        namespaces.retain(|key, _| key.2 != session);
+        namespaces.retain(|key, namespace| {
+            let keep = key.2 != session;
+            if !keep {
+                ended.push(namespace.clone());
+            }
+            keep
+        });
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
+    for namespace in ended {
+        // Another holder of it (a command starting right now) ends it when it lets go.
+        if let Some(init) = std::sync::Arc::into_inner(namespace).and_then(|namespace| namespace.init) {
+            init.end(deadline);
+        }
     }
 }
 
@@ -189,27 +204,68 @@ impl Confinement {
         if let Some(join) = mounts {
             join_view(join).map_err(confine_failed)?;
         }
-        let mut landlock = landlock.take();
-        let mut confine = || {
-            privileges.apply_in_child()?;
-            limits.apply_in_child()?;
-            if let Some(ruleset) = landlock.take() {
-                match ruleset.restrict_self() {
-                    Ok(status) if status.ruleset != RulesetStatus::NotEnforced => {}
-                    // Never exec unconfined.
-                    _ => return Err(io::Error::from(Errno::EPERM)),
-                }
-            }
-            for filter in [&*seccomp, &*metadata].into_iter().flatten() {
-                seccompiler::apply_filter(filter).map_err(|_| io::Error::from(Errno::EPERM))?;
-            }
-            Ok(())
-        };
+        let mut confine = || confine_self(privileges, limits, landlock, seccomp.as_ref(), metadata.as_ref());
         match (pids, mounts.as_ref().and_then(|join| join.namespace.pid.as_ref())) {
             (Some(run), Some(namespace)) => Err(run.run(namespace, &mut confine)),
             _ => confine().map_err(confine_failed),
         }
     }
+}
+
+impl Confinement {
+    /// The view's PID namespace, for a child that starts the command from inside the view's
+    /// user namespace (`start`): where one is made and the calling thread could not fork
+    /// straight into it ([`Confinement::fork_in_namespace`]).
+    pub(super) fn namespace_to_enter(&self) -> Option<&std::fs::File> {
+        self.pids.as_ref()?;
+        self.mounts.as_ref()?.namespace.pid.as_ref()
+    }
+
+    /// In the child: joins the view's user and mount namespaces and goes back to the working
+    /// directory. `false` when there is no view to join (the caller then changes directory
+    /// itself).
+    pub(super) fn join_view(&self) -> io::Result<bool> {
+        match &self.mounts {
+            Some(join) => join_view(join).map(|()| true),
+            None => Ok(false),
+        }
+    }
+
+    /// In the child, once in the view: the steps of the confinement proper (privileges, limits,
+    /// Landlock, seccomp). Only system calls on prepared data.
+    pub(super) fn confine_self(&mut self) -> io::Result<()> {
+        confine_self(
+            &self.privileges,
+            &self.limits,
+            &mut self.landlock,
+            self.seccomp.as_ref(),
+            self.metadata.as_ref(),
+        )
+    }
+}
+
+/// Gives up every privilege, sets the limits, and restricts the calling process with Landlock
+/// and seccomp, in that order (the module's steps 3 to 5).
+fn confine_self(
+    privileges: &DropPrivileges,
+    limits: &Limits,
+    landlock: &mut Option<RulesetCreated>,
+    seccomp: Option<&BpfProgram>,
+    metadata: Option<&BpfProgram>,
+) -> io::Result<()> {
+    privileges.apply_in_child()?;
+    limits.apply_in_child()?;
+    if let Some(ruleset) = landlock.take() {
+        match ruleset.restrict_self() {
+            Ok(status) if status.ruleset != RulesetStatus::NotEnforced => {}
+            // Never exec unconfined.
+            _ => return Err(io::Error::from(Errno::EPERM)),
+        }
+    }
+    for filter in [seccomp, metadata].into_iter().flatten() {
+        seccompiler::apply_filter(filter).map_err(|_| io::Error::from(Errno::EPERM))?;
+    }
+    Ok(())
 }
 
 fn join_view(join: &JoinNamespace) -> io::Result<()> {
@@ -233,7 +289,13 @@ fn shared_namespace(
     let mut namespaces = namespaces();
     let namespaces = namespaces.get_or_insert_with(Default::default);
     if let Some(namespace) = namespaces.get(&key) {
-        return Ok(namespace.clone());
+        if !namespace.init.as_ref().is_some_and(Init::is_gone) {
+            return Ok(namespace.clone());
+        }
+        // Its init was killed (the OOM killer, a user), and the kernel killed everything in the
+        // namespace with it: no process can start there any more. This command gets a new one.
+        tracing::warn!("the sandbox's PID namespace lost its init (killed); starting a new one");
+        namespaces.remove(&key);
     }
     let failed = |source: io::Error| SandboxError::Path {
         path: key
@@ -248,9 +310,9 @@ fn shared_namespace(
     };
     let own_user = view.has_user_namespace();
     // The view's PID namespace and its init are made by the same holder, in its mount namespace.
-    let (init, lifeline) = if pid_namespaces_available() {
-        let (init, lifeline) = StartInit::prepare().map_err(failed)?;
-        (Some(init), Some(lifeline))
+    let (init, ends) = if pid_namespaces_available() {
+        let (init, ends) = StartInit::prepare().map_err(failed)?;
+        (Some(init), Some(ends))
     } else {
         (None, None)
     };
@@ -273,7 +335,7 @@ fn shared_namespace(
             } else {
                 None
             },
-            _lifeline: lifeline.map(|(_read, write)| write),
+            init: ends.map(InitEnds::started).transpose()?,
         })
     })();
     holder.end();

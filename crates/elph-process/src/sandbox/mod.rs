@@ -23,6 +23,7 @@ mod refusal;
 mod refusals;
 mod repositories;
 mod seccomp;
+mod start;
 mod unix_sockets;
 mod weaker;
 
@@ -40,6 +41,7 @@ pub use pid_namespace::pid_namespaces_available;
 pub use privileges::{make_self_undumpable, user_namespaces_available};
 pub use refusal::Refused;
 pub use repositories::SessionWatch;
+pub(crate) use start::{StartFailure, start_confined};
 pub use unix_sockets::socket_variable;
 pub use weaker::{MissingProtection, missing_protections, start_probes};
 

@@ -2,7 +2,7 @@
 //! namespace's `/proc` and lives until Elph's process ends (see the parent module).
 
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
 use std::sync::OnceLock;
 
 use nix::errno::Errno;
@@ -20,19 +20,36 @@ pub(in crate::sandbox) struct StartInit {
     /// The read end of the namespace's lifeline, a pipe whose write end only Elph holds: the
     /// init exits when it reads EOF.
     lifeline: RawFd,
+    /// Where the holder says the init's pid, for Elph to watch it.
+    report: RawFd,
     last_cap: u32,
 }
 
+/// Elph's ends of a view's init: the lifeline and the pipe the holder says the init's pid on.
+pub(in crate::sandbox) struct InitEnds {
+    lifeline: (OwnedFd, OwnedFd),
+    report: (OwnedFd, OwnedFd),
+}
+
+/// A view's init, as Elph holds it once it started.
+pub(in crate::sandbox) struct Init {
+    /// The lifeline's write end: the init, and its whole namespace, live while it is open.
+    _lifeline: OwnedFd,
+    /// A pidfd of the init: readable once it is gone.
+    pidfd: OwnedFd,
+}
+
 impl StartInit {
-    /// The init's half and the lifeline (read end, write end): the caller keeps the write end
-    /// for as long as the namespace is to live, and closes the read end once the init started.
-    pub(in crate::sandbox) fn prepare() -> io::Result<(StartInit, (OwnedFd, OwnedFd))> {
-        let (read, write) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+    /// The init's half, and Elph's ends ([`InitEnds::started`] once the holder reported).
+    pub(in crate::sandbox) fn prepare() -> io::Result<(StartInit, InitEnds)> {
+        let lifeline = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+        let report = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
         let init = StartInit {
-            lifeline: read.as_raw_fd(),
+            lifeline: lifeline.0.as_raw_fd(),
+            report: report.1.as_raw_fd(),
             last_cap: privileges::last_cap(),
         };
-        Ok((init, (read, write)))
+        Ok((init, InitEnds { lifeline, report }))
     }
 
     /// Runs in the view's holder, after it made the view: unshares the PID namespace and starts
@@ -41,7 +58,8 @@ impl StartInit {
     pub(in crate::sandbox) fn in_holder(&self) -> io::Result<()> {
         nix::sched::unshare(CloneFlags::CLONE_NEWPID)?;
         let (from_init, to_holder) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
-        if clone_process()? == 0 {
+        let pid = clone_process()?;
+        if pid == 0 {
             drop(from_init);
             // Everything else the holder had open from Elph (the session's lock, pipes, sockets)
             // is closed first: the init lives long, and none of it is its to hold.
@@ -59,6 +77,7 @@ impl StartInit {
         }
         drop(to_holder);
         let mut word = [0u8; 4];
+        let init = pid;
         let mut got = 0;
         while got < word.len() {
             match nix::unistd::read(&from_init, &mut word[got..]) {
@@ -70,10 +89,82 @@ impl StartInit {
         }
         match i32::from_ne_bytes(word) {
             _ if got < word.len() => Err(io::Error::from(Errno::EPERM)),
-            0 => Ok(()),
+            0 => {
+                #[expect(unsafe_code, reason = "a descriptor made before the fork")]
+                // SAFETY: `report` is the write end Elph made before the fork, open in this
+                // process (the holder) until it exits.
+                let report = unsafe { BorrowedFd::borrow_raw(self.report) };
+                nix::unistd::write(report, &init.to_ne_bytes())?;
+                Ok(())
+            }
             errno => Err(io::Error::from_raw_os_error(errno)),
         }
     }
+}
+
+impl InitEnds {
+    /// Once the holder reported the view made (and before it ends: the init is its child until
+    /// then, so its pid names no other process): reads the init's pid and opens a pidfd of it.
+    pub(in crate::sandbox) fn started(self) -> io::Result<Init> {
+        let InitEnds {
+            lifeline: (_read, write),
+            report: (report, _),
+        } = self;
+        let mut word = [0u8; 4];
+        let got = nix::unistd::read(&report, &mut word)?;
+        let pid = i32::from_ne_bytes(word);
+        if got < word.len() || pid <= 0 {
+            return Err(io::Error::from(Errno::ECHILD));
+        }
+        Ok(Init {
+            _lifeline: write,
+            pidfd: pidfd_open(pid)?,
+        })
+    }
+}
+
+impl Init {
+    /// Whether the init is gone (killed: it only exits by itself when the lifeline closes),
+    /// which leaves its namespace unusable: no process can be created in it any more.
+    pub(in crate::sandbox) fn is_gone(&self) -> bool {
+        readable(&self.pidfd, 0)
+    }
+
+    /// Closes the lifeline and waits, up to `deadline`, for the init to be gone, and with it
+    /// everything in its namespace (the kernel kills the namespace before the init's exit ends).
+    pub(in crate::sandbox) fn end(self, deadline: std::time::Instant) {
+        let Init {
+            _lifeline: lifeline,
+            pidfd,
+        } = self;
+        drop(lifeline);
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        readable(&pidfd, i32::try_from(left.as_millis()).unwrap_or(i32::MAX));
+    }
+}
+
+/// Whether `fd` becomes readable within `milliseconds`.
+#[expect(
+    unsafe_code,
+    reason = "poll(2) on one descriptor; nix's poll is not enabled here"
+)]
+fn readable(fd: &OwnedFd, milliseconds: libc::c_int) -> bool {
+    let mut poll = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: poll(2) on one struct on this stack, for the duration of the call.
+    unsafe { libc::poll(&mut poll, 1, milliseconds) > 0 }
+}
+
+#[expect(unsafe_code, reason = "pidfd_open(2) has no wrapper in nix")]
+fn pidfd_open(pid: libc::pid_t) -> io::Result<OwnedFd> {
+    // SAFETY: pidfd_open(2) takes no memory argument and returns a new descriptor or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    let fd = Errno::result(fd).map_err(io::Error::from)?;
+    // SAFETY: the descriptor was just made, and nothing else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
 }
 
 /// The init of a view's namespace: pid 1 there, until Elph's process ends.

@@ -17,7 +17,8 @@
 //! environment or memory, nor trace them (each command has a Landlock domain of its own, and the
 //! kernel refuses `ptrace` from one domain into another), nor, with Landlock ABI 6, signal them.
 //!
-//! How:
+//! How (the default way a command starts is `sandbox/start.rs`, without `P`; what follows about
+//! `P` and `H` is the fork path, `ELPH_SPAWN=fork`):
 //!
 //! ```text
 //! holder (once per view) ──clone──▶ init (pid 1: `elph-init`, mounts the view's /proc, lives with Elph)
@@ -31,7 +32,8 @@
 //!   holds. It ignores `SIGCHLD`, so the kernel reaps every orphan of the namespace at once. When
 //!   Elph's process ends, however it ends, the pipe reads EOF, the init exits and the kernel kills
 //!   everything left in the namespace: what a command left in the background outlives the command
-//!   and dies with Elph.
+//!   and dies with Elph. Elph watches the init through a pidfd: one killed (the OOM killer, a
+//!   user) leaves a namespace no process can start in, and the next command makes a new one.
 //! - Each command's child `P` (Elph's fork, the leader of the command's session and process
 //!   group, already in the view's user and mount namespaces) joins the namespace for its children
 //!   (`setns`), and starts the command `H` with `clone(CLONE_VM | CLONE_VFORK)`: `H` shares `P`'s
@@ -58,8 +60,8 @@ use nix::unistd::Pid;
 
 pub(super) use command::RunCommand;
 pub(crate) use command::{CommandFailure, ForkInNamespace};
-pub(super) use init::StartInit;
 pub use init::pid_namespaces_available;
+pub(super) use init::{Init, InitEnds, StartInit};
 
 fn reap(pid: Pid) -> Option<WaitStatus> {
     loop {
@@ -194,9 +196,12 @@ mod tests {
             .unwrap_or_default();
         let pid = first.first().copied().unwrap_or(0);
         assert!(pid > 1, "{stdout} {stderr}");
-        // Root forks the command straight into the namespace: it leads its group and session
-        // there. Otherwise they are led by the waiter outside, and have no number inside.
-        let led = if nix::unistd::geteuid().is_root() { pid } else { 0 };
+        // The command is created in the namespace as Elph's own child: it leads its group and
+        // session there. Only the fork path (`ELPH_SPAWN=fork`) of a user who is not root has
+        // a waiter outside, which leads them: then they have no number inside.
+        let through_waiter = std::env::var_os("ELPH_SPAWN").is_some_and(|value| value == "fork")
+            && !nix::unistd::geteuid().is_root();
+        let led = if through_waiter { 0 } else { pid };
         assert_eq!(
             first.get(1..),
             Some(&[led, led][..]),
@@ -274,6 +279,80 @@ mod tests {
             "a zombie: {said}"
         );
         assert!(ended, "the session's end left the background process running");
+    }
+
+    /// The init of a session's namespace killed for real (as the OOM killer or a user would):
+    /// the session's next command starts anyway, in a new namespace with a new init.
+    #[tokio::test]
+    async fn a_killed_init_is_replaced_at_the_next_command() {
+        if !available() {
+            return;
+        }
+        let project = tempfile::tempdir().unwrap();
+        let policy = SandboxPolicy::workspace(project.path());
+        let namespace_of = |out: &RunOutput| {
+            assert_eq!(out.exit_code, Some(0), "{out:?}");
+            out.stdout.render().trim().to_string()
+        };
+        // A process left in the namespace: once its shell is gone, the init is its parent, which
+        // is how the test finds the init (as a user who is not root, it cannot read the init's
+        // `/proc/PID/ns`: the init is not dumpable).
+        let first = namespace_of(
+            &sandboxed(
+                &policy,
+                "sleep 30.8015 > /dev/null 2>&1 < /dev/null & readlink /proc/self/ns/pid",
+                project.path(),
+            )
+            .await,
+        );
+        assert!(first.starts_with("pid:["), "{first}");
+        let left_behind = || -> Option<i32> {
+            std::fs::read_dir("/proc").ok()?.flatten().find_map(|entry| {
+                let pid = entry.file_name().to_str()?.parse::<i32>().ok()?;
+                (std::fs::read(entry.path().join("cmdline")).ok()? == b"sleep\x0030.8015\x00").then_some(pid)
+            })
+        };
+        let parent_of = |pid: i32| -> Option<i32> {
+            let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix("PPid:")?.trim().parse().ok())
+        };
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let mut inits = Vec::new();
+        while inits.is_empty() && std::time::Instant::now() < deadline {
+            inits = left_behind()
+                .and_then(parent_of)
+                .filter(|&init| {
+                    std::fs::read_to_string(format!("/proc/{init}/comm"))
+                        .is_ok_and(|comm| comm.trim() == "elph-init")
+                })
+                .into_iter()
+                .collect();
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert_eq!(inits.len(), 1, "the namespace's init: {inits:?}");
+        nix::sys::signal::kill(Pid::from_raw(inits[0]), nix::sys::signal::Signal::SIGKILL).unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while Path::new(&format!("/proc/{}/ns", inits[0])).exists() && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let second = sandboxed(
+            &policy,
+            "readlink /proc/self/ns/pid; cat /proc/1/comm",
+            project.path(),
+        )
+        .await;
+        let said = namespace_of(&second);
+        // (A new namespace may get the old one's inode number: the old one is gone.)
+        let lines: Vec<&str> = said.lines().collect();
+        assert_eq!(lines.get(1), Some(&"elph-init"), "an init of its own: {said}");
+        assert_eq!(
+            left_behind(),
+            None,
+            "the kernel ended the namespace with its init"
+        );
+        let _ = policy.end_session();
     }
 
     /// A program that cannot be executed in the namespace is said as without the sandbox (the
