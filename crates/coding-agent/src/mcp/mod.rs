@@ -21,6 +21,7 @@
 //! misbehaving server cannot starve the agent's runtime.
 
 pub(crate) mod catalog;
+mod client;
 pub(crate) mod config;
 pub(crate) mod expand;
 pub mod file;
@@ -28,6 +29,7 @@ pub mod import;
 pub mod inputs;
 pub mod oauth;
 pub(crate) mod process;
+mod refresh;
 pub(crate) mod server;
 pub(crate) mod tool;
 pub(crate) mod wait;
@@ -231,11 +233,13 @@ impl McpManager {
             }
         };
         let handle = runtime.handle().clone();
+        let roots = roots(paths);
         manager.servers = enabled
             .into_iter()
             .map(|definition| {
                 let server = McpServer::new(definition, paths.project_dir.clone())
-                    .with_credentials(oauth::CredentialsFile::new(&paths.config_dir));
+                    .with_credentials(oauth::CredentialsFile::new(&paths.config_dir))
+                    .with_roots(roots.clone());
                 Arc::new(server)
             })
             .collect();
@@ -363,6 +367,23 @@ impl McpManager {
     }
 }
 
+/// What servers get for `roots/list`: the project and the sandbox's writable roots of
+/// settings.json (`sandbox.writableRoots`, `writableCaches`), the folders Elph works in.
+fn roots(paths: &Paths) -> Vec<std::path::PathBuf> {
+    let mut roots = vec![paths.project_dir.clone()];
+    // A settings.json that does not load stops the session before this, with its own message.
+    if let Ok(settings) = crate::settings::Settings::load(&paths.config_dir)
+        && let Ok(writable) = crate::sandbox::user_writable_roots(paths, &settings)
+    {
+        for root in writable {
+            if !roots.contains(&root) {
+                roots.push(root);
+            }
+        }
+    }
+    roots
+}
+
 /// Starts one server; its tools join `tools` when it answers. Returns the diagnostics (a failed
 /// start, tools skipped), which also go to `events` as notices, with a line when it is ready.
 async fn start_one(
@@ -381,6 +402,12 @@ async fn start_one(
             let (server_tools, diagnostics) = catalog::server_tools(&server, &specs, &runtime);
             let count = server_tools.len();
             tools.set_ready(server.name(), server_tools);
+            runtime.spawn(refresh::follow_tool_changes(
+                server.clone(),
+                tools.clone(),
+                runtime.clone(),
+                events.clone(),
+            ));
             for diagnostic in &diagnostics {
                 tracing::warn!(%diagnostic, "mcp");
                 notice(diagnostic.to_string());

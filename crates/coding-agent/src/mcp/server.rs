@@ -8,19 +8,17 @@
 //! first. A server that died stays down for the rest of the session, and its tools say so.
 
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
-use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation, JsonObject,
-    Tool as McpToolSpec,
-};
+use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject, Tool as McpToolSpec};
 use rmcp::service::{Peer, RoleClient, RunningService, ServiceError, ServiceExt};
 use serde::Serialize;
 use tokio::sync::watch;
 
+use super::client::{ElphClient, ToolRefresh};
 use super::config::{ServerDefinition, ServerTransport};
 use super::process::{GroupKiller, ServerProcess, StderrTail, exited, server_environment};
 
@@ -53,7 +51,7 @@ pub enum ServerState {
 struct Connection {
     peer: Peer<RoleClient>,
     /// Kept so that the connection stays open; dropping it closes the transport.
-    service: Option<RunningService<RoleClient, ClientConfig>>,
+    service: Option<RunningService<RoleClient, ElphClient>>,
     /// Stdio servers only: the group, killed when the connection is dropped.
     _group: Option<GroupKiller>,
     exit: Option<watch::Receiver<Option<String>>>,
@@ -72,13 +70,10 @@ pub struct McpServer {
     stderr: Mutex<StderrTail>,
     /// Where an HTTP server's OAuth tokens are (none: no token is sent).
     credentials: Option<super::oauth::CredentialsFile>,
-}
-
-fn client_info() -> ClientConfig {
-    ClientConfig::new(
-        ClientCapabilities::default(),
-        Implementation::new("elph", env!("CARGO_PKG_VERSION")),
-    )
+    /// What `roots/list` answers: the project and the writable roots.
+    roots: Vec<PathBuf>,
+    /// The server's announcements that its tools changed, and how far they have been followed.
+    tool_refresh: Arc<ToolRefresh>,
 }
 
 /// `message`, followed by the last lines the server wrote to stderr, if any.
@@ -127,7 +122,50 @@ impl McpServer {
             pgid: Mutex::new(None),
             stderr: Mutex::new(StderrTail::default()),
             credentials: None,
+            roots: Vec::new(),
+            tool_refresh: Arc::default(),
         }
+    }
+
+    /// Answers the server's `roots/list` with these folders.
+    pub fn with_roots(mut self, roots: Vec<PathBuf>) -> Self {
+        self.roots = roots;
+        self
+    }
+
+    fn client(&self) -> ElphClient {
+        ElphClient::new(&self.roots, self.tool_refresh.clone())
+    }
+
+    pub(crate) fn tool_refresh(&self) -> &ToolRefresh {
+        &self.tool_refresh
+    }
+
+    /// Lists the server's tools again, within its `timeoutMs` (it said they changed).
+    pub(crate) async fn list_tools(&self) -> Result<Vec<McpToolSpec>, String> {
+        let peer = {
+            let slot = self.connection.lock().await;
+            match &*slot {
+                Some(connection) => connection.peer.clone(),
+                None => return Err("it is not running".into()),
+            }
+        };
+        let tools = match tokio::time::timeout(self.definition.timeout, peer.list_all_tools()).await {
+            Ok(Ok(tools)) => tools,
+            Ok(Err(error)) => return Err(error.to_string()),
+            Err(_) => {
+                return Err(format!(
+                    "no answer within {}",
+                    human_duration(self.definition.timeout)
+                ));
+            }
+        };
+        if matches!(self.state(), ServerState::Running { .. }) {
+            self.set_state(ServerState::Running {
+                tools: tools.iter().map(|tool| tool.name.to_string()).collect(),
+            });
+        }
+        Ok(tools)
     }
 
     /// Sends an HTTP server the OAuth token stored for it in `credentials` (`elph mcp login`).
@@ -200,7 +238,7 @@ impl McpServer {
                     return Err("its stdin or stdout could not be piped".into());
                 };
                 let stderr = process.stderr;
-                let handshake = client_info().serve((stdout, stdin));
+                let handshake = self.client().serve((stdout, stdin));
                 let service = tokio::select! {
                     biased;
                     service = handshake => match service {
@@ -217,7 +255,7 @@ impl McpServer {
                 let name = &self.definition.name;
                 let credentials = self.credentials.as_ref();
                 let service =
-                    super::oauth::connect_http(client_info(), name, url, headers, credentials).await?;
+                    super::oauth::connect_http(self.client(), name, url, headers, credentials).await?;
                 (service, None, None, StderrTail::default())
             }
         };
@@ -265,7 +303,10 @@ impl McpServer {
         let failure = tokio::select! {
             biased;
             result = tokio::time::timeout(timeout, peer.call_tool(params)) => match result {
-                Ok(Ok(result)) => return Ok(result),
+                Ok(Ok(result)) => {
+                    self.after_list_changes(timeout).await;
+                    return Ok(result);
+                }
                 Ok(Err(ServiceError::McpError(error))) => {
                     return Err(CallError::Rejected(error.message.to_string()));
                 }
@@ -287,6 +328,15 @@ impl McpServer {
         let reason = explain(format!("it {how}"), &stderr).await;
         self.fail(&reason).await;
         Err(CallError::Died(reason))
+    }
+
+    /// A tool that changes the server's tool list says so before it answers: its answer waits
+    /// (at most `limit`) until the list has been read again, so the model's next request has it.
+    async fn after_list_changes(&self, limit: Duration) {
+        // The notification's handler runs in a task of its own that rmcp spawned before it handed
+        // over this answer: one yield lets it count the change.
+        tokio::task::yield_now().await;
+        let _ = tokio::time::timeout(limit, self.tool_refresh.settled()).await;
     }
 
     async fn fail(&self, reason: &str) {

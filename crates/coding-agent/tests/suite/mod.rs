@@ -47,6 +47,7 @@ mod lifecycle_signals;
 mod lifecycle_store_faults;
 mod lifecycle_support;
 mod mcp;
+mod mcp_changes;
 mod mcp_files;
 mod mcp_oauth;
 mod mcp_startup;

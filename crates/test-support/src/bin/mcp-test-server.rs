@@ -7,6 +7,12 @@
 //! - `guard {…}` takes an Elph hook payload as its arguments (an mcpTool hook) and answers with an
 //!   outcome: a block for a shell command holding "rm ", else `{}`.
 //!
+//! With `MCP_TEST_DYNAMIC=1`, four more tools, for what a client does beyond calls:
+//! - `add_tool {}` adds the tool `late {text}` (answers "late: TEXT") and sends
+//!   `notifications/tools/list_changed` before it answers;
+//! - `break_tool_list {}` makes every later `tools/list` fail, and sends the same notification;
+//! - `roots {}` asks the client for its roots (`roots/list`) and answers with their JSON.
+//!
 //! Evidence for the tests, through the environment the client gives it:
 //! - `MCP_TEST_STARTED`: on start, one JSON line `{"pid", "env", "args", "shown"}` is appended to
 //!   this file (`env` is the sorted list of the names of its environment variables, `args` its
@@ -45,9 +51,20 @@ struct SleepArgs {
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 struct CrashArgs {}
 
+/// The tools only `MCP_TEST_DYNAMIC=1` lists, and the one `add_tool` adds.
+const DYNAMIC_TOOLS: [&str; 3] = ["add_tool", "break_tool_list", "roots"];
+const LATE_TOOL: &str = "late";
+
+#[derive(Default)]
+struct ListState {
+    late_added: bool,
+    broken: bool,
+}
+
 #[derive(Clone)]
 struct TestServer {
     tool_router: ToolRouter<Self>,
+    list: std::sync::Arc<std::sync::Mutex<ListState>>,
 }
 
 fn append_line(variable: &str, line: &Value) {
@@ -67,6 +84,82 @@ impl TestServer {
     fn new() -> Self {
         TestServer {
             tool_router: Self::tool_router(),
+            list: std::sync::Arc::default(),
+        }
+    }
+
+    /// What `tools/list` shows now.
+    fn listed(&self) -> Result<Vec<rmcp::model::Tool>, rmcp::ErrorData> {
+        let dynamic = std::env::var_os("MCP_TEST_DYNAMIC").is_some();
+        let state = self.list.lock().unwrap();
+        if state.broken {
+            return Err(rmcp::ErrorData::internal_error(
+                "the tool list is broken on purpose",
+                None,
+            ));
+        }
+        Ok(self
+            .tool_router
+            .list_all()
+            .into_iter()
+            .filter(|tool| {
+                let name = tool.name.as_ref();
+                if name == LATE_TOOL {
+                    state.late_added
+                } else {
+                    dynamic || !DYNAMIC_TOOLS.contains(&name)
+                }
+            })
+            .collect())
+    }
+
+    #[tool(description = "Adds the tool `late` and says the tool list changed.")]
+    async fn add_tool(
+        &self,
+        Parameters(_args): Parameters<CrashArgs>,
+        context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> String {
+        append_line("MCP_TEST_CALLS", &json!({"tool": "add_tool", "arguments": {}}));
+        self.list.lock().unwrap().late_added = true;
+        context.peer.notify_tool_list_changed().await.unwrap();
+        "added".to_string()
+    }
+
+    #[tool(description = "Makes every later tools/list fail and says the tool list changed.")]
+    async fn break_tool_list(
+        &self,
+        Parameters(_args): Parameters<CrashArgs>,
+        context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> String {
+        append_line(
+            "MCP_TEST_CALLS",
+            &json!({"tool": "break_tool_list", "arguments": {}}),
+        );
+        self.list.lock().unwrap().broken = true;
+        context.peer.notify_tool_list_changed().await.unwrap();
+        "broken".to_string()
+    }
+
+    #[tool(description = "Answers \"late: TEXT\" (listed once add_tool added it).")]
+    async fn late(&self, Parameters(args): Parameters<EchoArgs>) -> String {
+        append_line(
+            "MCP_TEST_CALLS",
+            &json!({"tool": "late", "arguments": {"text": args.text}}),
+        );
+        format!("late: {}", args.text)
+    }
+
+    #[tool(description = "Asks the client for its roots (roots/list) and answers with them as JSON.")]
+    #[allow(deprecated, reason = "roots are part of MCP 2025-11-25")]
+    async fn roots(
+        &self,
+        Parameters(_args): Parameters<CrashArgs>,
+        context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> String {
+        append_line("MCP_TEST_CALLS", &json!({"tool": "roots", "arguments": {}}));
+        match context.peer.list_roots().await {
+            Ok(result) => serde_json::to_string(&result.roots).unwrap(),
+            Err(error) => format!("roots/list failed: {error}"),
         }
     }
 
@@ -119,7 +212,24 @@ impl TestServer {
 }
 
 #[tool_handler(router = self.tool_router)]
-impl ServerHandler for TestServer {}
+impl ServerHandler for TestServer {
+    fn get_info(&self) -> rmcp::model::ServerConfig {
+        let mut capabilities = rmcp::model::ServerCapabilities::builder().enable_tools().build();
+        if let Some(tools) = capabilities.tools.as_mut() {
+            tools.list_changed = Some(true);
+        }
+        rmcp::model::ServerConfig::new(capabilities)
+            .with_server_info(rmcp::model::Implementation::from_build_env())
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<rmcp::model::PaginatedRequestParams>,
+        _context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<rmcp::model::ListToolsResult, rmcp::ErrorData> {
+        Ok(rmcp::model::ListToolsResult::with_all_items(self.listed()?))
+    }
+}
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {

@@ -23,7 +23,6 @@ pub mod store;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use rmcp::model::ClientConfig;
 use rmcp::service::{ClientInitializeError, RoleClient, RunningService, ServiceExt as _};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::auth::{AuthClient, AuthError, AuthorizationManager};
@@ -39,12 +38,12 @@ type HttpTransport = StreamableHttpClientTransport<AuthClient<reqwest::Client>>;
 /// Connects to HTTP server `name` at `url` and initializes it: with its configured `headers` and,
 /// when `credentials` are given, the OAuth token stored for it.
 pub(crate) async fn connect_http(
-    client: ClientConfig,
+    client: super::client::ElphClient,
     name: &str,
     url: &str,
     headers: &BTreeMap<String, String>,
     credentials: Option<&CredentialsFile>,
-) -> Result<RunningService<RoleClient, ClientConfig>, String> {
+) -> Result<RunningService<RoleClient, super::client::ElphClient>, String> {
     let transport = http_transport(name, url, headers, credentials).await?;
     client
         .serve(transport)

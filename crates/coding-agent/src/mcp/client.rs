@@ -1,0 +1,118 @@
+//! Elph's side of one MCP connection: what it declares in `initialize`, and what it does when the
+//! server asks or tells it something. Made per server, so a message is known to come from that
+//! server.
+//!
+//! - `roots/list`: the project and the sandbox's writable roots, as `file://` URIs (the places
+//!   Elph works in; a server may confine itself to them).
+//! - `notifications/tools/list_changed`: the server's tools are listed again (see
+//!   [`ToolRefresh`]); until that answers, and for good if it fails, the last list stays.
+// Roots are deprecated by SEP-2577 (MCP 2026-07-28), but the 2025-11-25 revision, which every
+// server speaks today, has them.
+#![expect(deprecated, reason = "roots are still part of MCP 2025-11-25")]
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use rmcp::ClientHandler;
+use rmcp::ErrorData as McpError;
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, Implementation, ListRootsResult, Root, RootsCapabilities,
+};
+use rmcp::service::{NotificationContext, RequestContext, RoleClient};
+use tokio::sync::watch;
+
+/// The client of one server's connection.
+#[derive(Clone)]
+pub(crate) struct ElphClient {
+    info: ClientConfig,
+    roots: Arc<Vec<Root>>,
+    tools_changed: Arc<ToolRefresh>,
+}
+
+impl ElphClient {
+    pub(crate) fn new(roots: &[PathBuf], tools_changed: Arc<ToolRefresh>) -> Self {
+        let mut capabilities = ClientCapabilities::default();
+        // The roots are the session's and do not change while it runs.
+        let mut roots_capability = RootsCapabilities::default();
+        roots_capability.list_changed = Some(false);
+        capabilities.roots = Some(roots_capability);
+        ElphClient {
+            info: ClientConfig::new(
+                capabilities,
+                Implementation::new("elph", env!("CARGO_PKG_VERSION")),
+            ),
+            roots: Arc::new(roots.iter().map(|path| root(path)).collect()),
+            tools_changed,
+        }
+    }
+}
+
+/// A folder as an MCP root: its `file://` URI (percent-encoded) and its name.
+fn root(path: &std::path::Path) -> Root {
+    let uri = reqwest::Url::from_directory_path(path)
+        .map(String::from)
+        .unwrap_or_else(|()| format!("file://{}", path.display()));
+    let mut root = Root::new(uri);
+    root.name = path.file_name().map(|name| name.to_string_lossy().into_owned());
+    root
+}
+
+impl ClientHandler for ElphClient {
+    fn get_info(&self) -> ClientConfig {
+        self.info.clone()
+    }
+
+    async fn list_roots(&self, _context: RequestContext<RoleClient>) -> Result<ListRootsResult, McpError> {
+        Ok(ListRootsResult::new(self.roots.as_ref().clone()))
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.tools_changed.request();
+    }
+}
+
+/// The server said its tools changed: how many times it did, and up to which of those its tools
+/// have been listed again. A call that returns while a listing is owed waits for it, so a tool
+/// that changes the list has the new list in the model's next request.
+pub(crate) struct ToolRefresh {
+    requested: watch::Sender<u64>,
+    done: watch::Sender<u64>,
+}
+
+impl Default for ToolRefresh {
+    fn default() -> Self {
+        ToolRefresh {
+            requested: watch::channel(0).0,
+            done: watch::channel(0).0,
+        }
+    }
+}
+
+impl ToolRefresh {
+    fn request(&self) {
+        self.requested.send_modify(|count| *count += 1);
+    }
+
+    /// Waits for the next change the server announces; the count to report to [`Self::done`].
+    pub(crate) async fn next_request(&self, seen: &mut watch::Receiver<u64>) -> Option<u64> {
+        seen.changed().await.ok()?;
+        Some(*seen.borrow_and_update())
+    }
+
+    pub(crate) fn subscribe(&self) -> watch::Receiver<u64> {
+        self.requested.subscribe()
+    }
+
+    /// The tools were listed again (or that failed) after the `count`th change.
+    pub(crate) fn done(&self, count: u64) {
+        self.done.send_modify(|done| *done = (*done).max(count));
+    }
+
+    /// Returns once every change announced so far has been listed again (at once if none is
+    /// owed); the caller bounds the wait.
+    pub(crate) async fn settled(&self) {
+        let wanted = *self.requested.borrow();
+        let mut done = self.done.subscribe();
+        let _ = done.wait_for(|done| *done >= wanted).await;
+    }
+}
