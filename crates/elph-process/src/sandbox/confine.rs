@@ -204,7 +204,15 @@ impl Confinement {
         if let Some(join) = mounts {
             join_view(join).map_err(confine_failed)?;
         }
-        let mut confine = || confine_self(privileges, limits, landlock, seccomp.as_ref(), metadata.as_ref());
+        let mut confine = || {
+            confine_self(
+                privileges,
+                limits,
+                landlock.as_ref(),
+                seccomp.as_ref(),
+                metadata.as_ref(),
+            )
+        };
         match (pids, mounts.as_ref().and_then(|join| join.namespace.pid.as_ref())) {
             (Some(run), Some(namespace)) => Err(run.run(namespace, &mut confine)),
             _ => confine().map_err(confine_failed),
@@ -233,11 +241,11 @@ impl Confinement {
 
     /// In the child, once in the view: the steps of the confinement proper (privileges, limits,
     /// Landlock, seccomp). Only system calls on prepared data.
-    pub(super) fn confine_self(&mut self) -> io::Result<()> {
+    pub(super) fn confine_self(&self) -> io::Result<()> {
         confine_self(
             &self.privileges,
             &self.limits,
-            &mut self.landlock,
+            self.landlock.as_ref(),
             self.seccomp.as_ref(),
             self.metadata.as_ref(),
         )
@@ -249,14 +257,16 @@ impl Confinement {
 fn confine_self(
     privileges: &DropPrivileges,
     limits: &Limits,
-    landlock: &mut Option<RulesetCreated>,
+    landlock: Option<&RulesetCreated>,
     seccomp: Option<&BpfProgram>,
     metadata: Option<&BpfProgram>,
 ) -> io::Result<()> {
     privileges.apply_in_child()?;
     limits.apply_in_child()?;
-    if let Some(ruleset) = landlock.take() {
-        match ruleset.restrict_self() {
+    // A copy of the ruleset's descriptor, in this process's own table: the ruleset itself stays
+    // where it is, in memory this process may share with Elph (`start`), which closes it.
+    if let Some(ruleset) = landlock {
+        match ruleset.try_clone()?.restrict_self() {
             Ok(status) if status.ruleset != RulesetStatus::NotEnforced => {}
             // Never exec unconfined.
             _ => return Err(io::Error::from(Errno::EPERM)),
