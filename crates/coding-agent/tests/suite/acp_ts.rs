@@ -22,40 +22,44 @@ const INSTALL_DEADLINE: Duration = Duration::from_secs(300);
 /// One scenario, from `initialize` to the agent's exit.
 const RUN_DEADLINE: Duration = Duration::from_secs(120);
 
-/// Where the SDK is installed: once per target dir, shared by the tests (a lock file keeps two
-/// from installing at once).
+/// Where the SDK is installed: once per target dir, shared by the tests.
 fn sdk_dir() -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("acp-ts-sdk-{SDK_VERSION}"));
-    std::fs::create_dir_all(&dir).expect("create the SDK folder");
+    npm_package_dir(SDK_PACKAGE, SDK_VERSION)
+}
+
+/// A folder where npm installed `package@version` (in its `node_modules`): once per target dir,
+/// shared by the tests (a lock file keeps two from installing at once).
+pub fn npm_package_dir(package: &str, version: &str) -> PathBuf {
+    let name = package.trim_start_matches('@').replace('/', "-");
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}-{version}"));
+    std::fs::create_dir_all(&dir).expect("create the package folder");
     let lock = std::fs::File::create(dir.join(".install.lock")).expect("create the install lock");
-    lock.lock().expect("lock the SDK folder");
-    let package = dir.join("node_modules").join(SDK_PACKAGE).join("package.json");
-    let installed = std::fs::read_to_string(&package)
+    lock.lock().expect("lock the package folder");
+    let manifest = dir.join("node_modules").join(package).join("package.json");
+    let installed = std::fs::read_to_string(&manifest)
         .ok()
         .and_then(|text| serde_json::from_str::<Value>(&text).ok())
-        .is_some_and(|manifest| manifest["version"] == SDK_VERSION);
+        .is_some_and(|manifest| manifest["version"] == version);
     if !installed {
-        install(&dir);
+        install(&dir, package, version);
     }
     dir
 }
 
-/// `npm install` of the SDK into `dir`, under a deadline. npm keeps the environment it is given
-/// (its registry, proxy and certificates, as for any package manager fetching dependencies);
-/// what runs Elph is hermetic.
-fn install(dir: &Path) {
+/// `npm install` of `package@version` into `dir`, under a deadline. npm keeps the environment it
+/// is given (its registry, proxy and certificates, as for any package manager fetching
+/// dependencies); what runs Elph is hermetic.
+fn install(dir: &Path, package: &str, version: &str) {
     let mut child = Command::new("npm")
         .args(["install", "--no-audit", "--no-fund", "--no-save", "--prefix"])
         .arg(dir)
-        .arg(format!("{SDK_PACKAGE}@{SDK_VERSION}"))
+        .arg(format!("{package}@{version}"))
         .env("npm_config_update_notifier", "false")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap_or_else(|err| {
-            panic!("these tests install {SDK_PACKAGE} with npm, which did not start: {err}")
-        });
+        .unwrap_or_else(|err| panic!("these tests install {package} with npm, which did not start: {err}"));
     let started = Instant::now();
     let status = loop {
         if let Some(status) = child.try_wait().unwrap() {
@@ -64,7 +68,7 @@ fn install(dir: &Path) {
         if started.elapsed() > INSTALL_DEADLINE {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("npm install {SDK_PACKAGE}@{SDK_VERSION} took over {INSTALL_DEADLINE:?}");
+            panic!("npm install {package}@{version} took over {INSTALL_DEADLINE:?}");
         }
         std::thread::sleep(Duration::from_millis(100));
     };
@@ -72,7 +76,7 @@ fn install(dir: &Path) {
     let _ = child.stderr.take().unwrap().read_to_string(&mut stderr);
     assert!(
         status.success(),
-        "npm install {SDK_PACKAGE}@{SDK_VERSION} failed: {stderr}"
+        "npm install {package}@{version} failed: {stderr}"
     );
 }
 

@@ -51,6 +51,7 @@ mod mcp_changes;
 mod mcp_files;
 mod mcp_oauth;
 mod mcp_startup;
+mod mcp_ts;
 mod native_tool_race;
 mod other_agents;
 mod permission_rules;
