@@ -4,6 +4,7 @@ mod completions;
 mod doctor;
 mod hooks;
 mod hooks_coverage;
+mod hooks_coverage_judge;
 mod hooks_coverage_paths;
 mod hooks_coverage_probe;
 mod hooks_coverage_run;
