@@ -22,7 +22,8 @@ pub enum McpCommand {
     Logout(LogoutArgs),
     /// Add another client's MCP servers to Elph's mcp.json: VS Code (.vscode/mcp.json), Cursor
     /// (.cursor/mcp.json), Claude Desktop (claude_desktop_config.json), Claude Code (.mcp.json),
-    /// Codex (config.toml's [mcp_servers.NAME]). What cannot be carried over is said, one line each.
+    /// Codex (config.toml's [mcp_servers.NAME]), Gemini CLI (.gemini/settings.json). What cannot be
+    /// carried over is said, one line each.
     Import(super::mcp_import::ImportArgs),
 }
 

@@ -7,6 +7,7 @@
 //! | Cursor | `.cursor/mcp.json`, `~/.cursor/mcp.json` | `mcpServers` |
 //! | Claude Desktop, Claude Code | `claude_desktop_config.json`, `.mcp.json` | `mcpServers` |
 //! | Codex | `~/.codex/config.toml`, `.codex/config.toml` | `[mcp_servers.NAME]` |
+//! | Gemini CLI | `~/.gemini/settings.json`, `.gemini/settings.json` | `mcpServers` (its own fields: `httpUrl`, `timeout`, `trust`, …) |
 //!
 //! VS Code's and Cursor's variables (`${workspaceFolder}`, `${env:NAME}`, `${input:ID}`) are Elph's
 //! too, so they are kept as written.
@@ -15,6 +16,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 use serde_json::{Map, Value, json};
+
+mod gemini;
 
 use super::inputs::{InputKind, parse_specs};
 use crate::paths::Paths;
@@ -30,19 +33,22 @@ pub struct OtherClientFile {
 }
 
 /// The other clients' MCP files that exist: the project's (`.vscode/mcp.json`, `.cursor/mcp.json`,
-/// `.codex/config.toml` with servers) and the home folder's (Cursor, Codex, Claude Desktop, VS
-/// Code's user file). `.mcp.json` is not among them: Elph reads it.
+/// `.codex/config.toml` with servers, `.gemini/settings.json` with `mcpServers`) and the home
+/// folder's (Cursor, Codex, Gemini CLI, Claude Desktop, VS Code's user file). `.mcp.json` is not
+/// among them: Elph reads it.
 pub(crate) fn other_client_files(paths: &Paths, home: Option<&Path>) -> Vec<OtherClientFile> {
     let project = &paths.project_dir;
     let mut candidates: Vec<(PathBuf, &'static str)> = vec![
         (project.join(".vscode/mcp.json"), "VS Code"),
         (project.join(".cursor/mcp.json"), "Cursor"),
         (project.join(".codex/config.toml"), "Codex"),
+        (project.join(".gemini/settings.json"), "Gemini CLI"),
     ];
     if let Some(home) = home {
         candidates.extend([
             (home.join(".cursor/mcp.json"), "Cursor"),
             (home.join(".codex/config.toml"), "Codex"),
+            (home.join(".gemini/settings.json"), "Gemini CLI"),
             (
                 home.join(".config/Claude/claude_desktop_config.json"),
                 "Claude Desktop",
@@ -105,6 +111,9 @@ pub(crate) fn import(file_name: &str, text: &str) -> Result<Imported, String> {
     let Value::Object(fields) = &value else {
         return Err("is not a JSON object".into());
     };
+    if is_gemini_settings(file_name) {
+        return gemini::import(&value);
+    }
     if let Some(Value::Object(mcp)) = fields.get("mcp")
         && mcp.contains_key("servers")
     {
@@ -231,6 +240,11 @@ fn json_server(name: &str, fields: &Map<String, Value>, notes: &mut Vec<String>)
         }
     }
     Some(Value::Object(server))
+}
+
+/// Gemini CLI keeps its servers in its settings.json (`~/.gemini/`, or the project's `.gemini/`).
+fn is_gemini_settings(file_name: &str) -> bool {
+    Path::new(file_name).ends_with(".gemini/settings.json")
 }
 
 /// Codex's config.toml: `[mcp_servers.NAME]` tables.

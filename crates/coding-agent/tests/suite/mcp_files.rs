@@ -459,3 +459,76 @@ fn a_broken_commented_mcp_json_names_its_line_and_import_keeps_its_comments() {
         text(&output.stdout)
     );
 }
+
+#[test]
+fn gemini_cli_settings_are_named_by_doctor_and_import_with_each_field_said() {
+    let env = TestEnv::new();
+    let project_file = env.project.join(".gemini/settings.json");
+    std::fs::create_dir_all(project_file.parent().unwrap()).unwrap();
+    std::fs::copy(fixture("gemini/settings.json"), &project_file).unwrap();
+    let home_file = env.home.join(".gemini/settings.json");
+    std::fs::create_dir_all(home_file.parent().unwrap()).unwrap();
+    // A Gemini CLI settings file with other settings and no servers is not named.
+    std::fs::write(&home_file, r#"{"theme": "GitHub"}"#).unwrap();
+    let output = elph_cli(&env, &["doctor"]);
+    let stdout = text(&output.stdout);
+    assert!(
+        stdout.contains(".gemini/settings.json has MCP servers of Gemini CLI that Elph does not read")
+            && stdout.contains(".gemini/settings.json --write"),
+        "{stdout}"
+    );
+    assert_eq!(stdout.matches("of Gemini CLI").count(), 1, "{stdout}");
+    std::fs::write(
+        &home_file,
+        r#"{"theme": "GitHub", "mcpServers": {"remote": {"httpUrl": "https://h.example/mcp"}}}"#,
+    )
+    .unwrap();
+    let stdout = text(&elph_cli(&env, &["doctor"]).stdout);
+    assert_eq!(stdout.matches("of Gemini CLI").count(), 2, "{stdout}");
+
+    let shown = project_file.display().to_string();
+    let output = elph_cli(&env, &["mcp", "import", &shown, "--write"]);
+    let stderr = text(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let written = read_json(&env.project.join(".elph/mcp.json"));
+    let servers = &written["mcpServers"];
+    assert_eq!(
+        servers["pythonTools"],
+        json!({"command": "python", "args": ["-m", "my_mcp_server", "--port", "8080"],
+               "env": {"DATABASE_URL": "${env:DB_CONNECTION_STRING}", "API_KEY": "${EXTERNAL_API_KEY}"},
+               "toolTimeoutMs": 15000})
+    );
+    assert_eq!(
+        servers["httpServerWithAuth"],
+        json!({"type": "http", "url": "http://localhost:3000/mcp", "toolTimeoutMs": 5000,
+               "headers": {"Authorization": "Bearer your-api-token", "X-Custom-Header": "custom-value",
+                           "Content-Type": "application/json"}})
+    );
+    assert_eq!(
+        servers["discoveredServer"],
+        json!({"type": "sse", "url": "https://api.example.com/sse"})
+    );
+    assert_eq!(
+        servers["googleCloudServer"],
+        json!({"type": "http", "url": "https://my-gcp-service.run.app/mcp"})
+    );
+    // What was not carried over: one line each, naming the field.
+    for field in [
+        "pythonTools.cwd",
+        "nodeServer.cwd",
+        "nodeServer.trust",
+        "filteredServer.includeTools",
+        "discoveredServer.url: an SSE endpoint",
+        "googleCloudServer.authProviderType",
+        "googleCloudServer.oauth: Elph finds a server's OAuth by itself",
+    ] {
+        assert_eq!(
+            stderr.lines().filter(|line| line.contains(field)).count(),
+            1,
+            "{field} in:\n{stderr}"
+        );
+    }
+    // A second import adds nothing.
+    let again = elph_cli(&env, &["mcp", "import", &shown, "--write"]);
+    assert!(text(&again.stdout).contains("nothing new to add"), "{again:?}");
+}
