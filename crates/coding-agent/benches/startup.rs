@@ -2,7 +2,9 @@
 //!
 //! - spawn → first byte of the model request reaching a local TCP server, for `elph run` (plain
 //!   `http://` base URL, a stored session, no hooks) and for `curl` posting the same body with the
-//!   same headers (target: elph ≤ 0.75× curl);
+//!   same headers (target: elph ≤ 0.75× curl); the summary adds the same `elph run` with
+//!   `--sandbox full-access` as a diagnostic row (no namespace probes: what the sandbox's start
+//!   costs on the way to the first request);
 //! - the peak resident set (getrusage of the child, via test-support's `peak-rss`) of an `elph run`
 //!   that makes one tool call, against `elph --version` (the binary's floor) and `curl`'s POST
 //!   (target: ≤ 20 MB).
@@ -185,6 +187,16 @@ fn other_elph() -> Option<PathBuf> {
     std::env::var_os("ELPH_BENCH_OTHER_BIN").map(PathBuf::from)
 }
 const RUN_ARGS: [&str; 4] = ["run", "--model", "openai/gpt-4.1", "hello"];
+/// The same run with no sandbox: no namespace probes, no namespaces. A diagnostic row of the
+/// summary (what the sandbox's start costs on the way to the first request), not a target.
+const FULL_ACCESS_ARGS: [&str; 6] = [
+    "run",
+    "--model",
+    "openai/gpt-4.1",
+    "--sandbox",
+    "full-access",
+    "hello",
+];
 
 /// Starting elph and curl, with a server and curl's copy of elph's request body.
 struct Startup {
@@ -216,6 +228,13 @@ impl Startup {
     fn spawn_elph(&self) -> Child {
         self.home
             .elph_run(&self.elph, &RUN_ARGS, &self.server)
+            .spawn()
+            .unwrap()
+    }
+
+    fn spawn_elph_full_access(&self) -> Child {
+        self.home
+            .elph_run(&self.elph, &FULL_ACCESS_ARGS, &self.server)
             .spawn()
             .unwrap()
     }
@@ -337,6 +356,7 @@ fn summary() {
     let other = other_elph().map(Startup::new);
     let rounds = 60;
     let (mut elph_times, mut other_times, mut curl) = (Vec::new(), Vec::new(), Vec::new());
+    let mut full_access = Vec::new();
     for round in 0..5 + rounds {
         // The two elphs take turns going first, so neither always follows curl's exit.
         let (e, o) = if round % 2 == 0 {
@@ -347,7 +367,9 @@ fn summary() {
             (startup.first_byte(Startup::spawn_elph), o)
         };
         let c = startup.first_byte(Startup::spawn_curl);
+        let f = startup.first_byte(Startup::spawn_elph_full_access);
         if round >= 5 {
+            full_access.push(f);
             elph_times.push(e);
             other_times.extend(o);
             curl.push(c);
@@ -374,6 +396,19 @@ fn summary() {
         println!(
             "  {label}: elph run {e:>9.2?}  curl {c:>9.2?}  {ratio:.3}x curl  (target <= {FIRST_BYTE_TARGET}x: {})",
             verdict(ratio <= FIRST_BYTE_TARGET)
+        );
+    }
+    println!("  diagnostic, the same elph with --sandbox full-access (no namespace probes):");
+    for (label, q) in [("median", 0.5), ("fastest", 0.0)] {
+        let (f, e, c) = (
+            quantile(&mut full_access, q),
+            quantile(&mut elph_times, q),
+            quantile(&mut curl, q),
+        );
+        println!(
+            "  {label}: full-access {f:>9.2?}  {:.3}x curl  {:.3}x elph run",
+            f.as_secs_f64() / c.as_secs_f64(),
+            f.as_secs_f64() / e.as_secs_f64()
         );
     }
     if let Some(other) = &other {
