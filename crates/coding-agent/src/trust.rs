@@ -14,6 +14,7 @@ pub mod contents;
 mod keys;
 mod named;
 pub mod pins;
+pub mod watch;
 pub use keys::canonical_key;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -492,11 +493,17 @@ impl TrustStore {
 
     /// Decides trust for `project` (absolute and canonical).
     pub fn decide(&self, project: &Path) -> TrustDecision {
+        self.decide_watching(project, &mut Vec::new())
+    }
+
+    /// [`decide`](Self::decide), and every path it read or looked at into `watched` (see `watch`).
+    fn decide_watching(&self, project: &Path, watched: &mut Vec<PathBuf>) -> TrustDecision {
+        watched.push(self.path.clone());
         match self.load() {
             Ok(file) => {
                 let mut decision = decide_with(&file, project);
                 if decision.trusted {
-                    decision.pin = self.check_pin(&file, project);
+                    decision.pin = self.check_pin(&file, project, watched);
                     if matches!(decision.pin, PinState::Changed { .. }) {
                         decision.trusted = false;
                     }
@@ -524,14 +531,19 @@ impl TrustStore {
             .map_or(true, |settings| settings.trust_pinning != Some(false))
     }
 
-    fn check_pin(&self, file: &TrustFile, project: &Path) -> PinState {
+    fn check_pin(&self, file: &TrustFile, project: &Path, watched: &mut Vec<PathBuf>) -> PinState {
         let Some(pinned) = pins::recorded(&file.raw, project) else {
             return PinState::Unpinned;
         };
+        watched.push(crate::settings::Settings::path(
+            self.path.parent().unwrap_or(Path::new("/")),
+        ));
         if !self.pinning_enabled() {
             return PinState::Off;
         }
-        match pinned.changes_to(&pins::Fingerprint::of(project)) {
+        let (now, read) = pins::Fingerprint::watched(project);
+        watched.extend(read);
+        match pinned.changes_to(&now) {
             None => PinState::Matches,
             Some(changes) => PinState::Changed { changes },
         }

@@ -72,8 +72,9 @@ pub struct HookHost {
     /// The processes of persistent hooks; they end with the host.
     persistent: PersistentHooks,
     /// Where the project's pin is checked again right before each run of a project hook, so that
-    /// a change during the session (a hook's script rewritten) is caught before it runs.
-    pin_check: Option<crate::trust::TrustStore>,
+    /// a change during the session (a hook's script rewritten) is caught before it runs. The
+    /// full check runs again whenever anything it read changed (see `trust::watch`).
+    pin_check: Option<crate::trust::watch::PinWatch>,
     /// The queues of async hooks (`"async": true`), which the session does not wait for.
     background: Background,
     /// Run async hooks in the chain, their outcome ignored, instead of in the background (`elph
@@ -123,7 +124,7 @@ impl HookHost {
     /// Checks the project's trust (and its pin) in `store` before each run of a project hook; a
     /// project that changed since it was trusted runs none of them.
     pub(crate) fn with_pin_check(mut self, store: crate::trust::TrustStore) -> Self {
-        self.pin_check = Some(store);
+        self.pin_check = Some(crate::trust::watch::PinWatch::new(store, &self.project_dir));
         self
     }
 
@@ -132,8 +133,7 @@ impl HookHost {
         if hook.scope != super::HookScope::Project {
             return None;
         }
-        let decision = self.pin_check.as_ref()?.decide(&self.project_dir);
-        let changes = decision.changes()?;
+        let changes = self.pin_check.as_ref()?.changes()?;
         Some(format!(
             "not run: the project changed since you trusted it ({}); review the change, then run \
              `elph trust {}`",

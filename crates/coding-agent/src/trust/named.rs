@@ -14,6 +14,9 @@ pub(crate) struct Named {
     pub files: Vec<PathBuf>,
     /// What is not pinned, in words (each names `label`).
     pub unseen: Vec<String>,
+    /// Every place looked at for a file, found or not (before symlinks are followed): a file
+    /// created, removed or changed at one of them can change what is named (see `watch`).
+    pub probed: Vec<PathBuf>,
 }
 
 /// Interpreters: a command line running one of these runs code that can load more at run time.
@@ -36,6 +39,9 @@ pub(crate) fn named_files(
     path_var: &str,
 ) -> Named {
     let mut named = Named::default();
+    if !command.contains('/') {
+        named.probe_path_var(command, path_var);
+    }
     let program = crate::hooks::discovery::resolve_command(command, folder, path_var).path;
     let program_in_project = named.take(project, &program);
     let name = program
@@ -97,6 +103,9 @@ pub(crate) fn named_in_env<'a>(
 impl Named {
     /// Pins `path` if it is an existing regular file inside the project; true when it is.
     fn take(&mut self, project: &Path, path: &Path) -> bool {
+        if !self.probed.iter().any(|probed| probed == path) {
+            self.probed.push(path.to_path_buf());
+        }
         let resolved = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
         if resolved.starts_with(project) && resolved.is_file() {
             if !self.files.contains(&resolved) {
@@ -123,6 +132,16 @@ impl Named {
             } else {
                 self.take(project, &project.join(written));
                 self.take(project, &folder.join(written));
+            }
+        }
+    }
+
+    /// Where a bare command name is looked for: each absolute PATH entry, in order.
+    fn probe_path_var(&mut self, name: &str, path_var: &str) {
+        for dir in std::env::split_paths(path_var).filter(|dir| dir.is_absolute()) {
+            let candidate = dir.join(name);
+            if !self.probed.contains(&candidate) {
+                self.probed.push(candidate);
             }
         }
     }
@@ -158,6 +177,7 @@ impl Named {
                 .find_map(|prefix| word.strip_prefix(prefix))
                 .unwrap_or(&word);
             if !word.contains('/') {
+                self.probe_path_var(word, path_var);
                 let found = std::env::split_paths(path_var)
                     .filter(|dir| dir.is_absolute())
                     .map(|dir| dir.join(word))

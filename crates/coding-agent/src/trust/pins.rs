@@ -60,7 +60,14 @@ pub struct Fingerprint {
 impl Fingerprint {
     /// Takes the fingerprint of `project` (canonical) now.
     pub fn of(project: &Path) -> Self {
-        survey(project).0
+        survey(project).fingerprint
+    }
+
+    /// Takes the fingerprint of `project` (canonical) now, with every path it read or looked for
+    /// (see `watch`).
+    pub(crate) fn watched(project: &Path) -> (Self, Vec<PathBuf>) {
+        let survey = survey(project);
+        (survey.fingerprint, survey.watched)
     }
 
     pub(crate) fn to_json(&self) -> Value {
@@ -133,15 +140,29 @@ impl Fingerprint {
     }
 }
 
-/// The fingerprint of `project` (canonical) now, and what it cannot pin, in words.
-fn survey(project: &Path) -> (Fingerprint, Vec<String>) {
+/// What a survey of a project found.
+struct Survey {
+    fingerprint: Fingerprint,
+    /// What it cannot pin, in words.
+    unseen: Vec<String>,
+    /// Every path it read, or looked at for a file that may be there (found or not), folders of
+    /// `.elph/` included: what must be unchanged for the fingerprint to be (see `watch`).
+    watched: Vec<PathBuf>,
+}
+
+/// The fingerprint of `project` (canonical) now.
+fn survey(project: &Path) -> Survey {
     let mut files = BTreeMap::new();
+    let mut watched = Vec::new();
     for name in PINNED_FILES {
-        files.insert(name.to_string(), digest_file(&project.join(name)));
+        let path = project.join(name);
+        files.insert(name.to_string(), digest_file(&path));
+        watched.push(path);
     }
     for folder in PINNED_FOLDERS {
         let mut found = Vec::new();
-        collect_files(&project.join(folder), &mut found);
+        watched.push(project.join(folder));
+        collect_files(&project.join(folder), &mut found, &mut watched);
         found.sort();
         if found.len() > MAX_FOLDER_FILES {
             let listing: Vec<String> = found.iter().map(|path| path.display().to_string()).collect();
@@ -160,7 +181,9 @@ fn survey(project: &Path) -> (Fingerprint, Vec<String>) {
     let folder = project.join(".elph");
     let path_var = std::env::var("PATH").unwrap_or_default();
     let mut unseen = Vec::new();
+    let mut probed = Vec::new();
     let mut pin_named = |named: named::Named, files: &mut BTreeMap<String, String>| {
+        probed.extend(named.probed);
         for path in named.files {
             if let Ok(relative) = path.strip_prefix(project) {
                 files.insert(relative.display().to_string(), digest_file(&path));
@@ -231,20 +254,25 @@ fn survey(project: &Path) -> (Fingerprint, Vec<String>) {
         }
     }
     unseen.dedup();
-    (
-        Fingerprint {
+    watched.extend(files.keys().map(|relative| project.join(relative)));
+    watched.extend(probed);
+    watched.sort();
+    watched.dedup();
+    Survey {
+        fingerprint: Fingerprint {
             files,
             hooks,
             fail_closed,
         },
         unseen,
-    )
+        watched,
+    }
 }
 
 /// What Elph cannot pin in `project` (canonical), one line each: for the trust question and
 /// `elph trust --status`.
 pub fn not_pinned(project: &Path) -> Vec<String> {
-    survey(project).1
+    survey(project).unseen
 }
 
 /// Every file trusting `project` (canonical) pins, whether it exists or not (an absent one is pinned
@@ -352,8 +380,9 @@ impl PinChanges {
 }
 
 /// Every file under `dir`, without following symlinked folders (a link to `/` must not make trusting
-/// read the whole disk). A symlinked file is listed; its digest is of what it points to.
-fn collect_files(dir: &Path, found: &mut Vec<PathBuf>) {
+/// read the whole disk). A symlinked file is listed; its digest is of what it points to. Every
+/// folder below `dir` goes to `folders`.
+fn collect_files(dir: &Path, found: &mut Vec<PathBuf>, folders: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
@@ -363,7 +392,10 @@ fn collect_files(dir: &Path, found: &mut Vec<PathBuf>) {
         }
         let path = entry.path();
         match entry.file_type() {
-            Ok(kind) if kind.is_dir() => collect_files(&path, found),
+            Ok(kind) if kind.is_dir() => {
+                folders.push(path.clone());
+                collect_files(&path, found, folders);
+            }
             Ok(_) => found.push(path),
             Err(_) => {}
         }

@@ -154,6 +154,65 @@ async fn a_script_changed_during_a_session_is_caught_before_the_next_hook_run() 
     );
 }
 
+/// The host keeps the pin check's answer while nothing it read changed (trust::watch): a rewrite
+/// that keeps the script's size, inode and mtime (`touch -d` back), after checks were answered
+/// from what was kept, is still caught before the next run. Only ctime shows it.
+#[tokio::test]
+async fn a_rewrite_that_keeps_size_and_mtime_is_caught_after_kept_checks() {
+    let env = TestEnv::new();
+    let ran = env.evidence("guard-ran.jsonl");
+    let edited = env.evidence("edited");
+    let script = env.project.join("tools/guard.sh");
+    write(&script, &format!("cat >> '{}' # A\n", ran.display()));
+    let stamp = "@946684800";
+    let touched = std::process::Command::new("touch")
+        .args(["-d", stamp])
+        .arg(&script)
+        .status()
+        .unwrap();
+    assert!(touched.success());
+    env.write_project_hooks(&json!({"hooks": [
+        {"id": "guard", "event": "preToolUse", "command": "/bin/sh", "args": ["tools/guard.sh"]},
+    ]}));
+    // After the second tool call only: A becomes B in place, and the mtime is set back.
+    let edit = format!(
+        "cat > /dev/null; if [ -e '{edited}' ]; then sed 's/# A$/# B/' '{script}' > '{script}.new' && \
+         cat '{script}.new' > '{script}' && rm '{script}.new' && touch -d {stamp} '{script}'; \
+         else : > '{edited}'; fi",
+        edited = edited.display(),
+        script = script.display(),
+    );
+    env.write_home_hooks(&json!({"hooks": [
+        {"id": "editor", "event": "postToolUse", "command": "/bin/sh", "args": ["-c", edit]},
+    ]}));
+    let trusted = cli(&env, &["trust"], &std::env::var("PATH").unwrap_or_default());
+    assert!(trusted.status.success(), "{trusted:?}");
+    // Older than the settling span, so that the checks of the first two calls are kept.
+    tokio::time::sleep(coding_agent::trust::watch::SETTLED + Duration::from_secs(1)).await;
+
+    let server = FakeModelServer::start(Wire::OpenAi).await;
+    for _ in 0..3 {
+        server.enqueue(FakeReply::tool_call("list_dir", json!({})));
+    }
+    server.enqueue(FakeReply::text("done"));
+    let output = run_elph(&env, &server, &["look three times"]).await;
+    assert!(output.status.success(), "{output:?}");
+    let text = std::fs::read_to_string(&script).unwrap();
+    assert!(text.ends_with("# B\n"), "the script was rewritten: {text}");
+    let meta = std::fs::metadata(&script).unwrap();
+    assert_eq!(
+        meta.modified().unwrap(),
+        std::time::UNIX_EPOCH + Duration::from_secs(946_684_800),
+        "its mtime was set back"
+    );
+    assert_eq!(json_lines(&ran).len(), 2, "the guard ran before the change only");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("not run: the project changed since you trusted it (file changed: tools/guard.sh)"),
+        "{stderr}"
+    );
+}
+
 /// A trusted project with a fail-closed guard, whose script then changes.
 fn changed_guarded_project(env: &TestEnv) {
     let guard = env.project_script("guard.sh", "exit 0\n");
