@@ -276,6 +276,11 @@ impl Runtime {
         }
     }
 
+    /// The session's MCP servers.
+    pub(crate) fn mcp(&self) -> &McpManager {
+        &self.mcp
+    }
+
     /// A line for the user in every front end.
     pub(crate) fn notice(&self, message: String) {
         let _ = self.events.send(AgentEvent::Notice { message });

@@ -55,6 +55,8 @@ pub(crate) struct Forwarder {
     /// The diff of each file-changing call not finished yet: its last update keeps it beside the
     /// result.
     diffs: HashMap<String, ToolCallContent>,
+    /// The elicitation modes the client declared: (form, url).
+    elicitation: (bool, bool),
 }
 
 impl Forwarder {
@@ -78,7 +80,14 @@ impl Forwarder {
             titled: false,
             mode: AgentMode::default(),
             diffs: HashMap::new(),
+            elicitation: (false, false),
         }
+    }
+
+    /// MCP servers' questions go to the client in the modes it declared (form, url).
+    pub(crate) fn with_elicitation(mut self, modes: (bool, bool)) -> Self {
+        self.elicitation = modes;
+        self
     }
 
     /// Notices to give the client first, once it knows the session (about the editor's own MCP
@@ -139,6 +148,15 @@ impl Forwarder {
                         self.session_id.clone(),
                         question,
                         self.project_dir.clone(),
+                    ));
+                }
+                SessionEvent::Elicitation(question) => {
+                    // In a task of its own, as an approval: the turn goes on meanwhile.
+                    tokio::spawn(super::elicitation::ask(
+                        self.cx.clone(),
+                        self.session_id.clone(),
+                        question,
+                        self.elicitation,
                     ));
                 }
                 SessionEvent::Context { .. } => {}

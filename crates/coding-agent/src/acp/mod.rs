@@ -11,6 +11,7 @@
 mod approval;
 mod commands;
 mod config;
+mod elicitation;
 mod files;
 mod forward;
 mod framing;
@@ -180,6 +181,8 @@ pub async fn serve(
                     // Sessions opened from now on read and write through the client's file
                     // system if it offers one.
                     sessions.files.set(request.client_capabilities.fs);
+                    // MCP servers' questions go to the client if it declares elicitation.
+                    sessions.elicitation.set(request.client_capabilities.elicitation);
                     responder.respond(initialize_response())
                 }
             },

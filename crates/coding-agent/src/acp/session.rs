@@ -147,6 +147,8 @@ pub(super) struct Sessions {
     config: AcpConfig,
     /// The client's file system, as its `initialize` offered it.
     pub(super) files: super::files::Offered,
+    /// The elicitation modes the client declared, for MCP servers' questions.
+    pub(super) elicitation: super::elicitation::Offered,
     live: Mutex<Live>,
     tasks: TaskTracker,
 }
@@ -156,6 +158,7 @@ impl Sessions {
         Sessions {
             config,
             files: super::files::Offered::default(),
+            elicitation: super::elicitation::Offered::default(),
             live: Mutex::new(Live::default()),
             tasks: TaskTracker::new(),
         }
@@ -523,6 +526,7 @@ impl Sessions {
         let session_id = SessionId::new(id);
         Forwarder::new(cx, session_id.clone(), project_dir, opening, waiting, config)
             .with_notices(diagnostics.iter().map(ToString::to_string))
+            .with_elicitation(self.elicitation.modes())
             .run(events)
             .await;
         // The session's MCP servers stop when its task ends.

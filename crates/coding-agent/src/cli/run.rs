@@ -233,6 +233,7 @@ async fn run_async(
             // the only operation.
             SessionEvent::Ready
             | SessionEvent::Approval(_)
+            | SessionEvent::Elicitation(_)
             | SessionEvent::Context { .. }
             | SessionEvent::Finished { .. } => {}
         }

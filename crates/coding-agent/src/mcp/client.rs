@@ -6,6 +6,7 @@
 //!   Elph works in; a server may confine itself to them).
 //! - `notifications/tools/list_changed`: the server's tools are listed again (see
 //!   [`ToolRefresh`]); until that answers, and for good if it fails, the last list stays.
+//! - `elicitation/create`: the server asks the user for input (see [`super::elicitation`]).
 // Roots are deprecated by SEP-2577 (MCP 2026-07-28), but the 2025-11-25 revision, which every
 // server speaks today, has them.
 #![expect(deprecated, reason = "roots are still part of MCP 2025-11-25")]
@@ -16,10 +17,13 @@ use std::sync::Arc;
 use rmcp::ClientHandler;
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, Implementation, ListRootsResult, Root, RootsCapabilities,
+    ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, Implementation, ListRootsResult,
+    Root, RootsCapabilities,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 use tokio::sync::watch;
+
+use super::elicitation::{Elicitations, ServerDesk};
 
 /// The client of one server's connection.
 #[derive(Clone)]
@@ -27,6 +31,8 @@ pub(crate) struct ElphClient {
     info: ClientConfig,
     roots: Arc<Vec<Root>>,
     tools_changed: Arc<ToolRefresh>,
+    /// The server's name, where its questions go, and its calls and open questions.
+    elicitation: Option<(String, Arc<Elicitations>, Arc<ServerDesk>)>,
 }
 
 impl ElphClient {
@@ -36,6 +42,7 @@ impl ElphClient {
         let mut roots_capability = RootsCapabilities::default();
         roots_capability.list_changed = Some(false);
         capabilities.roots = Some(roots_capability);
+        capabilities.elicitation = Some(super::elicitation::capability());
         ElphClient {
             info: ClientConfig::new(
                 capabilities,
@@ -43,7 +50,19 @@ impl ElphClient {
             ),
             roots: Arc::new(roots.iter().map(|path| root(path)).collect()),
             tools_changed,
+            elicitation: None,
         }
+    }
+
+    /// Server `name`'s questions to the user go to `elicitations` (without: they are declined).
+    pub(crate) fn with_elicitations(
+        mut self,
+        name: String,
+        elicitations: Arc<Elicitations>,
+        desk: Arc<ServerDesk>,
+    ) -> Self {
+        self.elicitation = Some((name, elicitations, desk));
+        self
     }
 }
 
@@ -68,6 +87,19 @@ impl ClientHandler for ElphClient {
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.tools_changed.request();
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, McpError> {
+        match &self.elicitation {
+            Some((server, elicitations, desk)) => {
+                elicitations.ask(server, desk, request, context.ct.clone()).await
+            }
+            None => Ok(ElicitResult::new(rmcp::model::ElicitationAction::Decline)),
+        }
     }
 }
 

@@ -23,6 +23,7 @@
 pub(crate) mod catalog;
 mod client;
 pub(crate) mod config;
+pub mod elicitation;
 pub(crate) mod expand;
 pub mod file;
 pub mod import;
@@ -112,6 +113,8 @@ pub struct McpManager {
     /// The servers' starts, until [`McpManager::wait_for_starts`] takes them.
     starts: Mutex<Vec<tokio::task::JoinHandle<Vec<Diagnostic>>>>,
     stopped: AtomicBool,
+    /// Where the servers' questions to the user go.
+    elicitations: Arc<elicitation::Elicitations>,
 }
 
 impl std::fmt::Debug for McpManager {
@@ -136,6 +139,7 @@ impl McpManager {
             runtime: Mutex::new(None),
             starts: Mutex::new(Vec::new()),
             stopped: AtomicBool::new(false),
+            elicitations: Arc::new(elicitation::Elicitations::new(None, elicitation::ANSWER_LIMIT)),
         }
     }
 
@@ -212,6 +216,10 @@ impl McpManager {
             runtime: Mutex::new(None),
             starts: Mutex::new(Vec::new()),
             stopped: AtomicBool::new(false),
+            elicitations: Arc::new(elicitation::Elicitations::new(
+                events.clone(),
+                elicitation::ANSWER_LIMIT,
+            )),
         };
         if enabled.is_empty() {
             return (manager, diagnostics);
@@ -239,7 +247,8 @@ impl McpManager {
             .map(|definition| {
                 let server = McpServer::new(definition, paths.project_dir.clone())
                     .with_credentials(oauth::CredentialsFile::new(&paths.config_dir))
-                    .with_roots(roots.clone());
+                    .with_roots(roots.clone())
+                    .with_elicitations(manager.elicitations.clone());
                 Arc::new(server)
             })
             .collect();
@@ -258,6 +267,11 @@ impl McpManager {
             .collect();
         *lock(&manager.starts) = starts;
         (manager, diagnostics)
+    }
+
+    /// Where the servers' questions to the user go: the session attaches its queue here.
+    pub fn elicitations(&self) -> &elicitation::Elicitations {
+        &self.elicitations
     }
 
     /// The servers' tools as they join, for the harness.

@@ -74,6 +74,10 @@ pub struct McpServer {
     roots: Vec<PathBuf>,
     /// The server's announcements that its tools changed, and how far they have been followed.
     tool_refresh: Arc<ToolRefresh>,
+    /// Where the server's questions to the user go (none: they are declined).
+    elicitations: Arc<super::elicitation::Elicitations>,
+    /// Its calls in flight and its open questions.
+    desk: Arc<super::elicitation::ServerDesk>,
 }
 
 /// `message`, followed by the last lines the server wrote to stderr, if any.
@@ -124,7 +128,18 @@ impl McpServer {
             credentials: None,
             roots: Vec::new(),
             tool_refresh: Arc::default(),
+            elicitations: Arc::new(super::elicitation::Elicitations::new(
+                None,
+                super::elicitation::ANSWER_LIMIT,
+            )),
+            desk: super::elicitation::ServerDesk::new(),
         }
+    }
+
+    /// Sends the server's questions to the user through the session's `elicitations`.
+    pub fn with_elicitations(mut self, elicitations: Arc<super::elicitation::Elicitations>) -> Self {
+        self.elicitations = elicitations;
+        self
     }
 
     /// Answers the server's `roots/list` with these folders.
@@ -134,7 +149,11 @@ impl McpServer {
     }
 
     fn client(&self) -> ElphClient {
-        ElphClient::new(&self.roots, self.tool_refresh.clone())
+        ElphClient::new(&self.roots, self.tool_refresh.clone()).with_elicitations(
+            self.definition.name.clone(),
+            self.elicitations.clone(),
+            self.desk.clone(),
+        )
     }
 
     pub(crate) fn tool_refresh(&self) -> &ToolRefresh {
@@ -299,20 +318,22 @@ impl McpServer {
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
         let timeout = self.definition.timeout;
         // Dropping the call future (on timeout, or when the turn is cancelled) makes rmcp send
-        // `notifications/cancelled` for the request.
+        // `notifications/cancelled` for the request. The time the user takes to answer one of the
+        // server's questions does not count against the timeout.
+        let _call = self.desk.call();
         let failure = tokio::select! {
             biased;
-            result = tokio::time::timeout(timeout, peer.call_tool(params)) => match result {
-                Ok(Ok(result)) => {
+            result = self.desk.within(timeout, peer.call_tool(params)) => match result {
+                Some(Ok(result)) => {
                     self.after_list_changes(timeout).await;
                     return Ok(result);
                 }
-                Ok(Err(ServiceError::McpError(error))) => {
+                Some(Err(ServiceError::McpError(error))) => {
                     return Err(CallError::Rejected(error.message.to_string()));
                 }
-                Ok(Err(ServiceError::Timeout { timeout })) => return Err(CallError::TimedOut(timeout)),
-                Ok(Err(error)) => format!("closed the connection ({error})"),
-                Err(_) => return Err(CallError::TimedOut(timeout)),
+                Some(Err(ServiceError::Timeout { timeout })) => return Err(CallError::TimedOut(timeout)),
+                Some(Err(error)) => format!("closed the connection ({error})"),
+                None => return Err(CallError::TimedOut(timeout)),
             },
             how = exit_or_never(exit.clone()) => how,
         };

@@ -110,6 +110,9 @@ pub enum SessionEvent {
     Agent(AgentEvent),
     /// A tool call waits for the user's decision.
     Approval(PendingApproval),
+    /// An MCP server asks the user for input (a form, or a URL to open); answer it, or drop it to
+    /// cancel. Only front ends that can ask see these: a headless session declines them itself.
+    Elicitation(crate::mcp::elicitation::PendingElicitation),
     /// How much of the model's context the conversation uses, after every operation.
     Context { tokens: u64, window: u64 },
     /// An operation is done.

@@ -31,6 +31,7 @@ use tokio::sync::mpsc::{self, UnboundedReceiver, UnboundedSender};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+pub use crate::mcp::elicitation::PendingElicitation;
 pub use approval::{Approvals, PendingApproval};
 pub use events::{HookState, ModelOutcome, OpId, Opened, Outcome, SessionEvent, TrustOutcome};
 
@@ -78,6 +79,11 @@ struct Channels {
     agent_tx: UnboundedSender<AgentEvent>,
     agent: UnboundedReceiver<AgentEvent>,
     questions: UnboundedReceiver<PendingApproval>,
+    /// MCP servers' questions to the user, and where a new runtime's servers send theirs.
+    elicitations: UnboundedReceiver<PendingElicitation>,
+    elicitations_tx: UnboundedSender<PendingElicitation>,
+    /// Whether anyone can answer them (not headless).
+    answerable: bool,
     out: UnboundedSender<SessionEvent>,
     /// Spans of hook runs and tool calls, when OTLP export is on.
     telemetry: Option<std::sync::Mutex<crate::telemetry::Telemetry>>,
@@ -117,6 +123,7 @@ impl Channels {
                 biased;
                 Some(event) = self.agent.recv() => self.emit(SessionEvent::Agent(event)),
                 Some(question) = self.questions.recv() => self.emit(SessionEvent::Approval(question)),
+                Some(question) = self.elicitations.recv() => self.elicitation(question),
                 output = &mut work => break output,
             }
         };
@@ -127,6 +134,25 @@ impl Channels {
             self.emit(SessionEvent::Approval(question));
         }
         output
+    }
+
+    /// Shows an MCP server's question, or, when nobody can answer (headless), declines it and
+    /// says so.
+    fn elicitation(&self, question: PendingElicitation) {
+        if self.answerable {
+            return self.emit(SessionEvent::Elicitation(question));
+        }
+        let message = format!(
+            "MCP server '{}' asks: {} (declined: headless runs cannot answer)",
+            question.request.server, question.request.message
+        );
+        question.answer(crate::mcp::elicitation::ElicitationAnswer::Decline);
+        self.emit(SessionEvent::Agent(AgentEvent::Notice { message }));
+    }
+
+    /// Sends the MCP servers' questions of `runtime` to this session.
+    fn attach(&self, runtime: &Runtime) {
+        runtime.mcp().elicitations().attach(self.elicitations_tx.clone());
     }
 }
 
@@ -163,13 +189,18 @@ impl Session {
             Approvals::Nobody => Arc::new(NoApprover),
         };
         let runtime = Runtime::build(paths, &options, approver.clone(), agent_tx.clone())?;
+        let (elicitations_tx, elicitations) = mpsc::unbounded_channel();
         let channels = Channels {
             agent_tx,
             agent,
             questions,
+            elicitations,
+            elicitations_tx,
+            answerable: approvals == Approvals::Asked,
             out,
             telemetry: None,
         };
+        channels.attach(&runtime);
         let session = Session {
             runtime,
             options,

@@ -149,6 +149,7 @@ impl Session {
             .pump(self.runtime.harness_mut().end_session(reason))
             .await;
         self.end_sandbox();
+        self.channels.attach(&runtime);
         self.runtime = runtime;
         self.announce();
         let source = self.runtime.source();

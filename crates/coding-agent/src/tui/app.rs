@@ -67,6 +67,8 @@ pub enum Modal {
         sessions: Vec<SessionInfo>,
         selected: usize,
     },
+    /// An MCP server's question.
+    Elicitation(Box<super::elicitation::ElicitationForm>),
     /// After `/reload`: the trusted project changed since it was trusted; trust the new content?
     Trust {
         project: String,
@@ -147,6 +149,8 @@ pub struct App {
     pub exit: bool,
     last_ctrl_c: Option<Instant>,
     outbox: Vec<Op>,
+    /// MCP servers' questions that came while another modal was open, shown after it.
+    questions: std::collections::VecDeque<crate::session::PendingElicitation>,
 }
 
 impl App {
@@ -175,6 +179,7 @@ impl App {
             exit: false,
             last_ctrl_c: None,
             outbox: Vec::new(),
+            questions: std::collections::VecDeque::new(),
         }
     }
 
@@ -206,12 +211,17 @@ impl App {
                 }
             }
             Msg::Paste(text) => {
-                if self.modal.is_none() {
+                if let Some(Modal::Elicitation(form)) = &mut self.modal {
+                    form.paste(&text);
+                } else if self.modal.is_none() {
                     self.composer.insert_str(&text);
                     self.input_changed();
                 }
             }
-            Msg::Tick(now) => self.now = now,
+            Msg::Tick(now) => {
+                self.now = now;
+                self.drop_withdrawn_question();
+            }
             Msg::Worker(msg) => self.worker(msg),
         }
     }
@@ -420,8 +430,54 @@ impl App {
     }
 
     fn close_approval(&mut self) {
-        if let Some(Modal::Approval { .. }) = self.modal {
-            self.modal = None; // dropping the reply denies
+        if let Some(Modal::Approval { .. } | Modal::Elicitation(_)) = self.modal {
+            self.modal = None; // dropping the reply denies (a question: cancels)
+        }
+        self.questions.clear();
+    }
+
+    /// Shows an MCP server's question now, or after the modal that is open.
+    pub(crate) fn ask(&mut self, question: crate::session::PendingElicitation) {
+        if self.modal.is_some() {
+            self.questions.push_back(question);
+            return;
+        }
+        self.set_label(&format!(
+            "MCP server '{}' waits for your answer",
+            question.request.server
+        ));
+        self.modal = Some(Modal::Elicitation(Box::new(
+            super::elicitation::ElicitationForm::new(question),
+        )));
+        self.scroll = 0;
+    }
+
+    /// The next waiting question, if the modal closed.
+    fn next_question(&mut self) {
+        while self.modal.is_none()
+            && let Some(question) = self.questions.pop_front()
+        {
+            if !question.is_withdrawn() {
+                self.ask(question);
+            }
+        }
+    }
+
+    /// Closes a question nobody waits for any more, and says so.
+    fn drop_withdrawn_question(&mut self) {
+        if let Some(Modal::Elicitation(form)) = &self.modal
+            && form.is_withdrawn()
+        {
+            let server = form.server().to_string();
+            self.modal = None;
+            self.push_notice(
+                Level::Info,
+                format!(
+                    "MCP server '{server}''s question was withdrawn (its call ended or it ran out of time)"
+                ),
+            );
+            self.set_label("working");
+            self.next_question();
         }
     }
 
@@ -507,6 +563,21 @@ impl App {
     }
 
     fn modal_key(&mut self, key: KeyEvent) {
+        if let Some(Modal::Elicitation(form)) = &mut self.modal {
+            if let Some(answer) = form.key(key) {
+                let server = form.server().to_string();
+                self.modal = None;
+                let said = match answer {
+                    crate::mcp::elicitation::ElicitationAnswer::Accept(_) => "sent your answer to",
+                    crate::mcp::elicitation::ElicitationAnswer::Decline => "declined the question of",
+                    crate::mcp::elicitation::ElicitationAnswer::Cancel => "cancelled the question of",
+                };
+                self.push_notice(Level::Info, format!("{said} MCP server '{server}'"));
+                self.set_label("working");
+                self.next_question();
+            }
+            return;
+        }
         let Some(modal) = &mut self.modal else { return };
         let (count, selected) = match modal {
             Modal::Approval {
@@ -514,6 +585,7 @@ impl App {
             } => (approval_choices(request).len(), selected),
             Modal::Sessions { sessions, selected } => (sessions.len(), selected),
             Modal::Trust { selected, .. } => (TRUST_CHOICES.len(), selected),
+            Modal::Elicitation(_) => return,
         };
         let mut choose = None;
         match key.code {
@@ -576,7 +648,9 @@ impl App {
                     );
                 }
             }
+            Some(modal @ Modal::Elicitation(_)) => self.modal = Some(modal),
             None => {}
         }
+        self.next_question();
     }
 }

@@ -13,6 +13,7 @@
 pub mod app;
 pub(crate) mod commands;
 pub(crate) mod composer;
+pub(crate) mod elicitation;
 pub(crate) mod farewell;
 pub mod hookview;
 pub(crate) mod items;

@@ -209,6 +209,10 @@ fn modal_lines(modal: &Modal, width: usize) -> Vec<Line<'static>> {
             };
             ("Approve tool call", body, footer)
         }
+        Modal::Elicitation(form) => {
+            let (title, body, footer) = form.lines(inner);
+            return boxed(title, body, footer, width);
+        }
         Modal::Sessions { sessions, selected } => (
             "Resume a session",
             sessions_body(sessions, *selected, inner),

@@ -60,6 +60,8 @@ pub struct SessionView {
 pub enum UiMsg {
     Agent(AgentEvent),
     Approval(PendingApproval),
+    /// An MCP server asks for input.
+    Elicitation(crate::session::PendingElicitation),
     Session(SessionView),
     Hooks(HooksView),
     Context {
@@ -102,6 +104,7 @@ pub fn ui_messages(event: SessionEvent) -> Vec<UiMsg> {
         SessionEvent::Ready => vec![UiMsg::Idle],
         SessionEvent::Agent(event) => vec![UiMsg::Agent(event)],
         SessionEvent::Approval(question) => vec![UiMsg::Approval(question)],
+        SessionEvent::Elicitation(question) => vec![UiMsg::Elicitation(question)],
         SessionEvent::Context { tokens, window } => vec![UiMsg::Context { tokens, window }],
         SessionEvent::Finished { outcome, .. } => {
             let mut messages = outcome_messages(outcome);

@@ -10,10 +10,11 @@
 //                       into them and never to the disk, so a test can tell who wrote a file)
 //   permissions         [{ titleContains, kind }]: the option kind to pick for a matching
 //                       permission request (first match; default allow_once)
+//   elicitation         the answer to every elicitation/create (default: decline)
 //   steps               [{ method, params, as }]: requests in order; "${name.a.b}" in a string
 //                       is replaced by that field of the result saved `as` name
 // The report lists each step's result or error, every session/update, every fs request and
-// permission request. WIRE gets every line exchanged, as {"dir": "in"|"out", "line": ...}, so the
+// permission request and elicitation. WIRE gets every line exchanged, as {"dir": "in"|"out", "line": ...}, so the
 // test can validate each message against the ACP schema shipped with the same SDK.
 
 import { spawn } from "node:child_process";
@@ -25,7 +26,7 @@ const [sdkEntry, scenarioPath, reportPath, wirePath] = process.argv.slice(2);
 const acp = await import(pathToFileURL(sdkEntry).href);
 const scenario = JSON.parse(readFileSync(scenarioPath, "utf8"));
 
-const report = { results: [], updates: [], reads: [], writes: [], permissions: [], stderr: "" };
+const report = { results: [], updates: [], reads: [], writes: [], permissions: [], elicitations: [], stderr: "" };
 const buffers = new Map(Object.entries(scenario.buffers ?? {}));
 writeFileSync(wirePath, "");
 
@@ -104,6 +105,10 @@ const app = acp
     } catch (error) {
       throw acp.RequestError.invalidParams(undefined, `cannot open ${params.path}: ${error.code}`);
     }
+  })
+  .onRequest(acp.methods.client.elicitation.create, ({ params }) => {
+    report.elicitations.push(params);
+    return scenario.elicitation ?? { action: "decline" };
   })
   .onRequest(acp.methods.client.fs.writeTextFile, ({ params }) => {
     report.writes.push(params);

@@ -136,6 +136,8 @@ pub struct Scenario<'a> {
     pub initialize: Value,
     pub buffers: Value,
     pub permissions: Value,
+    /// The answer to every `elicitation/create` (null: decline).
+    pub elicitation: Value,
     pub steps: Vec<Value>,
 }
 
@@ -147,6 +149,7 @@ impl<'a> Scenario<'a> {
             initialize: json!({"protocolVersion": 1, "clientCapabilities": {}}),
             buffers: json!({}),
             permissions: json!([]),
+            elicitation: Value::Null,
             steps: Vec::new(),
         }
     }
@@ -180,6 +183,7 @@ impl<'a> Scenario<'a> {
             "initialize": self.initialize,
             "buffers": self.buffers,
             "permissions": self.permissions,
+            "elicitation": self.elicitation,
             "steps": self.steps,
         });
         let scenario_path = work.join("scenario.json");

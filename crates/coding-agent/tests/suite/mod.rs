@@ -48,6 +48,7 @@ mod lifecycle_store_faults;
 mod lifecycle_support;
 mod mcp;
 mod mcp_changes;
+mod mcp_elicitation;
 mod mcp_files;
 mod mcp_oauth;
 mod mcp_startup;

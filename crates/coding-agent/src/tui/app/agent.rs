@@ -27,7 +27,7 @@ impl App {
         })
     }
 
-    fn set_label(&mut self, label: impl Into<String>) {
+    pub(super) fn set_label(&mut self, label: impl Into<String>) {
         if let Some(busy) = &mut self.busy
             && !self.quitting
             && busy.label != "cancelling"
@@ -64,6 +64,7 @@ impl App {
                 });
                 self.scroll = 0;
             }
+            UiMsg::Elicitation(question) => self.ask(question),
             UiMsg::Session(view) => self.session(view),
             UiMsg::Mode(mode) => self.status.mode = mode,
             UiMsg::Model(model) => self.status.model = model,
