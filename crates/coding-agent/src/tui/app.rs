@@ -442,7 +442,7 @@ impl App {
             self.questions.push_back(question);
             return;
         }
-        self.set_label(&format!(
+        self.set_label(format!(
             "MCP server '{}' waits for your answer",
             question.request.server
         ));
