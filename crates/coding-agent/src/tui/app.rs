@@ -11,6 +11,7 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 mod agent;
+mod questions;
 
 use super::commands::{self, PaletteEntry, Parsed, SlashCommand, help_panel};
 use super::composer::Composer;
@@ -436,51 +437,6 @@ impl App {
         self.questions.clear();
     }
 
-    /// Shows an MCP server's question now, or after the modal that is open.
-    pub(crate) fn ask(&mut self, question: crate::session::PendingElicitation) {
-        if self.modal.is_some() {
-            self.questions.push_back(question);
-            return;
-        }
-        self.set_label(format!(
-            "MCP server '{}' waits for your answer",
-            question.request.server
-        ));
-        self.modal = Some(Modal::Elicitation(Box::new(
-            super::elicitation::ElicitationForm::new(question),
-        )));
-        self.scroll = 0;
-    }
-
-    /// The next waiting question, if the modal closed.
-    fn next_question(&mut self) {
-        while self.modal.is_none()
-            && let Some(question) = self.questions.pop_front()
-        {
-            if !question.is_withdrawn() {
-                self.ask(question);
-            }
-        }
-    }
-
-    /// Closes a question nobody waits for any more, and says so.
-    fn drop_withdrawn_question(&mut self) {
-        if let Some(Modal::Elicitation(form)) = &self.modal
-            && form.is_withdrawn()
-        {
-            let server = form.server().to_string();
-            self.modal = None;
-            self.push_notice(
-                Level::Info,
-                format!(
-                    "MCP server '{server}''s question was withdrawn (its call ended or it ran out of time)"
-                ),
-            );
-            self.set_label("working");
-            self.next_question();
-        }
-    }
-
     fn submit(&mut self) {
         let text = self.composer.text().to_string();
         if text.trim().is_empty() {
@@ -563,20 +519,8 @@ impl App {
     }
 
     fn modal_key(&mut self, key: KeyEvent) {
-        if let Some(Modal::Elicitation(form)) = &mut self.modal {
-            if let Some(answer) = form.key(key) {
-                let server = form.server().to_string();
-                self.modal = None;
-                let said = match answer {
-                    crate::mcp::elicitation::ElicitationAnswer::Accept(_) => "sent your answer to",
-                    crate::mcp::elicitation::ElicitationAnswer::Decline => "declined the question of",
-                    crate::mcp::elicitation::ElicitationAnswer::Cancel => "cancelled the question of",
-                };
-                self.push_notice(Level::Info, format!("{said} MCP server '{server}'"));
-                self.set_label("working");
-                self.next_question();
-            }
-            return;
+        if let Some(Modal::Elicitation(_)) = self.modal {
+            return self.question_key(key);
         }
         let Some(modal) = &mut self.modal else { return };
         let (count, selected) = match modal {

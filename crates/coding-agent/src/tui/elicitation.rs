@@ -288,15 +288,18 @@ impl ElicitationForm {
     pub(crate) fn lines(&self, inner: usize) -> (&'static str, Vec<Line<'static>>, &'static str) {
         let bold = Style::default().add_modifier(Modifier::BOLD);
         let dim = Style::default().fg(Color::DarkGray);
+        // The server's words are untrusted: escape sequences and bidirectional overrides (which
+        // could disguise where a URL leads) are shown, not obeyed.
+        let escape = |text: &str| crate::terminal_text::escape_lines(text).into_owned();
         let mut body = wrap_text(
-            &format!("MCP server '{}' asks:", self.server),
+            &format!("MCP server '{}' asks:", escape(&self.server)),
             bold,
             inner,
             &[],
             &[],
         );
         body.extend(wrap_text(
-            &self.message,
+            &escape(&self.message),
             Style::default(),
             inner,
             &[Span::raw("  ")],
@@ -317,7 +320,7 @@ impl ElicitationForm {
                 )));
                 // In full, never cut: the person must see where it leads.
                 body.extend(wrap_text(
-                    url,
+                    &escape(url),
                     Style::default().fg(Color::Cyan),
                     inner,
                     &[Span::raw("  ")],
@@ -336,7 +339,7 @@ impl ElicitationForm {
                 problem,
             } => {
                 for text in [&form.title, &form.description].into_iter().flatten() {
-                    body.extend(wrap_text(text, dim, inner, &[], &[]));
+                    body.extend(wrap_text(&escape(text), dim, inner, &[], &[]));
                 }
                 let start = (*focus + 1).saturating_sub(WINDOW);
                 if start > 0 {
@@ -369,7 +372,7 @@ impl ElicitationForm {
                     ]));
                     if focused && let Some(about) = about(field) {
                         body.extend(wrap_text(
-                            &about,
+                            &escape(&about),
                             dim,
                             inner,
                             &[Span::raw("    ")],
@@ -540,6 +543,24 @@ mod tests {
             ElicitationAnswer::Accept(expected.as_object().unwrap().clone())
         );
         assert_eq!(answer.try_recv().unwrap(), sent);
+    }
+
+    #[test]
+    fn the_servers_words_cannot_drive_the_terminal_or_disguise_a_url() {
+        let (pending, _answer) = PendingElicitation::new(ElicitationRequest {
+            server: "srv".into(),
+            message: "hi\x1b]0;owned\x07 \x1b[2J".into(),
+            kind: ElicitationKind::Url {
+                url: "https://example.org/\u{202e}gpj.exe".into(),
+                id: "1".into(),
+            },
+        });
+        let form = ElicitationForm::new(pending);
+        let (_, body, footer) = form.lines(100);
+        let text = body.iter().map(ToString::to_string).collect::<Vec<_>>().concat();
+        assert!(!text.contains('\x1b') && !text.contains('\u{202e}'), "{text:?}");
+        assert!(text.contains("\\u{202e}gpj.exe"), "{text:?}");
+        assert!(footer.starts_with("Enter I will open it"));
     }
 
     #[test]

@@ -165,6 +165,37 @@ fn ctrl_d_declines_and_esc_cancels_the_servers_question() {
 }
 
 #[test]
+fn a_link_question_shows_the_whole_address_and_enter_agrees_to_open_it() {
+    let env = TestEnv::new();
+    configure(&env, &everything_entry());
+    env.trust_project();
+    let model = Model::start();
+    let url = "https://example.org/verify?code=42";
+    model.server.enqueue_all([
+        wait_for_servers(),
+        FakeReply::tool_call(
+            "mcp_everything__trigger-url-elicitation",
+            json!({"url": url, "message": "Confirm your account in the browser"}),
+        ),
+        FakeReply::text("link handled"),
+    ]);
+    let mut tui = Tui::start_with(&env, &model, 40, 120, &["--approval", "auto"]);
+    tui.wait_idle();
+    tui.send("verify me");
+    tui.wait_for("MCP server wants you to open a link");
+    let screen = tui.contents();
+    assert!(screen.contains("Confirm your account in the browser"), "{screen}");
+    assert!(screen.contains(url), "{screen}");
+    assert!(screen.contains("should not ask for passwords"), "{screen}");
+    tui.press(b"\r");
+    tui.wait_for("link handled");
+    tui.wait_idle();
+    let result = elicitation_result(&model.server.requests());
+    assert!(result.contains("User completed the URL elicitation flow"), "{result}");
+    assert!(result.contains(&format!("URL: {url}")), "{result}");
+}
+
+#[test]
 fn a_cancelled_turn_withdraws_the_open_form() {
     let env = TestEnv::new();
     configure(&env, &everything_entry());
