@@ -4,15 +4,15 @@
 //! over stdio with a small JSON-RPC client that approves what it is asked — under a deadline.
 
 use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Duration;
 
 use anyhow::Context;
 use elph_agent::hooks::HookEvent;
+use elph_process::process::{Child, ChildStdin, Input, Output, SpawnSpec};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, Command};
 
 use super::hooks_coverage_paths::{FrontEnd, MCP_SERVER, PathSpec, project_files};
 
@@ -132,49 +132,46 @@ impl Scratch {
         }
         write_json(&self.script, &spec.script())?;
         let mut trust = self.command(exe);
-        trust
-            .arg("trust")
-            .arg(&self.project)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
-        let output = tokio::time::timeout(PATH_DEADLINE, trust.output())
+        trust.args.push("trust".into());
+        trust.args.push(self.project.clone().into_os_string());
+        let (mut child, stderr) = spawn_piped(&trust).await?;
+        drop(child.stdin.take());
+        let status = tokio::time::timeout(PATH_DEADLINE, child.wait())
             .await
             .context("elph trust did not end in time")?
-            .context("cannot start elph trust")?;
-        if !output.status.success() {
-            anyhow::bail!(
-                "elph trust of the scratch project failed ({}): {}",
-                output.status,
-                String::from_utf8_lossy(&output.stderr).trim()
-            );
+            .context("cannot wait for elph trust")?;
+        if !status.success() {
+            let tail = stderr.await.unwrap_or_default();
+            anyhow::bail!("elph trust of the scratch project failed ({status}): {tail}");
         }
         Ok(())
     }
 
     /// `exe` with this path's environment only: nothing of the user's config, data or trust.
-    fn command(&self, exe: &Path) -> Command {
-        let mut command = Command::new(exe);
-        command
-            .env_clear()
-            .env("HOME", &self.home)
-            .env("ELPH_HOME", &self.config)
-            .env("ELPH_DATA_DIR", &self.data)
-            .env("TMPDIR", &self.tmp)
-            .env(
-                "PATH",
+    fn command(&self, exe: &Path) -> ElphCommand {
+        let mut env: Vec<(OsString, OsString)> = vec![
+            ("HOME".into(), self.home.clone().into_os_string()),
+            ("ELPH_HOME".into(), self.config.clone().into_os_string()),
+            ("ELPH_DATA_DIR".into(), self.data.clone().into_os_string()),
+            ("TMPDIR".into(), self.tmp.clone().into_os_string()),
+            (
+                "PATH".into(),
                 std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into()),
-            )
-            .current_dir(&self.project)
-            .kill_on_drop(true);
+            ),
+        ];
         // What changes how Elph starts children or which protections it insists on, so the paths
         // run as this Elph would (CI runs with both).
         for name in ["LANG", "ELPH_SPAWN", "ELPH_REQUIRE_LANDLOCK", "ELPH_LOG"] {
             if let Some(value) = std::env::var_os(name) {
-                command.env(name, value);
+                env.push((name.into(), value));
             }
         }
-        command
+        ElphCommand {
+            program: exe.to_path_buf(),
+            args: Vec::new(),
+            env,
+            cwd: self.project.clone(),
+        }
     }
 
     /// Runs the path's session through its front end.
@@ -184,21 +181,16 @@ impl Scratch {
         let result = match spec.front_end {
             FrontEnd::Headless => {
                 let mut command = self.command(exe);
-                command
-                    .args(["run", "--output-format", "stream-json", "--approval", "auto"])
-                    .args(["--sandbox", spec.sandbox, "--model", &model])
-                    .arg("Make the hooks coverage calls.");
-                tokio::time::timeout(PATH_DEADLINE, headless(command, &mut session)).await
+                command.push_args(&["run", "--output-format", "stream-json", "--approval", "auto"]);
+                command.push_args(&["--sandbox", spec.sandbox, "--model", &model]);
+                command.push_args(&["Make the hooks coverage calls."]);
+                tokio::time::timeout(PATH_DEADLINE, headless(&command, &mut session)).await
             }
             FrontEnd::Acp => {
                 let mut command = self.command(exe);
-                command.args(["acp", "--approval", "ask"]).args([
-                    "--sandbox",
-                    spec.sandbox,
-                    "--model",
-                    &model,
-                ]);
-                tokio::time::timeout(PATH_DEADLINE, acp(command, &self.project, &mut session)).await
+                command.push_args(&["acp", "--approval", "ask"]);
+                command.push_args(&["--sandbox", spec.sandbox, "--model", &model]);
+                tokio::time::timeout(PATH_DEADLINE, acp(&command, &self.project, &mut session)).await
             }
         };
         match result {
@@ -218,15 +210,37 @@ fn write_json(path: &Path, value: &Value) -> anyhow::Result<()> {
     std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
 }
 
-/// Starts `command` with pipes; its stderr is read as it comes (so a chatty child never blocks on
-/// a full pipe), and the handle gives its last lines.
-fn spawn_piped(mut command: Command) -> anyhow::Result<(Child, tokio::task::JoinHandle<String>)> {
-    let mut child = command
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .context("cannot start elph")?;
+/// One `elph` to start: what [`SpawnSpec`] borrows, owned.
+struct ElphCommand {
+    program: PathBuf,
+    args: Vec<OsString>,
+    env: Vec<(OsString, OsString)>,
+    cwd: PathBuf,
+}
+
+impl ElphCommand {
+    fn push_args(&mut self, args: &[&str]) {
+        self.args.extend(args.iter().map(OsString::from));
+    }
+}
+
+/// Starts `command` through the one spawn path (its own process group, killed when the [`Child`]
+/// is dropped — a path past its deadline leaves nothing running) with pipes; its stderr is read as
+/// it comes (so a chatty child never blocks on a full pipe), and the handle gives its last lines.
+async fn spawn_piped(command: &ElphCommand) -> anyhow::Result<(Child, tokio::task::JoinHandle<String>)> {
+    let args: Vec<&OsStr> = command.args.iter().map(OsString::as_os_str).collect();
+    let mut child = elph_process::process::spawn(&SpawnSpec {
+        program: &command.program,
+        args: &args,
+        cwd: &command.cwd,
+        env: &command.env,
+        stdin: Input::Piped,
+        stdout: Output::Piped,
+        stderr: Output::Piped,
+        sandbox: None,
+    })
+    .await
+    .with_context(|| format!("cannot start {}", command.program.display()))?;
     let stderr = child.stderr.take();
     let tail = tokio::spawn(async move {
         let mut text = String::new();
@@ -240,8 +254,8 @@ fn spawn_piped(mut command: Command) -> anyhow::Result<(Child, tokio::task::Join
 }
 
 /// `elph run --output-format stream-json`: which calls ran, from its `toolCallFinished` lines.
-async fn headless(command: Command, session: &mut Session) -> anyhow::Result<()> {
-    let (mut child, stderr) = spawn_piped(command)?;
+async fn headless(command: &ElphCommand, session: &mut Session) -> anyhow::Result<()> {
+    let (mut child, stderr) = spawn_piped(command).await?;
     drop(child.stdin.take());
     let stdout = child.stdout.take().context("no stdout")?;
     let mut lines = BufReader::new(stdout).lines();
@@ -267,8 +281,8 @@ async fn headless(command: Command, session: &mut Session) -> anyhow::Result<()>
 
 /// A small ACP client on `elph acp`'s stdio: initialize, session/new, one session/prompt whose
 /// permission requests it allows once, then it closes stdin and waits for the exit.
-async fn acp(command: Command, project: &Path, session: &mut Session) -> anyhow::Result<()> {
-    let (mut child, stderr) = spawn_piped(command)?;
+async fn acp(command: &ElphCommand, project: &Path, session: &mut Session) -> anyhow::Result<()> {
+    let (mut child, stderr) = spawn_piped(command).await?;
     let mut stdin = child.stdin.take().context("no stdin")?;
     let stdout = child.stdout.take().context("no stdout")?;
     let mut lines = BufReader::new(stdout).lines();
@@ -360,7 +374,7 @@ async fn acp(command: Command, project: &Path, session: &mut Session) -> anyhow:
     Ok(())
 }
 
-async fn send(stdin: &mut tokio::process::ChildStdin, frame: &Value) -> anyhow::Result<()> {
+async fn send(stdin: &mut ChildStdin, frame: &Value) -> anyhow::Result<()> {
     let mut line = serde_json::to_vec(frame)?;
     line.push(b'\n');
     stdin.write_all(&line).await.context("cannot write to elph acp")?;
