@@ -344,6 +344,9 @@ fn render_mcp(out: &mut impl Write, mcp: &crate::mcp::McpOverview) -> io::Result
             target.trim_end()
         )?;
         writeln!(out, "    from {}", server.definition.source.display())?;
+        if let Some(login) = mcp.logins.get(&server.definition.name) {
+            writeln!(out, "    OAuth: {login}")?;
+        }
     }
     for diagnostic in &mcp.diagnostics {
         writeln!(out, "  ! {diagnostic}")?;

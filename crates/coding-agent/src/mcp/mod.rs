@@ -73,6 +73,9 @@ pub struct McpOverview {
     pub servers: Vec<ServerStatus>,
     pub diagnostics: Vec<Diagnostic>,
     pub other_clients: Vec<import::OtherClientFile>,
+    /// Each HTTP server's OAuth login as CONFIG_DIR/mcp-credentials.json holds it, in words, by
+    /// server name.
+    pub logins: std::collections::BTreeMap<String, String>,
 }
 
 /// What doctor shows without starting anything: the files, the configured servers (`configured`
@@ -80,6 +83,17 @@ pub struct McpOverview {
 pub(crate) fn describe_servers(paths: &Paths, project_trusted: bool) -> McpOverview {
     // Nothing is asked here: a server that needs an input is shown as the session would start it.
     let config = McpConfig::load(paths, project_trusted, &inputs::McpInputs::placeholders());
+    let credentials = oauth::store::CredentialsFile::new(&paths.config_dir);
+    let logins = config
+        .servers
+        .iter()
+        .filter_map(|server| match &server.transport {
+            ServerTransport::Http { url, .. } => {
+                Some((server.name.clone(), credentials.login_state(&server.name, url)))
+            }
+            ServerTransport::Stdio { .. } => None,
+        })
+        .collect();
     let servers = config
         .servers
         .into_iter()
@@ -98,6 +112,7 @@ pub(crate) fn describe_servers(paths: &Paths, project_trusted: bool) -> McpOverv
         servers,
         diagnostics: config.diagnostics,
         other_clients: import::other_client_files(paths, home.as_deref()),
+        logins,
     }
 }
 

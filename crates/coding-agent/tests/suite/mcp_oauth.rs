@@ -299,6 +299,23 @@ async fn mcp_login_registers_uses_pkce_refuses_a_forged_callback_and_stores_an_o
     assert!(!text(&output.stdout).contains(&access));
 }
 
+/// The `OAuth:` line doctor prints under server `name`.
+fn doctor_oauth_line(env: &TestEnv, name: &str) -> String {
+    let output = env
+        .command(&super::run_e2e::elph())
+        .arg("doctor")
+        .output()
+        .unwrap();
+    let stdout = text(&output.stdout);
+    let mut lines = stdout
+        .lines()
+        .skip_while(|line| !line.trim_start().starts_with(&format!("- {name} ")));
+    lines
+        .find(|line| line.trim_start().starts_with("OAuth:"))
+        .map(|line| line.trim().to_string())
+        .unwrap_or_else(|| panic!("no OAuth line for {name} in:\n{stdout}"))
+}
+
 #[tokio::test]
 async fn a_logged_in_server_is_called_with_its_token_and_the_token_is_refreshed_after_expiry() {
     let env = TestEnv::new();
@@ -320,10 +337,19 @@ async fn a_logged_in_server_is_called_with_its_token_and_the_token_is_refreshed_
     assert!(tokens.iter().all(|token| *token == first), "{tokens:?}");
     assert!(!text(&output.stderr).contains(&first), "the token is not printed");
 
+    // Doctor says a login is stored and still valid.
+    let doctor = doctor_oauth_line(&env, "remote");
+    assert!(doctor.starts_with("OAuth: login stored, valid for"), "{doctor}");
+
     // The stored token is past its lifetime: Elph refreshes it before using it.
     let mut contents = stored(&env);
     contents["servers"]["remote"]["credentials"]["token_received_at"] = json!(1);
     std::fs::write(credentials_file(&env), contents.to_string()).unwrap();
+    let doctor = doctor_oauth_line(&env, "remote");
+    assert_eq!(
+        doctor,
+        "OAuth: login stored, access token expired (renewed with its refresh token on the next use)"
+    );
     let (output, results) = run_whoami(&env, "remote").await;
     assert!(output.status.success(), "{}", text(&output.stderr));
     assert_eq!(results, [format!("you are {client_id}")]);
@@ -392,6 +418,8 @@ async fn without_a_login_a_run_says_to_log_in_and_goes_on_and_logout_removes_the
         text(&output.stderr)
     );
 
+    assert_eq!(doctor_oauth_line(&env, "remote"), "OAuth: no login stored");
+
     // Logged in, then out: the token is gone from the file, and the next run asks again.
     let (output, _) = login(&env, "remote").await;
     assert!(output.status.success(), "{}", text(&output.stderr));
@@ -452,6 +480,11 @@ async fn a_token_is_never_sent_to_another_url_under_the_same_name() {
     );
     let seen = other.events("unauthorized");
     assert!(!seen.is_empty(), "the other server was asked");
+    let doctor = doctor_oauth_line(&env, "remote");
+    assert!(
+        doctor.starts_with("OAuth: a login is stored for another URL") && doctor.contains(&server.url()),
+        "{doctor}"
+    );
     assert!(seen.iter().all(|event| event["token"].is_null()), "{seen:?}");
     assert_eq!(stored_access_token(&env, "remote"), token, "the login is kept");
 }

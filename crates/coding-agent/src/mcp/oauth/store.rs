@@ -107,6 +107,50 @@ impl CredentialsFile {
             .map(|entry| entry.credentials))
     }
 
+    /// What doctor says about `name`'s login at `url`: none, stored and valid for how long,
+    /// expired (and whether a refresh can renew it), or stored for another URL.
+    pub(crate) fn login_state(&self, name: &str, url: &str) -> String {
+        let contents = match self.read() {
+            Ok(contents) => contents,
+            Err(error) => return format!("login unknown: {error}"),
+        };
+        let Some(entry) = contents.servers.get(name) else {
+            return "no login stored".to_string();
+        };
+        if entry.url != url {
+            return format!(
+                "a login is stored for another URL ({}), not sent here; run `elph mcp login {name}`",
+                entry.url
+            );
+        }
+        let Some(token) = &entry.credentials.token_response else {
+            return format!("no token stored; run `elph mcp login {name}`");
+        };
+        // Read through its wire form: the token type is oauth2's, which Elph does not depend on.
+        let token = serde_json::to_value(token).unwrap_or_default();
+        let refreshable = token.get("refresh_token").is_some_and(|t| !t.is_null());
+        let expires_at = token
+            .get("expires_in")
+            .and_then(serde_json::Value::as_u64)
+            .zip(entry.credentials.token_received_at)
+            .map(|(valid, received)| received.saturating_add(valid));
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| since.as_secs());
+        match expires_at {
+            None => "login stored (no expiry given)".to_string(),
+            Some(at) if at > now => format!(
+                "login stored, valid for {} more minute(s)",
+                (at - now).div_ceil(60)
+            ),
+            Some(_) if refreshable => {
+                "login stored, access token expired (renewed with its refresh token on the next use)"
+                    .to_string()
+            }
+            Some(_) => format!("login expired, no refresh token; run `elph mcp login {name}`"),
+        }
+    }
+
     /// Whether anything is stored for `name` (whatever its URL).
     pub fn has(&self, name: &str) -> Result<bool, CredentialsError> {
         Ok(self.read()?.servers.contains_key(name))
