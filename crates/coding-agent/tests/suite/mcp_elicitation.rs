@@ -191,7 +191,10 @@ fn a_link_question_shows_the_whole_address_and_enter_agrees_to_open_it() {
     tui.wait_for("link handled");
     tui.wait_idle();
     let result = elicitation_result(&model.server.requests());
-    assert!(result.contains("User completed the URL elicitation flow"), "{result}");
+    assert!(
+        result.contains("User completed the URL elicitation flow"),
+        "{result}"
+    );
     assert!(result.contains(&format!("URL: {url}")), "{result}");
 }
 
