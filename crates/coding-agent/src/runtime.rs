@@ -286,9 +286,16 @@ impl Runtime {
         let _ = self.events.send(AgentEvent::Notice { message });
     }
 
-    /// The commands the loaded templates and skills stand for.
+    /// The commands the loaded templates and skills stand for, then the MCP servers' prompts.
     pub(crate) fn workflow_commands(&self) -> Vec<crate::workflows::WorkflowCommand> {
-        self.workflows.commands()
+        let mut commands = self.workflows.commands();
+        commands.extend(self.mcp.prompt_commands());
+        commands
+    }
+
+    /// The session's MCP servers.
+    pub(crate) fn mcp(&self) -> &McpManager {
+        &self.mcp
     }
 
     /// Re-reads skills and templates for the current trust state; one that loaded before and now

@@ -160,6 +160,13 @@ impl Forwarder {
                     ));
                 }
                 SessionEvent::Context { .. } => {}
+                // The commands are advertised once the client knows the session (at `Ready`).
+                SessionEvent::Commands(state) => {
+                    if self.opening.is_none() {
+                        self.advertise_commands(&state);
+                    }
+                    hooks = Some(state);
+                }
                 SessionEvent::Finished { op, outcome } if self.config.was_quiet(op) => {
                     self.config_changed(&outcome);
                 }

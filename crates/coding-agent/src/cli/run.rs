@@ -185,6 +185,7 @@ async fn run_async(
     let mut result = None;
     let mut collected = Vec::new();
     let mut storage_error = None;
+    let mut rejected = None;
     let mut printed = Printed::default();
     while let Some(event) = events.recv().await {
         match event {
@@ -225,6 +226,17 @@ async fn run_async(
                     reason: reason.into(),
                 });
             }
+            // An MCP prompt the session could not get (an argument missing, its server down):
+            // nothing reached the model.
+            SessionEvent::Finished {
+                outcome: Outcome::PromptRejected(message),
+                ..
+            } => {
+                rejected = Some(message);
+                session.submit(Op::End {
+                    reason: "exit".into(),
+                });
+            }
             SessionEvent::Ended { storage_error: error } => {
                 storage_error = error;
                 break;
@@ -235,11 +247,16 @@ async fn run_async(
             | SessionEvent::Approval(_)
             | SessionEvent::Elicitation(_)
             | SessionEvent::Context { .. }
+            | SessionEvent::Commands(_)
             | SessionEvent::Finished { .. } => {}
         }
     }
     // The session's MCP servers stop when its task ends.
     let _ = session_task.await;
+    if let Some(message) = rejected {
+        crate::terminal_text::eprint_line(&format!("elph run: {message}"));
+        return Ok(exit::USAGE);
+    }
     let (Some(opened), Some(result)) = (opened, result) else {
         anyhow::bail!("the session ended before the turn did; see DATA_DIR/logs/elph.log");
     };

@@ -76,6 +76,8 @@ impl Shared {
 /// The session's MCP tools, for the harness.
 pub(crate) struct McpTools {
     shared: Arc<Shared>,
+    /// Reads the servers' resources (set once the servers are made).
+    reader: std::sync::OnceLock<Arc<super::resources::Reader>>,
 }
 
 impl McpTools {
@@ -96,7 +98,12 @@ impl McpTools {
                 ),
                 generation: tokio::sync::watch::channel(0).0,
             }),
+            reader: std::sync::OnceLock::new(),
         }
+    }
+
+    pub(crate) fn set_reader(&self, reader: Arc<super::resources::Reader>) {
+        let _ = self.reader.set(reader);
     }
 
     /// The live statuses, for mcpTool hooks that call a server which may still be starting.
@@ -147,6 +154,7 @@ impl ToolSource for McpTools {
         if !servers.is_empty() {
             tools.push(Arc::new(WaitTool::new(self.shared.clone())));
         }
+        tools.extend(self.reader.get().and_then(|reader| reader.tool()));
         tools
     }
 

@@ -7,12 +7,15 @@
 //! - `notifications/tools/list_changed`: the server's tools are listed again (see
 //!   [`ToolRefresh`]); until that answers, and for good if it fails, the last list stays.
 //! - `elicitation/create`: the server asks the user for input (see [`super::elicitation`]).
+//! - `notifications/prompts/list_changed`, `notifications/resources/list_changed`: the server's
+//!   prompts (commands) or resources are listed again in the session's [`Offers`], the same way.
 // Roots are deprecated by SEP-2577 (MCP 2026-07-28), but the 2025-11-25 revision, which every
 // server speaks today, has them.
 #![expect(deprecated, reason = "roots are still part of MCP 2025-11-25")]
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use rmcp::ClientHandler;
 use rmcp::ErrorData as McpError;
@@ -24,6 +27,16 @@ use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 use tokio::sync::watch;
 
 use super::elicitation::{Elicitations, ServerDesk};
+use super::offers::{Offers, Which};
+
+/// Where a server's prompt and resource list changes go: its entry in the session's [`Offers`].
+#[derive(Clone)]
+pub(crate) struct Listener {
+    pub(crate) server: String,
+    pub(crate) offers: Arc<Offers>,
+    /// The server's `timeoutMs`: a listing takes no longer.
+    pub(crate) limit: Duration,
+}
 
 /// The client of one server's connection.
 #[derive(Clone)]
@@ -33,6 +46,7 @@ pub(crate) struct ElphClient {
     tools_changed: Arc<ToolRefresh>,
     /// The server's name, where its questions go, and its calls and open questions.
     elicitation: Option<(String, Arc<Elicitations>, Arc<ServerDesk>)>,
+    listener: Option<Listener>,
 }
 
 impl ElphClient {
@@ -51,6 +65,27 @@ impl ElphClient {
             roots: Arc::new(roots.iter().map(|path| root(path)).collect()),
             tools_changed,
             elicitation: None,
+            listener: None,
+        }
+    }
+
+    /// Follows the server's prompt and resource list changes into `listener`.
+    pub(crate) fn with_listener(mut self, listener: Option<Listener>) -> Self {
+        self.listener = listener;
+        self
+    }
+
+    /// Lists `which` again; rmcp runs each notification's handler in a task of its own, so the
+    /// request made here does not hold the connection up.
+    async fn relist(&self, which: Which, context: NotificationContext<RoleClient>) {
+        if let Some(listener) = &self.listener {
+            let problem = listener
+                .offers
+                .refresh(&listener.server, &context.peer, which, listener.limit)
+                .await;
+            if let Some(problem) = problem {
+                tracing::warn!(server = %listener.server, %problem, "mcp list_changed");
+            }
         }
     }
 
@@ -100,6 +135,14 @@ impl ClientHandler for ElphClient {
             }
             None => Ok(ElicitResult::new(rmcp::model::ElicitationAction::Decline)),
         }
+    }
+
+    async fn on_prompt_list_changed(&self, context: NotificationContext<RoleClient>) {
+        self.relist(Which::Prompts, context).await;
+    }
+
+    async fn on_resource_list_changed(&self, context: NotificationContext<RoleClient>) {
+        self.relist(Which::Resources, context).await;
     }
 }
 

@@ -29,8 +29,11 @@ pub mod file;
 pub mod import;
 pub mod inputs;
 pub mod oauth;
+mod offers;
 pub(crate) mod process;
+pub(crate) mod prompts;
 mod refresh;
+pub(crate) mod resources;
 pub(crate) mod server;
 pub(crate) mod tool;
 pub(crate) mod wait;
@@ -124,6 +127,8 @@ pub struct McpManager {
     files: Vec<McpFileStatus>,
     /// The servers' tools as they join.
     tools: Arc<McpTools>,
+    /// The servers' prompts and resources as they are listed.
+    offers: Arc<offers::Offers>,
     runtime: Mutex<Option<tokio::runtime::Runtime>>,
     /// The servers' starts, until [`McpManager::wait_for_starts`] takes them.
     starts: Mutex<Vec<tokio::task::JoinHandle<Vec<Diagnostic>>>>,
@@ -146,11 +151,13 @@ impl std::fmt::Debug for McpManager {
 impl McpManager {
     /// No servers.
     pub fn empty() -> Self {
+        let tools = Arc::new(McpTools::starting([]));
         McpManager {
             servers: Vec::new(),
             disabled: Vec::new(),
             files: Vec::new(),
-            tools: Arc::new(McpTools::starting([])),
+            offers: Arc::new(offers::Offers::new(tools.shared())),
+            tools,
             runtime: Mutex::new(None),
             starts: Mutex::new(Vec::new()),
             stopped: AtomicBool::new(false),
@@ -221,10 +228,12 @@ impl McpManager {
             }
         }
         let (enabled, disabled): (Vec<_>, Vec<_>) = config.servers.into_iter().partition(|s| s.enabled);
+        let tools = Arc::new(McpTools::starting(
+            enabled.iter().map(|s| (s.name.clone(), s.startup_timeout)),
+        ));
         let mut manager = McpManager {
-            tools: Arc::new(McpTools::starting(
-                enabled.iter().map(|s| (s.name.clone(), s.startup_timeout)),
-            )),
+            offers: Arc::new(offers::Offers::new(tools.shared())),
+            tools,
             servers: Vec::new(),
             disabled,
             files: config.files,
@@ -260,13 +269,24 @@ impl McpManager {
         manager.servers = enabled
             .into_iter()
             .map(|definition| {
+                let listener = client::Listener {
+                    server: definition.name.clone(),
+                    offers: manager.offers.clone(),
+                    limit: definition.timeout,
+                };
                 let server = McpServer::new(definition, paths.project_dir.clone())
                     .with_credentials(oauth::CredentialsFile::new(&paths.config_dir))
                     .with_roots(roots.clone())
-                    .with_elicitations(manager.elicitations.clone());
+                    .with_elicitations(manager.elicitations.clone())
+                    .with_listener(listener);
                 Arc::new(server)
             })
             .collect();
+        manager.tools.set_reader(Arc::new(resources::Reader {
+            servers: manager.servers.clone(),
+            offers: manager.offers.clone(),
+            runtime: handle.clone(),
+        }));
         *lock(&manager.runtime) = Some(runtime);
         let starts = manager
             .servers
@@ -275,6 +295,7 @@ impl McpManager {
                 handle.spawn(start_one(
                     server.clone(),
                     manager.tools.clone(),
+                    manager.offers.clone(),
                     handle.clone(),
                     events.clone(),
                 ))
@@ -418,6 +439,7 @@ fn roots(paths: &Paths) -> Vec<std::path::PathBuf> {
 async fn start_one(
     server: Arc<McpServer>,
     tools: Arc<McpTools>,
+    offers: Arc<offers::Offers>,
     runtime: tokio::runtime::Handle,
     events: Option<UnboundedSender<AgentEvent>>,
 ) -> Vec<Diagnostic> {
@@ -428,7 +450,18 @@ async fn start_one(
     };
     match server.start().await {
         Ok(specs) => {
-            let (server_tools, diagnostics) = catalog::server_tools(&server, &specs, &runtime);
+            let (server_tools, mut diagnostics) = catalog::server_tools(&server, &specs, &runtime);
+            // Before its tools join: when the server counts as ready, its prompts are commands.
+            if let Ok(peer) = server.peer().await {
+                let problems = offers
+                    .on_ready(server.name(), &peer, server.definition.timeout)
+                    .await;
+                diagnostics.extend(
+                    problems
+                        .into_iter()
+                        .map(|problem| Diagnostic::new(problem).in_file(&server.definition.source)),
+                );
+            }
             let count = server_tools.len();
             tools.set_ready(server.name(), server_tools);
             runtime.spawn(refresh::follow_tool_changes(

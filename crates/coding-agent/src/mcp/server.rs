@@ -18,7 +18,7 @@ use rmcp::service::{Peer, RoleClient, RunningService, ServiceError, ServiceExt};
 use serde::Serialize;
 use tokio::sync::watch;
 
-use super::client::{ElphClient, ToolRefresh};
+use super::client::{ElphClient, Listener, ToolRefresh};
 use super::config::{ServerDefinition, ServerTransport};
 use super::process::{GroupKiller, ServerProcess, StderrTail, exited, server_environment};
 
@@ -78,6 +78,8 @@ pub struct McpServer {
     elicitations: Arc<super::elicitation::Elicitations>,
     /// Its calls in flight and its open questions.
     desk: Arc<super::elicitation::ServerDesk>,
+    /// Where the server's prompt and resource list changes go.
+    listener: Option<Listener>,
 }
 
 /// `message`, followed by the last lines the server wrote to stderr, if any.
@@ -133,6 +135,25 @@ impl McpServer {
                 super::elicitation::ANSWER_LIMIT,
             )),
             desk: super::elicitation::ServerDesk::new(),
+            listener: None,
+        }
+    }
+
+    /// Tells `listener` of the server's prompt and resource list changes.
+    pub(crate) fn with_listener(mut self, listener: Listener) -> Self {
+        self.listener = Some(listener);
+        self
+    }
+
+    /// The live connection's peer, for requests other than tool calls (prompts, resources).
+    pub(crate) async fn peer(&self) -> Result<Peer<RoleClient>, CallError> {
+        let slot = self.connection.lock().await;
+        match (&*slot, self.state()) {
+            (Some(connection), ServerState::Running { .. }) => Ok(connection.peer.clone()),
+            (_, ServerState::Failed { reason } | ServerState::Stopped { reason }) => {
+                Err(CallError::Down(reason))
+            }
+            _ => Err(CallError::Down("it is not running".into())),
         }
     }
 
@@ -149,11 +170,13 @@ impl McpServer {
     }
 
     fn client(&self) -> ElphClient {
-        ElphClient::new(&self.roots, self.tool_refresh.clone()).with_elicitations(
-            self.definition.name.clone(),
-            self.elicitations.clone(),
-            self.desk.clone(),
-        )
+        ElphClient::new(&self.roots, self.tool_refresh.clone())
+            .with_elicitations(
+                self.definition.name.clone(),
+                self.elicitations.clone(),
+                self.desk.clone(),
+            )
+            .with_listener(self.listener.clone())
     }
 
     pub(crate) fn tool_refresh(&self) -> &ToolRefresh {

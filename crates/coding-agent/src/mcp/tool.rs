@@ -69,7 +69,7 @@ impl McpTool {
 
 /// Aborts the task when dropped: a cancelled turn drops the call future, and with it the request
 /// (rmcp then tells the server with `notifications/cancelled`).
-struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+pub(crate) struct AbortOnDrop<T>(pub(crate) tokio::task::JoinHandle<T>);
 
 impl<T> Drop for AbortOnDrop<T> {
     fn drop(&mut self) {
@@ -177,7 +177,8 @@ pub(crate) fn convert(result: CallToolResult, mut details: Value) -> ToolOutput 
                 _ => ContentBlock::text("[a resource of a kind Elph does not show]"),
             },
             McpContent::ResourceLink(link) => {
-                ContentBlock::text(format!("[resource link {} ({})]", link.uri, link.name))
+                let server = details["mcpServer"].as_str().unwrap_or_default();
+                ContentBlock::text(super::resources::link_hint(server, &link.uri, &link.name))
             }
             _ => ContentBlock::text("[content of a kind Elph does not show]"),
         });

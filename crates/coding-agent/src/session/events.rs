@@ -117,6 +117,9 @@ pub enum SessionEvent {
     Context { tokens: u64, window: u64 },
     /// An operation is done.
     Finished { op: OpId, outcome: Outcome },
+    /// The commands changed outside any operation (an MCP server's prompts arrived or changed):
+    /// the session's hook state with the commands as they are now.
+    Commands(HookState),
     /// sessionEnd has run (after `End`, or when every handle is gone); nothing follows.
     Ended {
         /// Why an entry of the session could not be stored, if one could not: the session on

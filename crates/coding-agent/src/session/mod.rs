@@ -15,6 +15,7 @@
 mod approval;
 pub(crate) mod commands;
 mod events;
+mod mcp_turn;
 mod ops;
 pub mod preview;
 mod template;
@@ -260,11 +261,29 @@ impl Session {
             .await;
         self.send_context();
         self.channels.emit(SessionEvent::Ready);
-        while let Some((id, op)) = ops.recv().await {
+        // MCP servers come up in the background: their prompts become commands whenever they do.
+        let mut prompts = self.runtime.mcp().prompts_changed();
+        loop {
+            let (id, op) = tokio::select! {
+                biased;
+                Ok(()) = prompts.changed() => {
+                    self.channels.emit(SessionEvent::Commands(self.hook_state()));
+                    continue;
+                }
+                next = ops.recv() => match next {
+                    Some(next) => next,
+                    None => break,
+                },
+            };
             tracing::debug!(?op, "session op");
+            let switches = matches!(op, Op::New | Op::Resume(_));
             let Some(outcome) = self.execute(op).await else {
                 return;
             };
+            if switches {
+                // Another session's servers now, announced with its `Opened`.
+                prompts = self.runtime.mcp().prompts_changed();
+            }
             self.send_context();
             self.channels.emit(SessionEvent::Finished { op: id, outcome });
         }

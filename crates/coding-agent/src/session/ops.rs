@@ -10,12 +10,11 @@ impl Session {
     /// Carries out `op`; `None` once the session has ended (`End`).
     pub(super) async fn execute(&mut self, op: Op) -> Option<Outcome> {
         let outcome = match op {
-            Op::Prompt { text, cancel } => match self.runtime.expand_prompt(&text) {
-                Ok(expanded) => {
-                    let prompt = self.fill_template(&expanded, &cancel).await;
+            Op::Prompt { text, cancel } => match self.prepare_prompt(&text, &cancel).await {
+                Ok(prepared) => {
                     let turn = self.runtime.harness_mut().run_turn_from_template(
-                        &prompt,
-                        expanded.template.as_deref(),
+                        &prepared.text,
+                        prepared.command.as_deref(),
                         &cancel,
                     );
                     Outcome::Turn(self.channels.pump(turn).await)

@@ -322,7 +322,7 @@ impl App {
                 KeyCode::Enter if key.modifiers.is_empty() => {
                     let exact = match commands::parse(self.composer.text()) {
                         Some(Parsed::Command(..)) => true,
-                        Some(Parsed::Unknown(name)) => self.hooks.is_workflow(&name),
+                        Some(Parsed::Unknown(name)) => self.hooks.is_workflow(&name) || name.contains(':'),
                         None => false,
                     };
                     if !exact && count > 0 {
@@ -446,7 +446,10 @@ impl App {
         // when it cannot, such as an unknown skill).
         let parsed = commands::parse(&text).filter(|parsed| match parsed {
             Parsed::Unknown(name) => {
-                !(self.hooks.is_workflow(name) || name.starts_with(crate::workflows::SKILL_COMMAND_PREFIX))
+                // `server:prompt` goes to the session too: the server may not have listed it yet.
+                !(self.hooks.is_workflow(name)
+                    || name.starts_with(crate::workflows::SKILL_COMMAND_PREFIX)
+                    || name.contains(':'))
             }
             Parsed::Command(..) => true,
         });

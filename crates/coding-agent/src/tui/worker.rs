@@ -102,6 +102,7 @@ pub fn ui_messages(event: SessionEvent) -> Vec<UiMsg> {
             messages
         }
         SessionEvent::Ready => vec![UiMsg::Idle],
+        SessionEvent::Commands(hooks) => vec![UiMsg::Hooks(HooksView::from_state(&hooks))],
         SessionEvent::Agent(event) => vec![UiMsg::Agent(event)],
         SessionEvent::Approval(question) => vec![UiMsg::Approval(question)],
         SessionEvent::Elicitation(question) => vec![UiMsg::Elicitation(question)],

@@ -50,6 +50,25 @@ impl AgentHarness {
         self.template_call(call, cancel).await
     }
 
+    /// Calls `tool` (one the session offers, such as the tools of its MCP servers that have
+    /// joined since the last model request) with `input` for a prompt's reference, such as an
+    /// MCP resource's `@server:uri` (call id `template-N`).
+    pub async fn template_tool(
+        &mut self,
+        index: usize,
+        tool: &str,
+        input: serde_json::Value,
+        cancel: &CancellationToken,
+    ) -> TemplateCallOutput {
+        self.refresh_tools();
+        let call = ToolCall {
+            id: format!("template-{index}"),
+            name: tool.into(),
+            input,
+        };
+        self.template_call(call, cancel).await
+    }
+
     async fn template_call(&mut self, call: ToolCall, cancel: &CancellationToken) -> TemplateCallOutput {
         let ctx = ToolContext {
             project_dir: self.config.project_dir.clone(),

@@ -13,11 +13,19 @@
 //! - `break_tool_list {}` makes every later `tools/list` fail, and sends the same notification;
 //! - `roots {}` asks the client for its roots (`roots/list`) and answers with their JSON.
 //!
+//! With `MCP_TEST_OFFERS=1` it also offers (and the tools `link` and `add_prompt` are listed):
+//! - prompts `greet {name (required), style}` and `with_readme {}` (its message embeds the
+//!   resource below); `add_prompt {name}` adds a prompt and sends
+//!   `notifications/prompts/list_changed`;
+//! - resources `test://docs/readme` (text) and `test://data/blob` (300 bytes of binary);
+//!   `link {}` returns a `resource_link` to the readme.
+//!
 //! Evidence for the tests, through the environment the client gives it:
 //! - `MCP_TEST_STARTED`: on start, one JSON line `{"pid", "env", "args", "shown"}` is appended to
 //!   this file (`env` is the sorted list of the names of its environment variables, `args` its
 //!   arguments, `shown` the values of the variables `MCP_TEST_SHOW_ENV` names, comma-separated);
-//! - `MCP_TEST_CALLS`: each call appends one JSON line `{"tool", "arguments"}` before it does anything;
+//! - `MCP_TEST_CALLS`: each call appends one JSON line `{"tool", "arguments"}` before it does anything
+//!   (`prompts/get` and `resources/read` too, as `{"prompt", "arguments"}` and `{"read"}`);
 //! - `MCP_TEST_GRANDCHILD=1`: on start, a `sleep 300` is left running in the server's process group,
 //!   so that a test can see the whole group stopped, not only the server.
 #![forbid(unsafe_code)]
@@ -30,9 +38,16 @@
 use std::io::Write as _;
 use std::time::Duration;
 
+use std::sync::{Arc, Mutex};
+
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
-use rmcp::{ServerHandler, ServiceExt, tool, tool_handler, tool_router};
+use rmcp::model::{
+    CallToolResult, GetPromptRequestParams, GetPromptResponse, ListPromptsResult, ListResourcesResult,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt, tool, tool_handler, tool_router};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -54,6 +69,18 @@ struct CrashArgs {}
 /// The tools only `MCP_TEST_DYNAMIC=1` lists, and the one `add_tool` adds.
 const DYNAMIC_TOOLS: [&str; 3] = ["add_tool", "break_tool_list", "roots"];
 const LATE_TOOL: &str = "late";
+/// The tools only `MCP_TEST_OFFERS=1` lists.
+const OFFER_TOOLS: [&str; 2] = ["link", "add_prompt"];
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+struct AddPromptArgs {
+    /// The new prompt's name.
+    name: String,
+}
+
+const README_URI: &str = "test://docs/readme";
+const README_TEXT: &str = "The readme of the test server: MCP-RESOURCE-TEXT";
+const BLOB_URI: &str = "test://data/blob";
 
 #[derive(Default)]
 struct ListState {
@@ -65,6 +92,10 @@ struct ListState {
 struct TestServer {
     tool_router: ToolRouter<Self>,
     list: std::sync::Arc<std::sync::Mutex<ListState>>,
+    /// `MCP_TEST_OFFERS=1`: prompts and resources are offered.
+    offers: bool,
+    /// Prompts added by `add_prompt`.
+    added: Arc<Mutex<Vec<String>>>,
 }
 
 fn append_line(variable: &str, line: &Value) {
@@ -85,7 +116,34 @@ impl TestServer {
         TestServer {
             tool_router: Self::tool_router(),
             list: std::sync::Arc::default(),
+            offers: std::env::var_os("MCP_TEST_OFFERS").is_some(),
+            added: Arc::default(),
         }
+    }
+
+    #[tool(description = "Returns a link to the readme resource.")]
+    async fn link(&self, Parameters(_args): Parameters<CrashArgs>) -> CallToolResult {
+        append_line("MCP_TEST_CALLS", &json!({"tool": "link", "arguments": {}}));
+        serde_json::from_value(json!({"content": [
+            {"type": "text", "text": "the readme is linked"},
+            {"type": "resource_link", "uri": README_URI, "name": "readme"}
+        ]}))
+        .unwrap()
+    }
+
+    #[tool(description = "Adds a prompt and tells the client its prompts changed.")]
+    async fn add_prompt(
+        &self,
+        Parameters(args): Parameters<AddPromptArgs>,
+        context: RequestContext<RoleServer>,
+    ) -> String {
+        append_line(
+            "MCP_TEST_CALLS",
+            &json!({"tool": "add_prompt", "arguments": {"name": args.name}}),
+        );
+        self.added.lock().unwrap().push(args.name.clone());
+        context.peer.notify_prompt_list_changed().await.unwrap();
+        format!("added {}", args.name)
     }
 
     /// What `tools/list` shows now.
@@ -106,6 +164,8 @@ impl TestServer {
                 let name = tool.name.as_ref();
                 if name == LATE_TOOL {
                     state.late_added
+                } else if OFFER_TOOLS.contains(&name) {
+                    self.offers
                 } else {
                     dynamic || !DYNAMIC_TOOLS.contains(&name)
                 }
@@ -214,7 +274,16 @@ impl TestServer {
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for TestServer {
     fn get_info(&self) -> rmcp::model::ServerConfig {
-        let mut capabilities = rmcp::model::ServerCapabilities::builder().enable_tools().build();
+        let mut capabilities = if self.offers {
+            rmcp::model::ServerCapabilities::builder()
+                .enable_tools()
+                .enable_prompts()
+                .enable_prompts_list_changed()
+                .enable_resources()
+                .build()
+        } else {
+            rmcp::model::ServerCapabilities::builder().enable_tools().build()
+        };
         if let Some(tools) = capabilities.tools.as_mut() {
             tools.list_changed = Some(true);
         }
@@ -228,6 +297,90 @@ impl ServerHandler for TestServer {
         _context: rmcp::service::RequestContext<rmcp::RoleServer>,
     ) -> Result<rmcp::model::ListToolsResult, rmcp::ErrorData> {
         Ok(rmcp::model::ListToolsResult::with_all_items(self.listed()?))
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        let mut prompts = vec![
+            json!({"name": "greet", "description": "Greets someone.", "arguments": [
+                {"name": "name", "description": "who to greet", "required": true},
+                {"name": "style", "description": "how"}
+            ]}),
+            json!({"name": "with_readme", "description": "Asks for a summary of the readme."}),
+        ];
+        for name in self.added.lock().unwrap().iter() {
+            prompts.push(json!({"name": name, "description": "An added prompt."}));
+        }
+        Ok(serde_json::from_value(json!({"prompts": prompts})).unwrap())
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        let arguments = request.arguments.clone().unwrap_or_default();
+        append_line(
+            "MCP_TEST_CALLS",
+            &json!({"prompt": request.name, "arguments": arguments}),
+        );
+        let text = |key: &str| arguments.get(key).and_then(Value::as_str).map(str::to_string);
+        let messages = match request.name.as_str() {
+            "greet" => {
+                let name = text("name").ok_or_else(|| McpError::invalid_params("name is required", None))?;
+                let style = text("style").unwrap_or_else(|| "plain".into());
+                json!([{"role": "user", "content": {"type": "text",
+                    "text": format!("Say hello to {name} in a {style} style.")}}])
+            }
+            "with_readme" => json!([
+                {"role": "user", "content": {"type": "text", "text": "Summarize this file:"}},
+                {"role": "user", "content": {"type": "resource",
+                    "resource": {"uri": README_URI, "mimeType": "text/plain", "text": README_TEXT}}}
+            ]),
+            name if self.added.lock().unwrap().iter().any(|added| added == name) => json!([
+                {"role": "user", "content": {"type": "text", "text": format!("The added prompt {name}.")}}
+            ]),
+            other => return Err(McpError::invalid_params(format!("no prompt {other}"), None)),
+        };
+        Ok(GetPromptResponse::Complete(
+            serde_json::from_value(json!({"messages": messages})).unwrap(),
+        ))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        Ok(serde_json::from_value(json!({"resources": [
+            {"uri": README_URI, "name": "readme", "description": "the test server's readme", "mimeType": "text/plain"},
+            {"uri": BLOB_URI, "name": "blob", "mimeType": "application/octet-stream"}
+        ]}))
+        .unwrap())
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        append_line("MCP_TEST_CALLS", &json!({"read": request.uri}));
+        let contents = match request.uri.as_str() {
+            README_URI => json!([{"uri": README_URI, "mimeType": "text/plain", "text": README_TEXT}]),
+            // 300 bytes: 400 characters of base64.
+            BLOB_URI => {
+                json!([{"uri": BLOB_URI, "mimeType": "application/octet-stream", "blob": "AAEC".repeat(100)}])
+            }
+            other => {
+                return Err(McpError::resource_not_found(format!("no resource {other}"), None));
+            }
+        };
+        Ok(ReadResourceResponse::Complete(
+            serde_json::from_value(json!({"contents": contents})).unwrap(),
+        ))
     }
 }
 
