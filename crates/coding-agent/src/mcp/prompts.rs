@@ -63,7 +63,23 @@ impl super::McpManager {
                 super::resources::wait_answered(offers.catalog(), &server)
                     .await
                     .map_err(failed)?;
-                let listed = offers.server(&server).map(|s| s.prompts).unwrap_or_default();
+                let peer = found
+                    .peer()
+                    .await
+                    .map_err(|error| failed(super::tool::describe_error(&server, &prompt, &error)))?;
+                let limit = found.definition.timeout;
+                let mut listed = offers.server(&server).map(|s| s.prompts).unwrap_or_default();
+                if !listed.iter().any(|p| p.name == prompt) {
+                    // Not listed (yet): the server may have added it without saying so, or its
+                    // notice is on its way. One more look before it counts as unknown.
+                    if offers
+                        .refresh(&server, &peer, super::offers::Which::Prompts, limit)
+                        .await
+                        .is_none()
+                    {
+                        listed = offers.server(&server).map(|s| s.prompts).unwrap_or_default();
+                    }
+                }
                 let Some(spec) = listed.iter().find(|p| p.name == prompt) else {
                     let names: Vec<&str> = listed.iter().map(|p| p.name.as_str()).collect();
                     return Err(failed(format!(
@@ -76,11 +92,6 @@ impl super::McpManager {
                     )));
                 };
                 let arguments = arguments(&command, spec, &rest)?;
-                let peer = found
-                    .peer()
-                    .await
-                    .map_err(|error| failed(super::tool::describe_error(&server, &prompt, &error)))?;
-                let limit = found.definition.timeout;
                 let answer =
                     tokio::time::timeout(limit, peer.get_prompt_once(request(&prompt, arguments))).await;
                 let response = match answer {

@@ -379,3 +379,86 @@ async fn server_everything_prompts_run_as_commands_and_its_resources_are_read() 
         results[1]
     );
 }
+
+/// The commands an `available_commands_update` advertises, by name, with their input hints.
+fn advertised(update: &Value) -> Vec<(String, Value)> {
+    update["availableCommands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|command| {
+            (
+                command["name"].as_str().unwrap().to_string(),
+                command["input"].clone(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_editor_gets_the_prompts_as_commands_when_they_arrive_and_runs_them() {
+    use super::acp::Setup;
+    use super::acp_ts::Scenario;
+
+    let setup = Setup::new().await;
+    let evidence = Evidence::new(&setup.env);
+    write_home_mcp(&setup.env, &offering_server(&evidence));
+    setup.server.enqueue_all([
+        FakeReply::text("hello Ada"),
+        FakeReply::tool_call("mcp_test__add_prompt", json!({"name": "fresh"})),
+        FakeReply::text("added"),
+        FakeReply::text("you are welcome"),
+        FakeReply::text("fresh done"),
+    ]);
+    let prompt =
+        |text: &str| json!({"sessionId": "${s.sessionId}", "prompt": [{"type": "text", "text": text}]});
+    let run = Scenario::new(&setup.env, &["acp", "--model", "fake/gpt-test"])
+        .step(
+            "session/new",
+            json!({"cwd": setup.env.project, "mcpServers": []}),
+            Some("s"),
+        )
+        .step("session/prompt", prompt("/test:greet Ada"), None)
+        .step("session/prompt", prompt("add a prompt"), None)
+        .step("session/prompt", prompt("thanks"), None)
+        .step("session/prompt", prompt("/test:fresh"), None)
+        .run()
+        .await;
+    for index in 1..=4 {
+        assert_eq!(run.ok(index + 1)["stopReason"], "end_turn", "prompt {index}");
+    }
+    let requests = setup.server.requests();
+    assert_eq!(user_text(&requests[0]), "Say hello to Ada in a plain style.");
+    assert_eq!(user_text(&requests[4]), "The added prompt fresh.");
+
+    // The server came up after the session did: its prompts were advertised when they arrived,
+    // with their arguments as the input hint; the one it added later, after it said so.
+    let updates = run.updates("available_commands_update");
+    let greet = updates
+        .iter()
+        .map(|update| advertised(update))
+        .find(|commands| commands.iter().any(|(name, _)| name == "test:greet"))
+        .unwrap_or_else(|| panic!("test:greet advertised: {updates:#?}"));
+    let (_, input) = greet.iter().find(|(name, _)| name == "test:greet").unwrap();
+    assert_eq!(input["hint"], "<name> [style]");
+    assert!(greet.iter().any(|(name, _)| name == "test:with_readme"));
+    // The prompt the server added is advertised once it says its prompts changed: before the
+    // editor ever runs it (request 5 is that prompt).
+    let fresh = run
+        .wire
+        .iter()
+        .position(|line| {
+            line.dir == "in"
+                && line.message["params"]["update"]["sessionUpdate"] == "available_commands_update"
+                && advertised(&line.message["params"]["update"])
+                    .iter()
+                    .any(|(name, _)| name == "test:fresh")
+        })
+        .unwrap_or_else(|| panic!("test:fresh advertised: {updates:#?}"));
+    let ran = run
+        .wire
+        .iter()
+        .position(|line| line.dir == "out" && line.message["id"] == 5)
+        .expect("the editor sent /test:fresh");
+    assert!(fresh < ran, "advertised at {fresh}, run at {ran}");
+}
