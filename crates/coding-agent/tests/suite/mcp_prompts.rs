@@ -288,11 +288,7 @@ async fn an_at_mention_of_a_resource_inlines_it() {
 const EVERYTHING_VERSION: &str = "2026.8.31";
 
 fn everything_server() -> Value {
-    let dir = super::npm::package_dir(
-        "@modelcontextprotocol/server-everything",
-        EVERYTHING_VERSION,
-        "mcp-everything",
-    );
+    let dir = super::acp_ts::npm_package_dir("@modelcontextprotocol/server-everything", EVERYTHING_VERSION);
     let entry = dir.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
     json!({"servers": {"everything": {
         "command": node().display().to_string(),

@@ -55,7 +55,6 @@ mod mcp_prompts;
 mod mcp_startup;
 mod mcp_ts;
 mod native_tool_race;
-mod npm;
 mod other_agents;
 mod permission_rules;
 mod persistent;
