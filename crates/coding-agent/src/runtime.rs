@@ -293,11 +293,6 @@ impl Runtime {
         commands
     }
 
-    /// The session's MCP servers.
-    pub(crate) fn mcp(&self) -> &McpManager {
-        &self.mcp
-    }
-
     /// Re-reads skills and templates for the current trust state; one that loaded before and now
     /// fails keeps its previous version. The system prompt's skill list follows.
     fn reload_workflows(&mut self) {
