@@ -11,7 +11,7 @@ use rmcp::model::{
 use serde_json::{Map, Value};
 
 use super::offers::ServerOffers;
-use super::resources::{READ_TOOL, blob_size, link_hint};
+use super::resources::{READ_TOOL, blob_size, cut_to, link_hint};
 use crate::workflows::WorkflowCommand;
 use crate::workflows::prompts::split_arguments;
 
@@ -287,19 +287,7 @@ pub(crate) fn render(server: &str, result: GetPromptResult) -> String {
             text
         });
     }
-    let mut text = pieces.join("\n\n");
-    if text.len() > PROMPT_CAP {
-        let mut end = PROMPT_CAP;
-        while !text.is_char_boundary(end) {
-            end -= 1;
-        }
-        let cut = text.len() - end;
-        text.truncate(end);
-        text.push_str(&format!(
-            "\n[… {cut} more bytes cut: an MCP prompt is limited to {PROMPT_CAP} bytes]"
-        ));
-    }
-    text
+    cut_to(pieces.join("\n\n"), PROMPT_CAP, "an MCP prompt")
 }
 
 fn content_text(server: &str, content: McpContent) -> String {

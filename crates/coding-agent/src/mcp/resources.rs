@@ -236,18 +236,24 @@ pub(crate) fn link_hint(server: &str, uri: &str, name: &str) -> String {
 }
 
 /// `text` within [`OUTPUT_CAP`], cut on a character boundary with a note.
-fn cap(mut text: String) -> String {
-    if text.len() <= OUTPUT_CAP {
+fn cap(text: String) -> String {
+    cut_to(text, OUTPUT_CAP, "a resource")
+}
+
+/// `text` within `limit` bytes, cut on a character boundary with a note saying what was cut and
+/// that `what` is limited to `limit` bytes.
+pub(super) fn cut_to(mut text: String, limit: usize, what: &str) -> String {
+    if text.len() <= limit {
         return text;
     }
-    let mut end = OUTPUT_CAP;
+    let mut end = limit;
     while !text.is_char_boundary(end) {
         end -= 1;
     }
     let cut = text.len() - end;
     text.truncate(end);
     text.push_str(&format!(
-        "\n[… {cut} more bytes cut: a resource is limited to {OUTPUT_CAP} bytes]"
+        "\n[… {cut} more bytes cut: {what} is limited to {limit} bytes]"
     ));
     text
 }

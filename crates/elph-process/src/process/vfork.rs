@@ -240,26 +240,14 @@ fn run_steps(prepared: &Prepared) -> c_int {
                 libc::sigaction(signal, &default, std::ptr::null_mut());
             }
         }
-        if libc::setsid() == -1 {
-            return errno();
-        }
-        if prepared.watcher >= 0 {
-            crate::orphans::register_self(BorrowedFd::borrow_raw(prepared.watcher));
-        }
-        for (target, &fd) in (0..).zip(prepared.stdio.iter()) {
-            if fd < 0 {
-                continue;
-            }
-            // dup2 onto itself would keep close-on-exec; std's pipes are never on 0-2 anyway.
-            let done = if fd == target {
-                libc::fcntl(fd, libc::F_SETFD, 0)
-            } else {
-                libc::dup2(fd, target)
-            };
-            if done == -1 {
-                return errno();
-            }
-        }
+    }
+    // SAFETY: the watcher's pipe stays open in Elph (a static) while children start.
+    let watcher = (prepared.watcher >= 0).then(|| unsafe { BorrowedFd::borrow_raw(prepared.watcher) });
+    if let Err(errno) = lead_session_with_streams(watcher, &prepared.stdio) {
+        return errno;
+    }
+    // SAFETY: as above.
+    unsafe {
         if libc::chdir(prepared.cwd) == -1 {
             return errno();
         }
@@ -269,6 +257,45 @@ fn run_steps(prepared: &Prepared) -> c_int {
         libc::execve(prepared.program, prepared.argv, prepared.envp);
     }
     errno()
+}
+
+/// The first steps of every child on its way to its program, unconfined (here) or confined
+/// (`sandbox/start.rs`), in a child that shares Elph's memory: a session of its own (so no
+/// controlling terminal), its group registered with the orphan watcher before anything of its own
+/// runs, and its standard streams in place. The errno of the step that failed.
+#[expect(unsafe_code, reason = "raw system calls in a clone(2) child")]
+pub(crate) fn lead_session_with_streams(
+    watcher: Option<BorrowedFd<'_>>,
+    stdio: &[RawFd; 3],
+) -> Result<(), c_int> {
+    let errno = || io::Error::last_os_error().raw_os_error().unwrap_or(libc::EINVAL);
+    // SAFETY: setsid(2) is a system call without arguments; it allocates nothing, takes no lock
+    // and does not unwind.
+    if unsafe { libc::setsid() } == -1 {
+        return Err(errno());
+    }
+    if let Some(watcher) = watcher {
+        crate::orphans::register_self(watcher);
+    }
+    for (target, &fd) in (0..).zip(stdio.iter()) {
+        if fd < 0 {
+            continue;
+        }
+        // SAFETY: fcntl(2) and dup2(2) on integers: a descriptor that is not open is EBADF, not
+        // memory; neither allocates, takes a lock or unwinds. dup2 onto itself would keep
+        // close-on-exec, so a stream already in place only loses that flag.
+        let done = unsafe {
+            if fd == target {
+                libc::fcntl(fd, libc::F_SETFD, 0)
+            } else {
+                libc::dup2(fd, target)
+            }
+        };
+        if done == -1 {
+            return Err(errno());
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -48,7 +48,9 @@ use nix::sys::wait::waitpid;
 use nix::unistd::Pid;
 
 use super::confine::Confinement;
-use crate::process::{SpawnSpec, Started, StreamKind, c_string, environment, stream};
+use crate::process::{
+    SpawnSpec, Started, StreamKind, c_string, environment, lead_session_with_streams, stream,
+};
 
 /// Each child's stack: the confinement steps and `execve` need a few pages; mapped lazily.
 const STACK_BYTES: usize = 256 * 1024;
@@ -289,28 +291,10 @@ extern "C" fn command_main(arg: *mut c_void) -> c_int {
 fn run_steps(prepared: &mut Prepared<'_>) -> c_int {
     let errno = || io::Error::last_os_error().raw_os_error().unwrap_or(libc::EINVAL);
     let of = |error: io::Error| error.raw_os_error().unwrap_or(libc::EPERM);
-    // SAFETY: each call is one system call on prepared, NUL-terminated data or stack values;
-    // none allocates, takes a lock or unwinds.
-    unsafe {
-        if libc::setsid() == -1 {
-            return errno();
-        }
-        if prepared.watcher >= 0 {
-            crate::orphans::register_self(BorrowedFd::borrow_raw(prepared.watcher));
-        }
-        for (target, &fd) in (0..).zip(prepared.stdio.iter()) {
-            if fd < 0 {
-                continue;
-            }
-            let done = if fd == target {
-                libc::fcntl(fd, libc::F_SETFD, 0)
-            } else {
-                libc::dup2(fd, target)
-            };
-            if done == -1 {
-                return errno();
-            }
-        }
+    // SAFETY: the watcher's pipe stays open in Elph (a static) while children start.
+    let watcher = (prepared.watcher >= 0).then(|| unsafe { BorrowedFd::borrow_raw(prepared.watcher) });
+    if let Err(errno) = lead_session_with_streams(watcher, &prepared.stdio) {
+        return errno;
     }
     // `J` joined the view already; otherwise this process does.
     let in_view = prepared.enter >= 0 || {
