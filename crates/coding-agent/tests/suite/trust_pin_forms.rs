@@ -157,35 +157,38 @@ async fn a_script_changed_during_a_session_is_caught_before_the_next_hook_run() 
 /// The host keeps the pin check's answer while nothing it read changed (trust::watch): a rewrite
 /// that keeps the script's size, inode and mtime (`touch -d` back), after checks were answered
 /// from what was kept, is still caught before the next run. Only ctime shows it.
-#[tokio::test]
-async fn a_rewrite_that_keeps_size_and_mtime_is_caught_after_kept_checks() {
-    let env = TestEnv::new();
-    let ran = env.evidence("guard-ran.jsonl");
-    let edited = env.evidence("edited");
-    let script = env.project.join("tools/guard.sh");
-    write(&script, &format!("cat >> '{}' # A\n", ran.display()));
-    let stamp = "@946684800";
+/// The mtime every version of the guard carries: a change is never told by its time.
+const STAMP: &str = "@946684800";
+
+fn set_back(path: &Path) {
     let touched = std::process::Command::new("touch")
-        .args(["-d", stamp])
-        .arg(&script)
+        .args(["-h", "-d", STAMP])
+        .arg(path)
         .status()
         .unwrap();
     assert!(touched.success());
+}
+
+/// A trusted project whose guard `tools/guard.sh` (written by the caller, its mtime set back) runs
+/// before each of three tool calls; after the second, a home postToolUse hook runs `change` (a
+/// shell command). Returns how often the guard ran and the run's stderr: the checks of the first
+/// two calls were kept (older than the settling span), so only the cheap check stands between
+/// the change and the third run.
+async fn guard_changed_after_kept_checks(env: &TestEnv, change: &str) -> (usize, String) {
+    let ran = env.evidence("guard-ran.jsonl");
+    let edited = env.evidence("edited");
     env.write_project_hooks(&json!({"hooks": [
-        {"id": "guard", "event": "preToolUse", "command": "/bin/sh", "args": ["tools/guard.sh"]},
+        {"id": "guard", "event": "preToolUse", "command": "/bin/sh", "args": ["tools/guard.sh"],
+         "env": {"RAN": ran.display().to_string()}},
     ]}));
-    // After the second tool call only: A becomes B in place, and the mtime is set back.
     let edit = format!(
-        "cat > /dev/null; if [ -e '{edited}' ]; then sed 's/# A$/# B/' '{script}' > '{script}.new' && \
-         cat '{script}.new' > '{script}' && rm '{script}.new' && touch -d {stamp} '{script}'; \
-         else : > '{edited}'; fi",
+        "cat > /dev/null; if [ -e '{edited}' ]; then {change}; else : > '{edited}'; fi",
         edited = edited.display(),
-        script = script.display(),
     );
     env.write_home_hooks(&json!({"hooks": [
         {"id": "editor", "event": "postToolUse", "command": "/bin/sh", "args": ["-c", edit]},
     ]}));
-    let trusted = cli(&env, &["trust"], &std::env::var("PATH").unwrap_or_default());
+    let trusted = cli(env, &["trust"], &std::env::var("PATH").unwrap_or_default());
     assert!(trusted.status.success(), "{trusted:?}");
     // Older than the settling span, so that the checks of the first two calls are kept.
     tokio::time::sleep(coding_agent::trust::watch::SETTLED + Duration::from_secs(1)).await;
@@ -195,8 +198,30 @@ async fn a_rewrite_that_keeps_size_and_mtime_is_caught_after_kept_checks() {
         server.enqueue(FakeReply::tool_call("list_dir", json!({})));
     }
     server.enqueue(FakeReply::text("done"));
-    let output = run_elph(&env, &server, &["look three times"]).await;
+    let output = run_elph(env, &server, &["look three times"]).await;
     assert!(output.status.success(), "{output:?}");
+    let runs = if ran.exists() { json_lines(&ran).len() } else { 0 };
+    (runs, String::from_utf8_lossy(&output.stderr).into_owned())
+}
+
+/// The guard's two versions, of one size: A appends its payload to `$RAN`, B too (the change
+/// is in a comment), so only the pin can tell them apart.
+const GUARD_A: &str = "cat >> \"$RAN\" # A\n";
+const GUARD_B: &str = "cat >> \"$RAN\" # B\n";
+
+#[tokio::test]
+async fn a_rewrite_that_keeps_size_and_mtime_is_caught_after_kept_checks() {
+    let env = TestEnv::new();
+    let script = env.project.join("tools/guard.sh");
+    write(&script, GUARD_A);
+    set_back(&script);
+    // A becomes B in place (same inode, same size), and the mtime is set back.
+    let change = format!(
+        "sed 's/# A$/# B/' '{script}' > '{script}.new' && cat '{script}.new' > '{script}' && \
+         rm '{script}.new' && touch -d {STAMP} '{script}'",
+        script = script.display(),
+    );
+    let (runs, stderr) = guard_changed_after_kept_checks(&env, &change).await;
     let text = std::fs::read_to_string(&script).unwrap();
     assert!(text.ends_with("# B\n"), "the script was rewritten: {text}");
     let meta = std::fs::metadata(&script).unwrap();
@@ -205,12 +230,72 @@ async fn a_rewrite_that_keeps_size_and_mtime_is_caught_after_kept_checks() {
         std::time::UNIX_EPOCH + Duration::from_secs(946_684_800),
         "its mtime was set back"
     );
-    assert_eq!(json_lines(&ran).len(), 2, "the guard ran before the change only");
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(runs, 2, "the guard ran before the change only");
     assert!(
         stderr.contains("not run: the project changed since you trusted it (file changed: tools/guard.sh)"),
         "{stderr}"
     );
+}
+
+/// Lays out a case's guard (version A) and gives the shell command that changes it to B.
+type Prepare = fn(&TestEnv) -> String;
+
+/// The other ways an attacker would try to slip a change past a kept check: the guard's folder
+/// renamed away and a copy with the new text put in its place (every file keeps its size and
+/// time), a symlink turned to another target of the same size and time, and a write through a
+/// second name (a hard link) of the same file.
+#[tokio::test]
+async fn a_renamed_folder_a_turned_symlink_or_a_second_name_is_caught_after_kept_checks() {
+    let cases: [(&str, Prepare); 3] = [
+        ("renamed parent", |env| {
+            let tools = env.project.join("tools");
+            write(&tools.join("guard.sh"), GUARD_A);
+            set_back(&tools.join("guard.sh"));
+            format!(
+                "mv '{tools}' '{tools}.old' && mkdir '{tools}' && \
+                 sed 's/# A$/# B/' '{tools}.old/guard.sh' > '{tools}/guard.sh' && \
+                 touch -d {STAMP} '{tools}/guard.sh'",
+                tools = tools.display(),
+            )
+        }),
+        ("symlink turned", |env| {
+            let tools = env.project.join("tools");
+            write(&tools.join("real/a.sh"), GUARD_A);
+            write(&tools.join("real/b.sh"), GUARD_B);
+            set_back(&tools.join("real/a.sh"));
+            set_back(&tools.join("real/b.sh"));
+            std::os::unix::fs::symlink("real/a.sh", tools.join("guard.sh")).unwrap();
+            set_back(&tools.join("guard.sh"));
+            format!(
+                "ln -sfn real/b.sh '{link}' && touch -h -d {STAMP} '{link}'",
+                link = tools.join("guard.sh").display(),
+            )
+        }),
+        ("second name", |env| {
+            let tools = env.project.join("tools");
+            write(&tools.join("guard.sh"), GUARD_A);
+            set_back(&tools.join("guard.sh"));
+            let alias = env.project.join("alias.sh");
+            std::fs::hard_link(tools.join("guard.sh"), &alias).unwrap();
+            format!(
+                "sed 's/# A$/# B/' '{alias}' > '{alias}.new' && cat '{alias}.new' > '{alias}' && \
+                 rm '{alias}.new' && touch -d {STAMP} '{alias}'",
+                alias = alias.display(),
+            )
+        }),
+    ];
+    for (case, prepare) in cases {
+        let env = TestEnv::new();
+        let change = prepare(&env);
+        let (runs, stderr) = guard_changed_after_kept_checks(&env, &change).await;
+        let now = std::fs::read_to_string(env.project.join("tools/guard.sh")).unwrap();
+        assert_eq!(now, GUARD_B, "{case}: the guard the next run would start is B");
+        assert_eq!(runs, 2, "{case}: the guard ran before the change only\n{stderr}");
+        assert!(
+            stderr.contains("not run: the project changed since you trusted it"),
+            "{case}: {stderr}"
+        );
+    }
 }
 
 /// A trusted project with a fail-closed guard, whose script then changes.
