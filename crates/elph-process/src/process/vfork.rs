@@ -164,7 +164,7 @@ pub(super) fn spawn_unconfined(spec: &SpawnSpec<'_>) -> io::Result<Started> {
         failed: AtomicI32::new(0),
     };
     let mut stack = vec![0u8; STACK_BYTES];
-    let pid = clone_and_exec(&prepared, &mut stack)?;
+    let pid = clone_shared(child_main, &mut stack, &prepared, 0)?;
     let failed = prepared.failed.load(Ordering::Acquire);
     if failed != 0 {
         // It exited without executing anything.
@@ -180,24 +180,35 @@ pub(super) fn spawn_unconfined(spec: &SpawnSpec<'_>) -> io::Result<Started> {
     })
 }
 
-/// Clones the child, every signal blocked in this thread meanwhile; returns once the child has
-/// executed its program or exited.
-fn clone_and_exec(prepared: &Prepared, stack: &mut [u8]) -> io::Result<i32> {
+/// `clone(CLONE_VM | CLONE_VFORK | extra)` of `entry` on `stack`, every signal blocked in the
+/// calling thread meanwhile (and so in the child until it unblocks them); returns once the
+/// child has executed its program or exited.
+/// Unconfined children (here) and confined ones (`sandbox/start.rs`) start through it.
+#[expect(unsafe_code, reason = "clone(2) of a child that shares this process's memory")]
+pub(crate) fn clone_shared<T>(
+    entry: extern "C" fn(*mut c_void) -> c_int,
+    stack: &mut [u8],
+    prepared: &T,
+    extra: c_int,
+) -> io::Result<i32> {
     use nix::sys::signal::{SigSet, SigmaskHow, pthread_sigmask};
     let mut previous = SigSet::empty();
     // Blocked until the child has reset its handlers: no handler of Elph's runs in it.
     pthread_sigmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::all()), Some(&mut previous))?;
     // The stack grows down from its end, 16-byte aligned as the ABI asks.
     let top = stack.as_mut_ptr_range().end as usize & !15;
-    // SAFETY: `child_main` runs on `stack`, which outlives the child's use of it: with
-    // CLONE_VFORK this thread is suspended until the child executes its program (the kernel then
-    // gives it fresh memory) or exits, so `prepared` and everything its pointers name stay alive
-    // and unchanged; the child only makes the raw system calls `child_main` lists.
+    // SAFETY: `entry` runs on `stack`, which outlives the child's use of it: with CLONE_VFORK
+    // the caller is suspended until the child executes its program or exits, so `prepared` and
+    // everything it points to stay alive; the child only makes system calls on them and writes
+    // the atomics. No CLONE_FS,
+    // CLONE_SIGHAND or CLONE_THREAD: the child has its own working directory, signal handlers
+    // and credentials; its own descriptors too, unless `extra` is CLONE_FILES (`J`, which
+    // changes none). The C library's clone runs no fork handlers.
     let pid = unsafe {
         libc::clone(
-            child_main,
+            entry,
             top as *mut c_void,
-            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD | extra,
             std::ptr::from_ref(prepared).cast_mut().cast::<c_void>(),
         )
     };

@@ -49,7 +49,7 @@ use nix::unistd::Pid;
 
 use super::confine::Confinement;
 use crate::process::{
-    SpawnSpec, Started, StreamKind, c_string, environment, lead_session_with_streams, stream,
+    SpawnSpec, Started, StreamKind, c_string, clone_shared, environment, lead_session_with_streams, stream,
 };
 
 /// Each child's stack: the confinement steps and `execve` need a few pages; mapped lazily.
@@ -195,45 +195,6 @@ pub(crate) fn start_confined(
 
 fn reap(pid: i32) {
     while waitpid(Pid::from_raw(pid), None) == Err(nix::errno::Errno::EINTR) {}
-}
-
-/// `clone(CLONE_VM | CLONE_VFORK | extra)` of `entry` on `stack`, every signal blocked in the
-/// calling thread meanwhile (and so in the child until it unblocks them); returns once the
-/// child has executed its program or exited.
-#[expect(unsafe_code, reason = "clone(2) of a child that shares this process's memory")]
-fn clone_shared(
-    entry: extern "C" fn(*mut c_void) -> c_int,
-    stack: &mut [u8],
-    prepared: &Prepared<'_>,
-    extra: c_int,
-) -> io::Result<i32> {
-    use nix::sys::signal::{SigSet, SigmaskHow, pthread_sigmask};
-    let mut previous = SigSet::empty();
-    // Blocked until the child has reset its handlers: no handler of Elph's runs in it.
-    pthread_sigmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::all()), Some(&mut previous))?;
-    let top = stack.as_mut_ptr_range().end as usize & !15;
-    // SAFETY: `entry` runs on `stack`, which outlives the child's use of it: with CLONE_VFORK
-    // the caller is suspended until the child executes its program or exits, so `prepared` and
-    // everything it points to stay alive; the child only makes system calls on them and writes
-    // the atomics. No CLONE_FS,
-    // CLONE_SIGHAND or CLONE_THREAD: the child has its own working directory, signal handlers
-    // and credentials; its own descriptors too, unless `extra` is CLONE_FILES (`J`, which
-    // changes none). The C library's clone runs no fork handlers.
-    let pid = unsafe {
-        libc::clone(
-            entry,
-            top as *mut c_void,
-            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD | extra,
-            std::ptr::from_ref(prepared).cast_mut().cast::<c_void>(),
-        )
-    };
-    let cloned = if pid == -1 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(pid)
-    };
-    let _ = pthread_sigmask(SigmaskHow::SIG_SETMASK, Some(&previous), None);
-    cloned
 }
 
 /// The `Prepared` a child was given.
