@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::plain;
 use super::settings::{
     Imported, MatcherStart, Options, event_groups, group_matcher, has_regex, hook_events, kebab,
-    matcher_before_tool_names, unique_id_from,
+    matcher_before_tool_names, strings, unique_id_from,
 };
 use super::tools::elph_name_of_gemini;
 use crate::hooks::config::{HookConfig, MatcherConfig, Protocol};
@@ -83,17 +83,7 @@ pub(crate) fn import(settings: &Value, taken: &[String], options: Options<'_>) -
                                 .into(),
                         );
                     }
-                    disabled = value
-                        .get("disabled")
-                        .and_then(Value::as_array)
-                        .map(|names| {
-                            names
-                                .iter()
-                                .filter_map(Value::as_str)
-                                .map(str::to_string)
-                                .collect()
-                        })
-                        .unwrap_or_default();
+                    disabled = strings(value.get("disabled"));
                     if let Value::Object(config) = value {
                         for other in config
                             .keys()

@@ -179,17 +179,7 @@ fn translate_handler(
             ..Translated::default()
         },
         Some("http") => {
-            let allowed_env_vars: Vec<String> = entry
-                .get("allowedEnvVars")
-                .and_then(Value::as_array)
-                .map(|names| {
-                    names
-                        .iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_string)
-                        .collect()
-                })
-                .unwrap_or_default();
+            let allowed_env_vars = strings(entry.get("allowedEnvVars"));
             let mut headers = BTreeMap::new();
             for (name, value) in entry
                 .get("headers")
@@ -584,6 +574,20 @@ pub(super) fn event_groups<'a>(event_name: &str, groups: &'a Value) -> Result<&'
         Value::Array(groups) => Ok(groups),
         _ => Err(format!("hooks.{event_name} is not an array")),
     }
+}
+
+/// The strings of a JSON array (none when it is missing or not an array; other items skipped).
+pub(super) fn strings(value: Option<&Value>) -> Vec<String> {
+    value
+        .and_then(Value::as_array)
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// A group's matcher as written (empty when it has none).
