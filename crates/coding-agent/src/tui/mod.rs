@@ -117,15 +117,16 @@ async fn main_loop(paths: Paths, options: SessionOptions) -> anyhow::Result<u8> 
         tokio::select! {
             event = input.next(), if !input_done => {
                 app.now = Instant::now();
-                match event {
-                    Some(Ok(Event::Key(key))) => app.update(Msg::Key(key)),
-                    Some(Ok(Event::Paste(text))) => app.update(Msg::Paste(text)),
-                    Some(Ok(_)) => {} // resizes redraw below; the terminal resizes itself
-                    Some(Err(error)) => {
-                        tracing::error!(%error, "cannot read the terminal");
-                        input_done = true;
+                input_done = !take_input(&mut app, event);
+                // Every key already read is handled before the next draw: a draw on a slow or
+                // busy machine can take longer than the double-press window, and Ctrl+C twice
+                // (or a paste typed as keys) must not be split by it. `poll!` uses this task's
+                // own waker, so a pending read still wakes the loop.
+                while !input_done {
+                    match futures::poll!(input.next()) {
+                        std::task::Poll::Ready(event) => input_done = !take_input(&mut app, event),
+                        std::task::Poll::Pending => break,
                     }
-                    None => input_done = true,
                 }
                 dirty = true;
             }
@@ -188,6 +189,21 @@ async fn main_loop(paths: Paths, options: SessionOptions) -> anyhow::Result<u8> 
         anyhow::bail!("the agent stopped unexpectedly; see {}", "DATA_DIR/logs/elph.log");
     }
     Ok(exit::SUCCESS)
+}
+
+/// Gives the app one event read from the terminal; false once the terminal cannot be read.
+fn take_input(app: &mut App, event: Option<std::io::Result<Event>>) -> bool {
+    match event {
+        Some(Ok(Event::Key(key))) => app.update(Msg::Key(key)),
+        Some(Ok(Event::Paste(text))) => app.update(Msg::Paste(text)),
+        Some(Ok(_)) => {} // resizes redraw below; the terminal resizes itself
+        Some(Err(error)) => {
+            tracing::error!(%error, "cannot read the terminal");
+            return false;
+        }
+        None => return false,
+    }
+    true
 }
 
 /// Whether the terminal is in the TUI's mode, for the panic hook.
