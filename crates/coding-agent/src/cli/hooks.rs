@@ -43,7 +43,8 @@ pub enum HooksCommand {
     /// translate; --write adds the hooks to them.
     Import(super::hooks_import::ImportArgs),
     /// Prove that every tool path fires its hooks: each native tool, the shell in the sandbox, an
-    /// MCP tool, the ACP and headless front ends, and a call a hook rewrites.
+    /// MCP tool, the ACP and headless front ends, a call a hook rewrites, and a session that
+    /// compacts (by /compact, and when its context fills up).
     ///
     /// Each path is a real session of this elph with a scripted model, in scratch folders of its
     /// own (HOME, CONFIG_DIR, DATA_DIR and a project trusted for the run; yours are not read or

@@ -1,7 +1,8 @@
 //! `elph hooks coverage` (docs/hooks.md, "Proving coverage"): runs every tool path through this
 //! very binary — each native tool as the registry lists them, the shell in the sandbox, an MCP
-//! tool, the ACP front end and a call a hook rewrites — with a probe hook on every event, in
-//! scratch folders of its own, and reports per path which events fired and whether a block held.
+//! tool, the ACP front end, a call a hook rewrites, and a session compacted by `/compact` and by
+//! its context filling up — with a probe hook on every event, in scratch folders of its own, and
+//! reports per path which events fired and whether a block held.
 //!
 //! Nothing is simulated: each path is a real session whose hooks are real processes (this binary
 //! again, `elph hooks coverage-probe`), and the report is read from what the probes wrote, what the
@@ -27,15 +28,17 @@ Paths: one per native tool (elph run; shell_exec with --sandbox full-access), sa
 (shell_exec in workspace-write, which must not write beside the project), mcp (a tool of a stdio
 MCP server), acp (write_file through elph acp, approved when asked), rewritten (a project hook
 rewrites a shell command after your fail-closed guard let it through; the guard must see the
-rewritten input). A native tool without a call here fails its path, naming the tool.
+rewritten input), compact (elph acp: the calls, one more prompt, then /compact), auto-compact
+(elph run, then elph run --continue with a model whose window the session already fills). A
+native tool without a call here fails its path, naming the tool.
 
 Events expected on every path: sessionStart, userPromptSubmit, beforeAgent, context, preToolUse,
-postToolUse, stop, notification, sessionEnd; permissionRequest on acp; postToolUseFailure where a
-call fails. preCompact and postCompact have probes but no path compacts.
+postToolUse, stop, notification, sessionEnd; permissionRequest on acp paths; postToolUseFailure
+where a call fails; preCompact and postCompact (with the path's trigger) on the compaction paths.
 
 --json: {ok, events, paths: [{id, kind, frontEnd, tool, sandbox, expected, fired, missing, calls:
 [{tool, intent, toolCallId, events, ran, ok}], blockHeld, guardSawRewrite, sandboxHeld,
-permissionRequests, durationMs, ok, problems}]}. See docs/hooks.md, \"Proving coverage\".
+permissionRequests, compaction, durationMs, ok, problems}]}. See docs/hooks.md, \"Proving coverage\".
 
 Progress goes to stderr. Each path has 120 s; the hooks and servers are this elph binary, so only
 elph and the kernel's sandbox are needed. Ctrl+C stops it with exit 130, the scratch folders removed.";
@@ -241,6 +244,9 @@ fn print_table(out: &mut impl Write, report: &Report) -> std::io::Result<()> {
             } else {
                 "; the guard DID NOT see the rewritten input"
             });
+        }
+        if let Some(compaction) = path.compaction {
+            line.push_str(&format!("; compacted ({})", compaction.trigger()));
         }
         if let Some(held) = path.sandbox_held {
             line.push_str(if held {

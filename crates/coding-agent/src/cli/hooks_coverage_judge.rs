@@ -8,7 +8,7 @@ use elph_agent::hooks::HookEvent;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::hooks_coverage_paths::{Effect, FrontEnd, Intent, PathKind, PathSpec};
+use super::hooks_coverage_paths::{Compaction, Effect, FrontEnd, Intent, PathKind, PathSpec};
 use super::hooks_coverage_probe::Role;
 use super::hooks_coverage_run::Session;
 
@@ -55,6 +55,10 @@ pub(super) struct PathReport {
     /// ACP: how many approvals the client was asked for (and gave).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) permission_requests: Option<usize>,
+    /// A compaction path: how it compacted (`manual`, `auto`), as preCompact and postCompact
+    /// heard it and the front end showed it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) compaction: Option<Compaction>,
     pub(super) duration_ms: u64,
     pub(super) ok: bool,
     pub(super) problems: Vec<String>,
@@ -213,6 +217,9 @@ pub(super) fn judge(
     if !spec.calls.iter().any(|call| call.intent == Intent::Blocked) {
         block_held = false;
     }
+    if let Some(compaction) = spec.compaction {
+        problems.extend(compaction_problems(compaction, &probes, session.compactions));
+    }
     let permission_requests = (spec.front_end == FrontEnd::Acp).then_some(session.permission_requests);
     PathReport {
         id: spec.id.clone(),
@@ -228,10 +235,40 @@ pub(super) fn judge(
         guard_saw_rewrite: (spec.kind == PathKind::Rewritten).then_some(guard_saw_rewrite),
         sandbox_held: None,
         permission_requests,
+        compaction: spec.compaction,
         duration_ms,
         ok: problems.is_empty(),
         problems,
     }
+}
+
+/// What is wrong with a compaction path's compaction: preCompact and postCompact must each have
+/// been heard with the path's trigger, and the front end must have shown the compaction.
+fn compaction_problems(compaction: Compaction, probes: &[&Value], shown: usize) -> Vec<String> {
+    let trigger = compaction.trigger();
+    let mut problems = Vec::new();
+    for event in [HookEvent::PreCompact, HookEvent::PostCompact] {
+        let heard: Vec<&Value> = probes
+            .iter()
+            .filter(|record| event_of(record) == Some(event))
+            .map(|record| &record["trigger"])
+            .collect();
+        if !heard.is_empty() && !heard.iter().any(|heard| **heard == trigger) {
+            problems.push(format!(
+                "{} was heard with trigger {}, not {trigger}",
+                event.as_str(),
+                heard
+                    .iter()
+                    .map(|heard| heard.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+    }
+    if shown == 0 {
+        problems.push(format!("the front end did not show a compaction ({trigger})"));
+    }
+    problems
 }
 
 /// Whether `effect` is on disk; `None` for a call that leaves nothing.
@@ -367,6 +404,65 @@ mod tests {
             0,
         );
         assert!(!report.block_held);
+    }
+
+    fn compaction_path(id: &str) -> PathSpec {
+        all_paths(None).into_iter().find(|path| path.id == id).unwrap()
+    }
+
+    #[test]
+    fn a_compaction_path_needs_both_events_with_its_trigger_and_the_front_end_showing_it() {
+        let spec = compaction_path("auto-compact");
+        let project = tempfile::tempdir().unwrap();
+        std::fs::write(project.path().join("before-compacting.txt"), "coverage\n").unwrap();
+        let heard = |trigger: &str| {
+            let mut records = a_working_session(&spec);
+            for event in ["preCompact", "postCompact"] {
+                let mut compaction = record("probe", event, None, None);
+                compaction["trigger"] = json!(trigger);
+                records.push(compaction);
+            }
+            records
+        };
+        let shown = || Session {
+            compactions: 1,
+            ..Session::default()
+        };
+        let report = judge(&spec, &heard("auto"), shown(), project.path(), vec![], 0);
+        assert!(report.ok, "{:?}", report.problems);
+        assert_eq!(report.compaction, Some(Compaction::Auto));
+
+        let manual = judge(&spec, &heard("manual"), shown(), project.path(), vec![], 0);
+        assert!(!manual.ok);
+        assert!(
+            manual
+                .problems
+                .iter()
+                .any(|problem| problem.contains("preCompact was heard with trigger \"manual\", not auto")),
+            "{:?}",
+            manual.problems
+        );
+
+        let unseen = judge(
+            &spec,
+            &heard("auto"),
+            Session::default(),
+            project.path(),
+            vec![],
+            0,
+        );
+        assert!(!unseen.ok);
+
+        let silent = judge(
+            &spec,
+            &a_working_session(&spec),
+            shown(),
+            project.path(),
+            vec![],
+            0,
+        );
+        assert_eq!(silent.missing, [HookEvent::PreCompact, HookEvent::PostCompact]);
+        assert!(!silent.ok);
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! The tool paths `elph hooks coverage` runs, and what each must show: one native tool each (as
-//! the tool registry lists them), the shell in the sandbox, an MCP tool, the ACP front end and a
-//! call a hook rewrites. Each path is a session of a scripted model that makes a call that must
-//! run (and leave its mark on disk) and a call the guard must block (and that must leave none).
+//! the tool registry lists them), the shell in the sandbox, an MCP tool, the ACP front end, a
+//! call a hook rewrites, and the two ways a session compacts (`/compact`, and the context filling
+//! up). Each path is a session of a scripted model that makes a call that must run (and leave its
+//! mark on disk) and a call the guard must block (and that must leave none).
 
 use elph_agent::hooks::HookEvent;
 use elph_agent::tools::ToolCatalog;
@@ -32,7 +33,39 @@ pub(super) enum PathKind {
     McpTool,
     Acp,
     Rewritten,
+    Compaction,
 }
+
+/// How a compaction path compacts, as preCompact's and postCompact's `trigger` say it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) enum Compaction {
+    /// `/compact` in an editor: two prompts, then `/compact` (a compaction needs a turn before the
+    /// one it keeps).
+    Manual,
+    /// The context fills up: `elph run --continue` of the session, with a model whose window the
+    /// conversation already fills, compacts before its first request.
+    Auto,
+}
+
+impl Compaction {
+    pub(super) fn trigger(self) -> &'static str {
+        match self {
+            Compaction::Manual => "manual",
+            Compaction::Auto => "auto",
+        }
+    }
+}
+
+/// The prompt of every path's (first) session.
+pub(super) const PROMPT: &str = "Make the hooks coverage calls.";
+/// The prompt after it, on a compaction path.
+pub(super) const NEXT_PROMPT: &str = "Keep going.";
+/// What a manual compaction path types last.
+pub(super) const COMPACT_COMMAND: &str = "/compact keep the file names";
+/// The model window of the `--continue` run of the automatic compaction path: the system prompt
+/// alone fills it, so the run compacts before its first request.
+const FULL_WINDOW: u64 = 64;
 
 /// What a call leaves on disk, relative to the project: present after the call that must run,
 /// absent after the one that must be blocked.
@@ -99,6 +132,8 @@ pub(super) struct PathSpec {
     pub outside: Option<String>,
     /// Why the path cannot run (a native tool without a call here).
     pub missing_call: Option<String>,
+    /// Whether, and how, the session compacts after the calls.
+    pub compaction: Option<Compaction>,
 }
 
 impl PathSpec {
@@ -113,6 +148,7 @@ impl PathSpec {
             mcp: false,
             outside: None,
             missing_call: None,
+            compaction: None,
         }
     }
 
@@ -134,6 +170,9 @@ impl PathSpec {
         if self.calls.iter().any(|call| call.intent == Intent::Fails) {
             events.push(HookEvent::PostToolUseFailure);
         }
+        if self.compaction.is_some() {
+            events.extend([HookEvent::PreCompact, HookEvent::PostCompact]);
+        }
         // settings.json of the scratch sets hooks.notifyTurnAfterMs to 0: every turn's end notifies.
         events.extend([HookEvent::Stop, HookEvent::Notification, HookEvent::SessionEnd]);
         events.sort();
@@ -148,7 +187,25 @@ impl PathSpec {
             .map(|call| json!({"toolCalls": [{"name": call.tool, "input": call.input}]}))
             .collect();
         turns.push(json!({"text": "hooks coverage: done"}));
+        if self.compaction == Some(Compaction::Manual) {
+            turns.push(json!({"text": "hooks coverage: going on"}));
+            turns.push(json!({"text": "hooks coverage: the summary of the calls"}));
+        }
         json!({"turns": turns})
+    }
+
+    /// The model of the `elph run --continue` of the automatic compaction path: the summary it
+    /// is asked for first, then the answer to the prompt.
+    pub(super) fn continuation_script(&self) -> Option<Value> {
+        (self.compaction == Some(Compaction::Auto)).then(|| {
+            json!({
+                "contextWindow": FULL_WINDOW,
+                "turns": [
+                    {"text": "hooks coverage: the summary of the calls"},
+                    {"text": "hooks coverage: going on"},
+                ],
+            })
+        })
     }
 }
 
@@ -259,6 +316,43 @@ pub(super) fn all_paths(wait_tool: Option<&str>) -> Vec<PathSpec> {
                     Effect::Creates(format!("{BLOCK_MARK}-acp.txt")),
                 ),
             ],
+        )
+    });
+    let write_calls = || {
+        vec![
+            Call::new(
+                "write_file",
+                json!({"path": "before-compacting.txt", "content": "coverage\n"}),
+                Intent::Runs,
+                Effect::Holds("before-compacting.txt".into(), "coverage".into()),
+            ),
+            Call::new(
+                "write_file",
+                json!({"path": format!("{BLOCK_MARK}-compact.txt"), "content": "must not exist\n"}),
+                Intent::Blocked,
+                Effect::Creates(format!("{BLOCK_MARK}-compact.txt")),
+            ),
+        ]
+    };
+    paths.push(PathSpec {
+        front_end: FrontEnd::Acp,
+        compaction: Some(Compaction::Manual),
+        ..PathSpec::headless(
+            "compact",
+            PathKind::Compaction,
+            "write_file",
+            "workspace-write",
+            write_calls(),
+        )
+    });
+    paths.push(PathSpec {
+        compaction: Some(Compaction::Auto),
+        ..PathSpec::headless(
+            "auto-compact",
+            PathKind::Compaction,
+            "write_file",
+            "workspace-write",
+            write_calls(),
         )
     });
     paths.push(PathSpec::headless(
@@ -373,6 +467,40 @@ mod tests {
                 "{name}"
             );
         }
+    }
+
+    #[test]
+    fn both_compaction_paths_expect_the_compaction_events_and_no_other_path_does() {
+        let paths = all_paths(None);
+        let compacting: Vec<(&str, Option<Compaction>)> = paths
+            .iter()
+            .filter(|path| path.expected().contains(&HookEvent::PreCompact))
+            .map(|path| (path.id.as_str(), path.compaction))
+            .collect();
+        assert_eq!(
+            compacting,
+            [
+                ("compact", Some(Compaction::Manual)),
+                ("auto-compact", Some(Compaction::Auto))
+            ]
+        );
+        for path in &paths {
+            assert_eq!(
+                path.expected().contains(&HookEvent::PostCompact),
+                path.compaction.is_some(),
+                "{}",
+                path.id
+            );
+            assert_eq!(
+                path.continuation_script().is_some(),
+                path.compaction == Some(Compaction::Auto)
+            );
+        }
+        let every: Vec<HookEvent> = HookEvent::ALL
+            .into_iter()
+            .filter(|event| paths.iter().any(|path| path.expected().contains(event)))
+            .collect();
+        assert_eq!(every, HookEvent::ALL, "some path expects every event");
     }
 
     #[test]

@@ -97,6 +97,7 @@ pub(super) fn record(role: Role, payload: &Value) -> Value {
         "kind",
         "status",
         "isError",
+        "trigger",
     ] {
         if let Some(value) = payload.get(field) {
             record.insert(field.into(), value.clone());

@@ -1,7 +1,8 @@
 //! Runs one path of `elph hooks coverage`: lays out its scratch folders (HOME, CONFIG_DIR,
 //! DATA_DIR, TMPDIR and a project trusted with `elph trust`), then drives one session of this very
-//! binary through the path's front end — `elph run --output-format stream-json`, or `elph acp`
-//! over stdio with a small JSON-RPC client that approves what it is asked — under a deadline.
+//! binary through the path's front end — `elph run --output-format stream-json` (and, for the
+//! automatic compaction, `elph run --continue` of the same session), or `elph acp` over stdio
+//! with a small JSON-RPC client that approves what it is asked — under a deadline.
 
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
@@ -14,7 +15,9 @@ use elph_process::process::{Child, ChildStdin, Input, Output, SpawnSpec};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
-use super::hooks_coverage_paths::{FrontEnd, MCP_SERVER, PathSpec, project_files};
+use super::hooks_coverage_paths::{
+    COMPACT_COMMAND, Compaction, FrontEnd, MCP_SERVER, NEXT_PROMPT, PROMPT, PathSpec, project_files,
+};
 
 /// How long one path's session may take before it is killed and the path fails. Generous: a
 /// debug build on a loaded CI machine starts a hook process in tens of milliseconds, and a path
@@ -32,6 +35,8 @@ pub(super) struct Scratch {
     /// Where the probe hooks write.
     pub log: PathBuf,
     pub script: PathBuf,
+    /// The model of the `elph run --continue` of the automatic compaction path.
+    pub continuation: PathBuf,
 }
 
 /// What the front end showed of a session.
@@ -43,6 +48,8 @@ pub(super) struct Session {
     pub ran: BTreeMap<String, bool>,
     /// How many approvals the ACP client was asked for.
     pub permission_requests: usize,
+    /// How many compactions the front end showed.
+    pub compactions: usize,
 }
 
 impl Scratch {
@@ -56,6 +63,7 @@ impl Scratch {
             project: dir.join("project"),
             log: dir.join("heard.jsonl"),
             script: dir.join("script.json"),
+            continuation: dir.join("continue.json"),
             dir,
         };
         for folder in [
@@ -131,6 +139,9 @@ impl Scratch {
             std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
         }
         write_json(&self.script, &spec.script())?;
+        if let Some(script) = spec.continuation_script() {
+            write_json(&self.continuation, &script)?;
+        }
         let mut trust = self.command(exe);
         trust.args.push("trust".into());
         trust.args.push(self.project.clone().into_os_string());
@@ -180,17 +191,42 @@ impl Scratch {
         let mut session = Session::default();
         let result = match spec.front_end {
             FrontEnd::Headless => {
-                let mut command = self.command(exe);
-                command.push_args(&["run", "--output-format", "stream-json", "--approval", "auto"]);
-                command.push_args(&["--sandbox", spec.sandbox, "--model", &model]);
-                command.push_args(&["Make the hooks coverage calls."]);
-                tokio::time::timeout(PATH_DEADLINE, headless(&command, &mut session)).await
+                let run = |model: &str, continued: bool, prompt: &str| {
+                    let mut command = self.command(exe);
+                    command.push_args(&["run", "--output-format", "stream-json", "--approval", "auto"]);
+                    command.push_args(&["--sandbox", spec.sandbox, "--model", model]);
+                    if continued {
+                        command.push_args(&["--continue"]);
+                    }
+                    command.push_args(&[prompt]);
+                    command
+                };
+                let first = run(&model, false, PROMPT);
+                // The automatic compaction: the same session again, with a model whose window the
+                // conversation already fills.
+                let continued = (spec.compaction == Some(Compaction::Auto)).then(|| {
+                    let model = format!("scripted/{}", self.continuation.display());
+                    run(&model, true, NEXT_PROMPT)
+                });
+                let both = async {
+                    headless(&first, &mut session).await?;
+                    match &continued {
+                        Some(command) if session.problems.is_empty() => headless(command, &mut session).await,
+                        _ => Ok(()),
+                    }
+                };
+                tokio::time::timeout(PATH_DEADLINE, both).await
             }
             FrontEnd::Acp => {
                 let mut command = self.command(exe);
                 command.push_args(&["acp", "--approval", "ask"]);
                 command.push_args(&["--sandbox", spec.sandbox, "--model", &model]);
-                tokio::time::timeout(PATH_DEADLINE, acp(&command, &self.project, &mut session)).await
+                // `/compact` needs a turn before the one it keeps.
+                let prompts: &[&str] = match spec.compaction {
+                    Some(Compaction::Manual) => &[PROMPT, NEXT_PROMPT, COMPACT_COMMAND],
+                    _ => &[PROMPT],
+                };
+                tokio::time::timeout(PATH_DEADLINE, acp(&command, &self.project, prompts, &mut session)).await
             }
         };
         match result {
@@ -253,7 +289,8 @@ async fn spawn_piped(command: &ElphCommand) -> anyhow::Result<(Child, tokio::tas
     Ok((child, tail))
 }
 
-/// `elph run --output-format stream-json`: which calls ran, from its `toolCallFinished` lines.
+/// `elph run --output-format stream-json`: which calls ran, from its `toolCallFinished` lines, and
+/// how many compactions it showed.
 async fn headless(command: &ElphCommand, session: &mut Session) -> anyhow::Result<()> {
     let (mut child, stderr) = spawn_piped(command).await?;
     drop(child.stdin.take());
@@ -268,6 +305,9 @@ async fn headless(command: &ElphCommand, session: &mut Session) -> anyhow::Resul
         {
             session.ran.insert(id.to_string(), ran);
         }
+        if event["type"] == "compacted" {
+            session.compactions += 1;
+        }
     }
     let status = child.wait().await.context("cannot wait for elph run")?;
     if !status.success() {
@@ -279,9 +319,15 @@ async fn headless(command: &ElphCommand, session: &mut Session) -> anyhow::Resul
     Ok(())
 }
 
-/// A small ACP client on `elph acp`'s stdio: initialize, session/new, one session/prompt whose
-/// permission requests it allows once, then it closes stdin and waits for the exit.
-async fn acp(command: &ElphCommand, project: &Path, session: &mut Session) -> anyhow::Result<()> {
+/// A small ACP client on `elph acp`'s stdio: initialize, session/new, then each of `prompts` as a
+/// session/prompt (the next once the one before is answered), allowing each permission request
+/// once; then it closes stdin and waits for the exit.
+async fn acp(
+    command: &ElphCommand,
+    project: &Path,
+    prompts: &[&str],
+    session: &mut Session,
+) -> anyhow::Result<()> {
     let (mut child, stderr) = spawn_piped(command).await?;
     let mut stdin = child.stdin.take().context("no stdin")?;
     let stdout = child.stdout.take().context("no stdout")?;
@@ -295,8 +341,26 @@ async fn acp(command: &ElphCommand, project: &Path, session: &mut Session) -> an
     for request in &requests {
         send(&mut stdin, request).await?;
     }
-    let mut session_id = None;
+    let mut session_id: Option<Value> = None;
+    // The next prompt to send, and whether the one before it is still unanswered.
+    let mut next = 0;
+    let mut waiting = false;
     loop {
+        if let Some(id) = session_id.as_ref().filter(|_| !waiting) {
+            let Some(prompt) = prompts.get(next) else {
+                break;
+            };
+            send(
+                &mut stdin,
+                &json!({"jsonrpc": "2.0", "id": next + 3, "method": "session/prompt", "params": {
+                    "sessionId": id,
+                    "prompt": [{"type": "text", "text": prompt}],
+                }}),
+            )
+            .await?;
+            next += 1;
+            waiting = true;
+        }
         let Some(line) = lines.next_line().await.context("cannot read elph acp's output")? else {
             let _ = child.wait().await;
             let tail = stderr.await.unwrap_or_default();
@@ -333,27 +397,22 @@ async fn acp(command: &ElphCommand, project: &Path, session: &mut Session) -> an
                     let ran = session.ran.entry(id.to_string()).or_insert(false);
                     *ran |= running;
                 }
+                if update.to_string().contains("earlier message(s) into a summary") {
+                    session.compactions += 1;
+                }
             }
             (None, Some(id)) if id == 2 => {
-                let id = frame["result"]["sessionId"].clone();
-                session_id = Some(id.clone());
-                send(
-                    &mut stdin,
-                    &json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": {
-                        "sessionId": id,
-                        "prompt": [{"type": "text", "text": "Make the hooks coverage calls."}],
-                    }}),
-                )
-                .await?;
+                session_id = Some(frame["result"]["sessionId"].clone());
             }
-            (None, Some(id)) if id == 3 => {
+            // The answer to the prompt sent last (request ids 3, 4, …).
+            (None, Some(id)) if id.as_u64().is_some_and(|id| id >= 3) => {
+                waiting = false;
                 let reason = &frame["result"]["stopReason"];
                 if reason != "end_turn" {
                     session
                         .problems
-                        .push(format!("the ACP prompt ended with stopReason {reason}"));
+                        .push(format!("the ACP prompt {id} ended with stopReason {reason}"));
                 }
-                break;
             }
             _ => {}
         }

@@ -11,7 +11,7 @@ use test_support::env::TestEnv;
 
 use super::run_e2e::elph;
 
-/// Eleven sessions of a debug build, two at a time, on a loaded machine.
+/// Fourteen sessions of a debug build, two at a time, on a loaded machine.
 const DEADLINE: Duration = Duration::from_secs(600);
 
 fn names(events: &Value) -> Vec<&str> {
@@ -160,6 +160,34 @@ fn coverage_json_lists_every_tool_path_with_its_events_and_leaves_nothing_behind
     assert_eq!(rewritten["guardSawRewrite"], true);
     assert_covered(rewritten);
 
+    // The two ways a session compacts: `/compact` typed in an editor, and `elph run --continue`
+    // of a session that fills the model's window.
+    for (id, front_end, trigger) in [("compact", "acp", "manual"), ("auto-compact", "headless", "auto")] {
+        let compaction = path(&report, id);
+        assert_eq!(compaction["kind"], "compaction", "{compaction:#}");
+        assert_eq!(compaction["frontEnd"], front_end, "{compaction:#}");
+        assert_eq!(compaction["compaction"], trigger, "{compaction:#}");
+        for event in ["preCompact", "postCompact"] {
+            assert!(
+                names(&compaction["expected"]).contains(&event),
+                "{id} expects {event}: {compaction:#}"
+            );
+        }
+        assert_covered(compaction);
+    }
+    // Now every event is part of some path.
+    for event in names(&report["events"]) {
+        assert!(
+            report["paths"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|path| names(&path["fired"]).contains(&event)
+                    && names(&path["expected"]).contains(&event)),
+            "no path expects and fires {event}"
+        );
+    }
+
     // Scratch folders of its own: nothing of this HOME, CONFIG_DIR or DATA_DIR was touched, and
     // nothing is left in TMPDIR.
     for dir in [&env.home, &env.config_dir] {
@@ -195,6 +223,8 @@ fn coverage_says_what_it_does_in_its_help() {
         "Exits 0",
         "sandboxed-shell",
         "rewritten",
+        "auto-compact",
+        "/compact",
     ] {
         assert!(help.contains(words), "{words:?} not in:\n{help}");
     }
