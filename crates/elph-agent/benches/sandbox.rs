@@ -7,6 +7,11 @@
 //! as a user who is not (`setpriv --reuid N --regid N --clear-groups env HOME=/tmp BENCH --bench`),
 //! who takes one more short-lived process per command. On a loaded machine the medians mostly
 //! measure how long each process waits for a CPU: compare them on a quiet one.
+//!
+//! divan's table measures each bench after the other, so a change in the machine's load between
+//! them moves the ratio; the summary printed after it (`cargo bench` passes `--bench`) runs the
+//! three interleaved, round by round, quiet and then beside two busy loops, and prints each
+//! one's fastest and median with its ratio to the unsandboxed call of the same rounds.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -22,6 +27,10 @@ use serde_json::json;
 
 fn main() {
     divan::main();
+    // `cargo test --benches` does not pass --bench, and only checks that the benches run.
+    if std::env::args().any(|arg| arg == "--bench") {
+        summary();
+    }
 }
 
 struct Setup {
@@ -49,15 +58,95 @@ fn context(mode: SandboxMode) -> ToolContext {
 }
 
 fn shell_true(bencher: Bencher, mode: SandboxMode) {
+    let mut call = shell_call(mode);
+    bencher.bench_local(&mut call);
+}
+
+/// One `shell_exec` of `true` in `mode`, as a closure to call again and again.
+fn shell_call(mode: SandboxMode) -> impl FnMut() {
     let setup = setup();
     let tool = setup.catalog.get("shell_exec").unwrap().clone();
     let ctx = context(mode);
-    bencher.bench_local(|| {
+    move || {
         let output = setup
             .runtime
             .block_on(tool.execute(json!({"command": "true"}), &ctx));
         assert!(!output.is_error, "{output:?}");
-    });
+    }
+}
+
+/// Two processes that keep both cores busy while they live.
+struct Load(Vec<std::process::Child>);
+
+impl Load {
+    fn start(n: usize) -> Self {
+        Load(
+            (0..n)
+                .map(|_| {
+                    std::process::Command::new("sh")
+                        .args(["-c", "while :; do :; done"])
+                        .spawn()
+                        .unwrap()
+                })
+                .collect(),
+        )
+    }
+}
+
+impl Drop for Load {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// The three calls interleaved round by round, so that drift in the machine's load hits them
+/// alike; fastest and median of each, and their ratios to the unsandboxed call's.
+fn summary() {
+    const ROUNDS: usize = 500;
+    const TARGET: f64 = 1.3;
+    let modes = [
+        ("unsandboxed (full-access)", SandboxMode::FullAccess),
+        ("sandboxed read-only", SandboxMode::ReadOnly),
+        ("sandboxed workspace-write", SandboxMode::WorkspaceWrite),
+    ];
+    let mut calls: Vec<_> = modes.iter().map(|(_, mode)| shell_call(*mode)).collect();
+    println!();
+    println!(
+        "a trivial shell_exec (`true`), {ROUNDS} rounds interleaved, fastest / median in µs \
+         (ratio to unsandboxed), as uid {}:",
+        // `/proc/self` belongs to the process's effective user.
+        std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").unwrap())
+    );
+    for (phase, busy) in [("quiet", 0), ("loaded", 2)] {
+        let _load = Load::start(busy);
+        let mut samples: Vec<Vec<f64>> = vec![Vec::with_capacity(ROUNDS); calls.len()];
+        for _ in 0..ROUNDS {
+            for (call, samples) in calls.iter_mut().zip(samples.iter_mut()) {
+                let started = std::time::Instant::now();
+                call();
+                samples.push(started.elapsed().as_secs_f64() * 1e6);
+            }
+        }
+        let spread = |samples: &mut Vec<f64>| {
+            samples.sort_by(f64::total_cmp);
+            (samples[0], samples[samples.len() / 2])
+        };
+        let (base_fast, base_median) = spread(&mut samples[0]);
+        println!("  {phase} ({busy} busy loops):");
+        for ((name, _), samples) in modes.iter().zip(samples.iter_mut()) {
+            let (fast, median) = spread(samples);
+            let ratio = median / base_median;
+            println!(
+                "    {name:<28} {fast:>7.0} / {median:>7.0}  ({:.2}x / {ratio:.2}x){}",
+                fast / base_fast,
+                if ratio > TARGET { "  over the target" } else { "" }
+            );
+        }
+    }
+    println!("  target: a sandboxed call at most {TARGET}x the unsandboxed one (median)");
 }
 
 #[divan::bench]
