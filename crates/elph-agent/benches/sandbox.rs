@@ -3,10 +3,10 @@
 //! namespace, the PID namespace with its own `/proc` and its init, the capabilities cleared, the
 //! limits set) against the same call under `full-access` (no confinement), in the same run. The
 //! claim is the ratio of the two medians (target: at most 1.3×). Both start their child sharing
-//! Elph's memory (the sandboxed one in `elph-process`'s `sandbox/start.rs`); run it as root and
-//! as a user who is not (`setpriv --reuid N --regid N --clear-groups env HOME=/tmp BENCH --bench`),
-//! who takes one more short-lived process per command. On a loaded machine the medians mostly
-//! measure how long each process waits for a CPU: compare them on a quiet one.
+//! Elph's memory (the sandboxed one created by its view's starter, `elph-process`'s
+//! `sandbox/starter.rs`); run it as root and as a user who is not (`setpriv --reuid N --regid N
+//! --clear-groups env HOME=/tmp BENCH --bench`). On a loaded machine the medians mostly measure
+//! how long each process waits for a CPU: compare them on a quiet one.
 //!
 //! divan's table measures each bench after the other, so a change in the machine's load between
 //! them moves the ratio; the summary printed after it (`cargo bench` passes `--bench`) runs the

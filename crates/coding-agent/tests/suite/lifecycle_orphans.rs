@@ -152,6 +152,20 @@ async fn kill_9_leaves_nothing_with(front: Front, during: During, vars: &[(&str,
     for pid in &busy {
         assert!(family.contains(pid), "{pid} is a descendant of elph ({family:?})");
     }
+    // A sandboxed command is created by its view's starter, a process of Elph's that must die
+    // with it too (docs/security.md, "How it is enforced").
+    let through_fork = vars.contains(&THROUGH_THE_FORK[0])
+        || std::env::var_os("ELPH_SPAWN").is_some_and(|value| value == "fork");
+    let through_starter = matches!(during, During::ShellExec)
+        && !through_fork
+        && elph_process::sandbox::mount_namespaces_available();
+    if through_starter {
+        let comm = |pid: &i32| std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        assert!(
+            family.iter().any(|pid| comm(pid).trim() == "elph-starter"),
+            "the view's starter is among elph's descendants: {family:?}"
+        );
+    }
     family.sort_unstable();
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(running.pid),

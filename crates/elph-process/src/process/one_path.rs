@@ -20,15 +20,16 @@ const CREATES_A_PROCESS: [&str; 11] = [
 ];
 
 /// The files allowed to: the one spawn path, and the confined child it starts sharing Elph's
-/// memory (`sandbox/start.rs`); the PID namespace's init and command, cloned inside that path's
+/// memory (`sandbox/start.rs`) or through its view's starter (`sandbox/starter.rs`); the PID namespace's init and command, cloned inside that path's
 /// child before its exec; and the orphan watcher (forked once, it runs no program).
-const ALLOWED: [&str; 7] = [
+const ALLOWED: [&str; 8] = [
     "elph-process/src/process/spawn.rs",
     "elph-process/src/process/vfork.rs",
     "elph-process/src/sandbox/pid_namespace/mod.rs",
     "elph-process/src/sandbox/pid_namespace/init.rs",
     "elph-process/src/sandbox/pid_namespace/command.rs",
     "elph-process/src/sandbox/start.rs",
+    "elph-process/src/sandbox/starter.rs",
     "elph-process/src/orphans.rs",
 ];
 

@@ -164,7 +164,7 @@ pub(super) fn spawn_unconfined(spec: &SpawnSpec<'_>) -> io::Result<Started> {
         failed: AtomicI32::new(0),
     };
     let mut stack = vec![0u8; STACK_BYTES];
-    let pid = clone_shared(child_main, &mut stack, &prepared, 0)?;
+    let pid = clone_shared(child_main, &mut stack, &prepared)?;
     let failed = prepared.failed.load(Ordering::Acquire);
     if failed != 0 {
         // It exited without executing anything.
@@ -180,16 +180,16 @@ pub(super) fn spawn_unconfined(spec: &SpawnSpec<'_>) -> io::Result<Started> {
     })
 }
 
-/// `clone(CLONE_VM | CLONE_VFORK | extra)` of `entry` on `stack`, every signal blocked in the
+/// `clone(CLONE_VM | CLONE_VFORK)` of `entry` on `stack`, every signal blocked in the
 /// calling thread meanwhile (and so in the child until it unblocks them); returns once the
 /// child has executed its program or exited.
-/// Unconfined children (here) and confined ones (`sandbox/start.rs`) start through it.
+/// Unconfined children (here) and confined ones without a view (`sandbox/start.rs`) start
+/// through it.
 #[expect(unsafe_code, reason = "clone(2) of a child that shares this process's memory")]
 pub(crate) fn clone_shared<T>(
     entry: extern "C" fn(*mut c_void) -> c_int,
     stack: &mut [u8],
     prepared: &T,
-    extra: c_int,
 ) -> io::Result<i32> {
     use nix::sys::signal::{SigSet, SigmaskHow, pthread_sigmask};
     let mut previous = SigSet::empty();
@@ -201,14 +201,13 @@ pub(crate) fn clone_shared<T>(
     // the caller is suspended until the child executes its program or exits, so `prepared` and
     // everything it points to stay alive; the child only makes system calls on them and writes
     // the atomics. No CLONE_FS,
-    // CLONE_SIGHAND or CLONE_THREAD: the child has its own working directory, signal handlers
-    // and credentials; its own descriptors too, unless `extra` is CLONE_FILES (`J`, which
-    // changes none). The C library's clone runs no fork handlers.
+    // CLONE_SIGHAND, CLONE_THREAD or CLONE_FILES: the child has its own working directory,
+    // signal handlers, credentials and descriptors. The C library's clone runs no fork handlers.
     let pid = unsafe {
         libc::clone(
             entry,
             top as *mut c_void,
-            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD | extra,
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
             std::ptr::from_ref(prepared).cast_mut().cast::<c_void>(),
         )
     };

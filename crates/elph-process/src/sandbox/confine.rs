@@ -47,6 +47,7 @@ use super::pid_namespace::{
 };
 use super::privileges::DropPrivileges;
 use super::seccomp;
+use super::starter::Starter;
 use super::{SandboxError, SandboxMode, SandboxPolicy};
 
 pub use super::landlock_rules::{LandlockSupport, landlock_support};
@@ -63,7 +64,13 @@ pub struct Confinement {
     metadata: Option<BpfProgram>,
     privileges: DropPrivileges,
     limits: Limits,
+    /// What a view's starter shares with the commands it creates, besides the view itself.
+    starter_key: StarterKey,
 }
+
+/// The seccomp filters a view's starter attached (the socket families, and whether metadata is
+/// refused): commands of one view whose policies differ there get different starters.
+type StarterKey = (seccomp::Sockets, bool);
 
 /// A mount namespace (and, when Elph is not root, the user namespace that owns it) in which the
 /// read-only paths are mounted read-only; kept alive by these descriptors for the life of Elph.
@@ -76,6 +83,8 @@ struct SharedNamespace {
     /// The init's lifeline, closed when the namespace is dropped (the session ended) or Elph's
     /// process ends, and the init, and everything in its namespace, with it; and its pidfd.
     init: Option<Init>,
+    /// The starters of the view (`starter`), which end with it.
+    starters: std::sync::Mutex<std::collections::HashMap<StarterKey, std::sync::Arc<Starter>>>,
 }
 
 /// The namespaces of every view, by key; the session's end removes its own.
@@ -110,6 +119,24 @@ pub(super) fn end_namespaces(session: usize) {
     }
 }
 
+/// The pids of the starters of the session `session`'s views (for tests).
+#[cfg(test)]
+pub(super) fn starter_pids(session: usize) -> Vec<i32> {
+    let namespaces = namespaces();
+    namespaces
+        .iter()
+        .flat_map(|namespaces| namespaces.iter())
+        .filter(|(key, _)| key.2 == session)
+        .flat_map(|(_, namespace)| {
+            let starters = namespace
+                .starters
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            starters.values().map(|starter| starter.pid()).collect::<Vec<_>>()
+        })
+        .collect()
+}
+
 /// What a child does to enter the shared namespace.
 struct JoinNamespace {
     namespace: std::sync::Arc<SharedNamespace>,
@@ -126,11 +153,12 @@ impl Confinement {
             return Ok(None);
         }
         let landlock = landlock_rules::build(policy)?;
-        let seccomp = Some(seccomp::filter(seccomp::Sockets {
+        let sockets = seccomp::Sockets {
             network: policy.network_allowed(),
             unix: super::unix_sockets::allowed(policy),
             tcp: policy.proxy.is_some(),
-        })?);
+        };
+        let seccomp = Some(seccomp::filter(sockets)?);
         let (mounts, metadata) = if mount_namespaces_available() {
             let (view, key) = MountView::of(policy)?;
             let join = JoinNamespace {
@@ -144,6 +172,7 @@ impl Confinement {
             // workspace-write without mount namespaces: docs/security.md says what then stays open.
             (None, None)
         };
+        let starter_key = (sockets, metadata.is_some());
         let in_user_namespace = mounts.as_ref().is_some_and(|join| join.namespace.user.is_some());
         let pids = mounts
             .as_ref()
@@ -157,6 +186,7 @@ impl Confinement {
             metadata,
             privileges: DropPrivileges::prepare(in_user_namespace),
             limits: policy.limits,
+            starter_key,
         }))
     }
 
@@ -200,6 +230,7 @@ impl Confinement {
             metadata,
             privileges,
             limits,
+            starter_key: _,
         } = self;
         if let Some(join) = mounts {
             join_view(join).map_err(confine_failed)?;
@@ -221,22 +252,77 @@ impl Confinement {
 }
 
 impl Confinement {
-    /// The view's PID namespace, for a child that starts the command from inside the view's
-    /// user namespace (`start`): where one is made and the calling thread could not fork
-    /// straight into it ([`Confinement::fork_in_namespace`]).
-    pub(super) fn namespace_to_enter(&self) -> Option<&std::fs::File> {
-        self.pids.as_ref()?;
-        self.mounts.as_ref()?.namespace.pid.as_ref()
+    /// Whether the command runs in a view (mount namespaces are available): then the view's
+    /// starter creates it.
+    pub(super) fn has_view(&self) -> bool {
+        self.mounts.is_some()
+    }
+
+    /// Whether the command runs in the view's PID namespace.
+    pub(super) fn in_pid_namespace(&self) -> bool {
+        self.mounts
+            .as_ref()
+            .is_some_and(|join| join.namespace.pid.is_some())
     }
 
     /// In the child: joins the view's user and mount namespaces and goes back to the working
-    /// directory. `false` when there is no view to join (the caller then changes directory
-    /// itself).
-    pub(super) fn join_view(&self) -> io::Result<bool> {
+    /// directory; nothing when there is no view.
+    pub(super) fn join_view(&self) -> io::Result<()> {
         match &self.mounts {
-            Some(join) => join_view(join).map(|()| true),
-            None => Ok(false),
+            Some(join) => join_view(join),
+            None => Ok(()),
         }
+    }
+
+    /// The starter of this confinement's view and key (`starter`), made with this confinement
+    /// at the first command that needs it, or again when it was killed; the error of the step
+    /// of its setup that failed (or of its making).
+    pub(super) fn starter(
+        &self,
+        entry: extern "C" fn(*mut std::ffi::c_void) -> libc::c_int,
+    ) -> io::Result<std::sync::Arc<Starter>> {
+        let namespace = &self
+            .mounts
+            .as_ref()
+            .ok_or_else(|| io::Error::from(Errno::EINVAL))?
+            .namespace;
+        let mut starters = namespace
+            .starters
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(starter) = starters.get(&self.starter_key)
+            && !starter.is_gone()
+        {
+            return Ok(starter.clone());
+        }
+        // None yet, or killed (a user, the OOM killer): the view gets a new one.
+        let starter = std::sync::Arc::new(Starter::make(self, entry)?);
+        starters.insert(self.starter_key, starter.clone());
+        Ok(starter)
+    }
+
+    /// In a view's starter, once: what every command of the view and key shares, which the
+    /// commands inherit: the view's namespaces (the PID namespace for the starter's children),
+    /// no privilege, and the seccomp filters. Only system calls on prepared data.
+    pub(super) fn confine_starter(&self) -> io::Result<()> {
+        let join = self
+            .mounts
+            .as_ref()
+            .ok_or_else(|| io::Error::from(Errno::EINVAL))?;
+        // No folder of its own: each command goes to its own.
+        join_namespaces(&join.namespace)?;
+        if let Some(pid) = &join.namespace.pid {
+            nix::sched::setns(pid, CloneFlags::CLONE_NEWPID)?;
+        }
+        self.privileges.apply_in_child()?;
+        apply_filters([self.seccomp.as_ref(), self.metadata.as_ref()])
+    }
+
+    /// In a command its view's starter created: what is the command's own, its limits and a
+    /// Landlock domain of its own.
+    pub(super) fn confine_started_command(&self) -> io::Result<()> {
+        self.limits.apply_in_child()?;
+        restrict_with_landlock(self.landlock.as_ref())
     }
 
     /// In the child, once in the view: the steps of the confinement proper (privileges, limits,
@@ -263,6 +349,12 @@ fn confine_self(
 ) -> io::Result<()> {
     privileges.apply_in_child()?;
     limits.apply_in_child()?;
+    restrict_with_landlock(landlock)?;
+    apply_filters([seccomp, metadata])
+}
+
+/// Restricts the calling process with `landlock`, a domain of its own.
+fn restrict_with_landlock(landlock: Option<&RulesetCreated>) -> io::Result<()> {
     // A copy of the ruleset's descriptor, in this process's own table: the ruleset itself stays
     // where it is, in memory this process may share with Elph (`start`), which closes it.
     if let Some(ruleset) = landlock {
@@ -272,18 +364,29 @@ fn confine_self(
             _ => return Err(io::Error::from(Errno::EPERM)),
         }
     }
-    for filter in [seccomp, metadata].into_iter().flatten() {
+    Ok(())
+}
+
+fn apply_filters(filters: [Option<&BpfProgram>; 2]) -> io::Result<()> {
+    for filter in filters.into_iter().flatten() {
         seccompiler::apply_filter(filter).map_err(|_| io::Error::from(Errno::EPERM))?;
     }
     Ok(())
 }
 
 fn join_view(join: &JoinNamespace) -> io::Result<()> {
-    if let Some(user) = &join.namespace.user {
+    join_namespaces(&join.namespace)?;
+    nix::unistd::chdir(join.cwd.as_c_str())?;
+    Ok(())
+}
+
+/// Joins the view's user namespace (when Elph is not root) and its mount namespace, which puts
+/// the caller at the view's root.
+fn join_namespaces(namespace: &SharedNamespace) -> io::Result<()> {
+    if let Some(user) = &namespace.user {
         nix::sched::setns(user, CloneFlags::CLONE_NEWUSER)?;
     }
-    nix::sched::setns(&join.namespace.mount, CloneFlags::CLONE_NEWNS)?;
-    nix::unistd::chdir(join.cwd.as_c_str())?;
+    nix::sched::setns(&namespace.mount, CloneFlags::CLONE_NEWNS)?;
     Ok(())
 }
 
@@ -346,6 +449,7 @@ fn shared_namespace(
                 None
             },
             init: ends.map(InitEnds::started).transpose()?,
+            starters: std::sync::Mutex::default(),
         })
     })();
     holder.end();

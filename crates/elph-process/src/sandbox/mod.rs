@@ -24,6 +24,7 @@ mod refusals;
 mod repositories;
 mod seccomp;
 mod start;
+mod starter;
 mod unix_sockets;
 mod weaker;
 

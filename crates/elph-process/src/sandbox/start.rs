@@ -4,55 +4,46 @@
 //! for a trivial command that copy and teardown were most of what the sandbox cost (perf:
 //! `copy_page_range`, `unmap_page_range`, `clear_page`). So a confined child starts as an
 //! unconfined one does (`process/vfork.rs`): a `clone(CLONE_VM | CLONE_VFORK)` that shares
-//! Elph's memory until it executes its program, while the forking thread sleeps.
-//!
-//! It can: every step of the confinement is a system call on data prepared before the clone,
-//! and the kernel asks of the namespace steps only what such a child has: `setns` into a user
-//! namespace wants a process of one thread (not one memory) and its own file-system context,
-//! which a clone without `CLONE_THREAD` and `CLONE_FS` is; `setns` into a mount namespace wants
-//! the latter only.
-//!
-//! The view's PID namespace is where the command must start, which a process can only be
-//! created into:
+//! Elph's memory until it executes its program, while the thread that made it waits.
 //!
 //! ```text
-//! root:      Elph thread (setns pid_for_children) ──clone(VM|VFORK)──▶ C (the command)
-//! not root:  Elph thread ──clone(VM|VFORK)──▶ J (joins the view, setns pid) ──clone(VM|VFORK|PARENT)──▶ C
+//! with a view:    Elph thread ──request──▶ the view's starter S ──clone(VM|VFORK|PARENT)──▶ C
+//! without a view: Elph thread ──clone(VM|VFORK)──▶ C (confines itself)
 //! ```
 //!
-//! - As root, the forking thread joins the namespace for its children (`ForkInNamespace`), so
-//!   the child is created there.
-//! - Otherwise the kernel refuses that `setns` to Elph (it needs `CAP_SYS_ADMIN` in Elph's own
-//!   user namespace). A first child `J` joins the view's user namespace, where it has that
-//!   right, and the mount namespace, joins the PID namespace for its children, and creates the
-//!   command with `CLONE_PARENT`: the command is Elph's child as in the root case (Elph waits
-//!   for it through its pidfd, gets its exit status, kills its group), and `J` exits at once.
-//!   There is no waiter process between them, as there is on the fork path.
+//! - With a view (a mount namespace, and where the system allows one a PID namespace), the
+//!   view's starter (`starter`) creates the command: `S` already joined the view and gave up
+//!   every privilege, and the command (`C`) inherits that, so it only takes the steps that are
+//!   its own (a session, its streams, its folder, its limits, a Landlock domain of its own).
+//!   `C` is Elph's child (`CLONE_PARENT`): Elph waits for it through its pidfd, gets its exit
+//!   status, kills its group. In a PID namespace it leads its own session and process group
+//!   there, with no controlling terminal; its group has the same number outside, which is what
+//!   Elph kills on a timeout. It is not registered with the orphan watcher (its `getpid` is the
+//!   namespace's number): the namespace's init, whose lifeline only Elph holds, dies with Elph
+//!   and the kernel kills the whole namespace with it.
+//! - Without a view (a system without mount namespaces), `C` takes every step of the
+//!   confinement itself, registers with the orphan watcher as an unconfined child does, and
+//!   executes its program.
 //!
-//! Either way the command (`C`) leads its own session and process group in the namespace, with
-//! no controlling terminal; its group has the same number outside, which is what Elph kills on
-//! a timeout. It is not registered with the orphan watcher (its `getpid` is the namespace's
-//! number): the namespace's init, whose lifeline only Elph holds, dies with Elph and the kernel
-//! kills the whole namespace with it. Without a PID namespace, `C` is Elph's direct child and
-//! registers as an unconfined child does.
-//!
+//! Every step is a system call on data prepared before the clone: no allocation, no lock.
 //! `ELPH_SPAWN=fork` keeps the fork path for confined children too (`process/spawn.rs`).
 
 use std::ffi::{CString, c_char, c_int, c_void};
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
-use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use nix::sys::wait::waitpid;
 use nix::unistd::Pid;
 
 use super::confine::Confinement;
+use super::starter::{self, Starter};
 use crate::process::{
     SpawnSpec, Started, StreamKind, c_string, clone_shared, environment, lead_session_with_streams, stream,
 };
 
-/// Each child's stack: the confinement steps and `execve` need a few pages; mapped lazily.
+/// The child's stack: the confinement steps and `execve` need a few pages; mapped lazily.
 const STACK_BYTES: usize = 256 * 1024;
 
 const KIND_CONFINE: u64 = 1 << 32;
@@ -66,31 +57,34 @@ pub(crate) enum StartFailure {
     Other(io::Error),
 }
 
-/// Everything the children read, prepared by Elph; it lives on the forking thread's stack,
-/// which that thread does not leave while they run (`CLONE_VFORK`).
-struct Prepared<'a> {
+/// The command as `execve` takes it, and where it runs: pointers into strings the caller of
+/// [`start_confined`] owns until the command executed.
+#[derive(Clone, Copy)]
+struct Exec {
     program: *const c_char,
     argv: *const *const c_char,
     envp: *const *const c_char,
     cwd: *const c_char,
     /// The descriptor to put on 0, 1 and 2, or -1 to leave Elph's own there.
     stdio: [RawFd; 3],
+}
+
+/// Everything the command reads, prepared by Elph; it lives on the starting thread's stack,
+/// which that thread does not leave while the command runs before its exec (`CLONE_VFORK`, or
+/// the wait for the view's starter's answer).
+struct Prepared<'a> {
+    exec: Exec,
     /// The orphan watcher's pipe, or -1 (in a PID namespace).
     watcher: RawFd,
-    confinement: &'a mut Confinement,
-    /// The view's PID namespace, when `J` must enter it for the command.
-    enter: RawFd,
-    /// `J`'s stack for the command, when there is a `J`.
-    command_stack: *mut u8,
-    command_stack_len: usize,
-    /// The command's pid, written by `J`.
-    command: AtomicI32,
-    /// How a child failed before the program ran (0: it did not): kind and errno.
+    confinement: &'a Confinement,
+    /// Created by the view's starter: only the command's own steps are left.
+    by_starter: bool,
+    /// How the command failed before its program ran (0: it did not): kind and errno.
     failed: AtomicU64,
 }
 
 /// Starts `spec`'s program confined by `confinement`, in a child that shares Elph's memory
-/// until it executes.
+/// until it executes: created by the view's starter where there is a view, directly otherwise.
 pub(crate) fn start_confined(
     spec: &SpawnSpec<'_>,
     confinement: &mut Confinement,
@@ -117,64 +111,83 @@ pub(crate) fn start_confined(
         stream(StreamKind::Out(spec.stderr)).map_err(other)?,
     ];
     let fd_of = |kind: usize| streams[kind].child.as_ref().map_or(-1, AsRawFd::as_raw_fd);
-    let stdio = [fd_of(0), fd_of(1), fd_of(2)];
-
-    // As root, the child is created straight in the view's PID namespace.
-    let in_namespace = confinement.fork_in_namespace();
-    let enter = confinement.namespace_to_enter().map_or(-1, AsRawFd::as_raw_fd);
-    let watcher = match (&in_namespace, enter) {
-        (None, -1) => crate::orphans::registration_fd().map_or(-1, |fd| fd.as_raw_fd()),
-        _ => -1,
-    };
-    let mut command_stack = if enter >= 0 {
-        vec![0u8; STACK_BYTES]
-    } else {
-        Vec::new()
-    };
-    let prepared = Prepared {
+    let exec = Exec {
         program: program.as_ptr(),
         argv: argv.as_ptr(),
         envp: envp.as_ptr(),
         cwd: cwd.as_ptr(),
-        stdio,
+        stdio: [fd_of(0), fd_of(1), fd_of(2)],
+    };
+    let command = if confinement.has_view() {
+        start_by_starter(exec, confinement)?
+    } else {
+        start_directly(exec, confinement)?
+    };
+    let [stdin, stdout, stderr] = streams.map(|stream| stream.parent);
+    Ok(Started {
+        pid: command,
+        stdin,
+        stdout,
+        stderr,
+    })
+}
+
+/// Has the view's starter create the command; a starter found gone (killed) before it created
+/// the command is replaced once.
+fn start_by_starter(exec: Exec, confinement: &Confinement) -> Result<i32, StartFailure> {
+    // In a PID namespace the command is not registered: its `getpid` is the namespace's number,
+    // and the namespace's init takes everything in it along when Elph ends.
+    let watcher = if confinement.in_pid_namespace() {
+        -1
+    } else {
+        crate::orphans::registration_fd().map_or(-1, |fd| fd.as_raw_fd())
+    };
+    let prepared = Prepared {
+        exec,
         watcher,
         confinement,
-        enter,
-        command_stack: command_stack.as_mut_ptr(),
-        command_stack_len: command_stack.len(),
-        command: AtomicI32::new(0),
+        by_starter: true,
+        failed: AtomicU64::new(0),
+    };
+    for _ in 0..2 {
+        let starter: std::sync::Arc<Starter> =
+            confinement.starter(command_main).map_err(StartFailure::Confine)?;
+        prepared.failed.store(0, Ordering::Relaxed);
+        match starter.start(&prepared) {
+            starter::Started::Command(pid) => return outcome(&prepared, pid),
+            starter::Started::Failed(error) => return Err(StartFailure::Confine(error)),
+            starter::Started::Gone => {}
+            starter::Started::KilledWhileStarting => return Err(starter_killed()),
+        }
+    }
+    Err(starter_killed())
+}
+
+fn starter_killed() -> StartFailure {
+    StartFailure::Confine(io::Error::new(
+        io::ErrorKind::Interrupted,
+        "the sandbox's starter process was killed while it started the command",
+    ))
+}
+
+/// Without a view: the command confines itself entirely.
+fn start_directly(exec: Exec, confinement: &Confinement) -> Result<i32, StartFailure> {
+    let prepared = Prepared {
+        exec,
+        watcher: crate::orphans::registration_fd().map_or(-1, |fd| fd.as_raw_fd()),
+        confinement,
+        by_starter: false,
         failed: AtomicU64::new(0),
     };
     let mut stack = vec![0u8; STACK_BYTES];
-    // `J` shares Elph's descriptor table too: it changes none, and the command copies it once.
-    let (entry, files) = if enter >= 0 {
-        (
-            joiner_main as extern "C" fn(*mut c_void) -> c_int,
-            libc::CLONE_FILES,
-        )
-    } else {
-        (command_main as extern "C" fn(*mut c_void) -> c_int, 0)
-    };
-    let cloned = clone_shared(entry, &mut stack, &prepared, files);
-    drop(in_namespace);
-    let first = cloned.map_err(other)?;
-    let command = if enter >= 0 {
-        // `J` exited once the command executed its program or failed.
-        reap(first);
-        prepared.command.load(Ordering::Acquire)
-    } else {
-        first
-    };
+    let command = clone_shared(command_main, &mut stack, &prepared).map_err(StartFailure::Other)?;
+    outcome(&prepared, command)
+}
+
+/// The command's pid once it executed its program, or how it failed before (it is reaped).
+fn outcome(prepared: &Prepared<'_>, command: i32) -> Result<i32, StartFailure> {
     match prepared.failed.load(Ordering::Acquire) {
-        0 if command > 0 => {
-            let [stdin, stdout, stderr] = streams.map(|stream| stream.parent);
-            Ok(Started {
-                pid: command,
-                stdin,
-                stdout,
-                stderr,
-            })
-        }
+        0 if command > 0 => Ok(command),
         failed => {
             if command > 0 {
                 reap(command);
@@ -197,48 +210,19 @@ fn reap(pid: i32) {
     while waitpid(Pid::from_raw(pid), None) == Err(nix::errno::Errno::EINTR) {}
 }
 
-/// The `Prepared` a child was given.
-#[expect(unsafe_code, reason = "the argument of a clone(2) child")]
-fn prepared_of<'a>(arg: *mut c_void) -> &'a mut Prepared<'a> {
-    // SAFETY: `arg` is the `Prepared` that `clone_shared` passed, alive on the suspended
-    // thread's stack while the child runs; only one process at a time uses it (`J` sleeps
-    // while the command runs before its exec).
-    unsafe { &mut *arg.cast::<Prepared<'a>>() }
-}
-
-/// `J`: joins the view and its PID namespace, creates the command there as Elph's child, and
-/// exits.
-extern "C" fn joiner_main(arg: *mut c_void) -> c_int {
-    let prepared = prepared_of(arg);
-    // No handler of Elph's can run here: every signal stays blocked in `J` (the command resets
-    // the handlers it inherits before it unblocks them).
-    let joined = prepared.confinement.join_view().and_then(|_| {
-        #[expect(unsafe_code, reason = "a descriptor the confinement holds open")]
-        // SAFETY: `enter` is the view's PID namespace file, which the confinement holds open in
-        // Elph (and so in this child's copy of the table) for the call.
-        let namespace = unsafe { BorrowedFd::borrow_raw(prepared.enter) };
-        nix::sched::setns(namespace, nix::sched::CloneFlags::CLONE_NEWPID).map_err(io::Error::from)
-    });
-    if let Err(error) = joined {
-        fail(prepared, KIND_CONFINE, &error);
-    }
-    #[expect(unsafe_code, reason = "the command's stack, allocated by Elph")]
-    // SAFETY: `command_stack` and its length are those of the Vec Elph keeps alive until this
-    // child has exited; nothing else uses it meanwhile.
-    let stack = unsafe { std::slice::from_raw_parts_mut(prepared.command_stack, prepared.command_stack_len) };
-    match clone_shared(command_main, stack, prepared, libc::CLONE_PARENT) {
-        Ok(pid) => prepared.command.store(pid, Ordering::Release),
-        Err(error) => fail(prepared, KIND_CONFINE, &error),
-    }
-    exit(0)
-}
-
 /// `C`, the command's own process: the steps of the one spawn path (a session of its own, the
 /// orphan watcher, stdin/stdout/stderr, the working directory), the confinement, then the
 /// program.
 extern "C" fn command_main(arg: *mut c_void) -> c_int {
-    let prepared = prepared_of(arg);
-    default_handlers();
+    #[expect(unsafe_code, reason = "the argument of a clone(2) child")]
+    // SAFETY: `arg` is the `Prepared` given to the clone, alive on the stack of the thread
+    // that waits for this child to execute its program or exit; the child only reads it and
+    // writes `failed`, an atomic.
+    let prepared = unsafe { &*arg.cast::<Prepared<'_>>() };
+    // The view's starter reset its handlers once, and its children inherit its.
+    if !prepared.by_starter {
+        default_handlers();
+    }
     let errno = run_steps(prepared);
     prepared
         .failed
@@ -249,26 +233,33 @@ extern "C" fn command_main(arg: *mut c_void) -> c_int {
 /// Runs the steps and executes the program; returns only when a step before `execve` failed,
 /// with its errno (a failed `execve` is recorded as such, and the process exits).
 #[expect(unsafe_code, reason = "raw system calls on prepared data in a clone(2) child")]
-fn run_steps(prepared: &mut Prepared<'_>) -> c_int {
+fn run_steps(prepared: &Prepared<'_>) -> c_int {
     let errno = || io::Error::last_os_error().raw_os_error().unwrap_or(libc::EINVAL);
     let of = |error: io::Error| error.raw_os_error().unwrap_or(libc::EPERM);
     // SAFETY: the watcher's pipe stays open in Elph (a static) while children start.
     let watcher = (prepared.watcher >= 0).then(|| unsafe { BorrowedFd::borrow_raw(prepared.watcher) });
-    if let Err(errno) = lead_session_with_streams(watcher, &prepared.stdio) {
+    let exec = prepared.exec;
+    if let Err(errno) = lead_session_with_streams(watcher, &exec.stdio) {
         return errno;
     }
-    // `J` joined the view already; otherwise this process does.
-    let in_view = prepared.enter >= 0 || {
-        match prepared.confinement.join_view() {
-            Ok(joined) => joined,
-            Err(error) => return of(error),
-        }
-    };
+    let confinement = prepared.confinement;
+    // The view's starter joined the view already; without one there is none to join, but a
+    // confinement with a view is never left unjoined.
+    if !prepared.by_starter
+        && let Err(error) = confinement.join_view()
+    {
+        return of(error);
+    }
     // SAFETY: as above.
-    if !in_view && unsafe { libc::chdir(prepared.cwd) } == -1 {
+    if unsafe { libc::chdir(exec.cwd) } == -1 {
         return errno();
     }
-    if let Err(error) = prepared.confinement.confine_self() {
+    let confined = if prepared.by_starter {
+        confinement.confine_started_command()
+    } else {
+        confinement.confine_self()
+    };
+    if let Err(error) = confined {
         return of(error);
     }
     // SAFETY: as above; the program, its arguments and its environment are NUL-terminated
@@ -277,7 +268,7 @@ fn run_steps(prepared: &mut Prepared<'_>) -> c_int {
         let mut none: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut none);
         libc::pthread_sigmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
-        libc::execve(prepared.program, prepared.argv, prepared.envp);
+        libc::execve(exec.program, exec.argv, exec.envp);
     }
     let error = errno();
     prepared
@@ -286,19 +277,11 @@ fn run_steps(prepared: &mut Prepared<'_>) -> c_int {
     exit(127)
 }
 
-/// Records a failure of `J` and exits.
-fn fail(prepared: &Prepared<'_>, kind: u64, error: &io::Error) -> ! {
-    let errno = error.raw_os_error().unwrap_or(libc::EPERM);
-    prepared
-        .failed
-        .store(kind | u64::from(errno.cast_unsigned()), Ordering::Release);
-    exit(127)
-}
-
 /// Every signal with a handler back to its default, SIGPIPE too (Rust ignores it): a handler of
-/// Elph's must not run in a child that shares its memory.
+/// Elph's must not run in a child that shares its memory. The view's starter does it once for
+/// every command it creates.
 #[expect(unsafe_code, reason = "sigaction(2) on stack data")]
-fn default_handlers() {
+pub(super) fn default_handlers() {
     // SAFETY: sigaction(2) on zeroed structs on this stack; SIG_DFL runs no code.
     unsafe {
         let mut default: libc::sigaction = std::mem::zeroed();
