@@ -21,7 +21,7 @@ use rmcp::ClientHandler;
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, Implementation, ListRootsResult,
-    Root, RootsCapabilities,
+    ProtocolVersion, Root, RootsCapabilities,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 use tokio::sync::watch;
@@ -67,6 +67,12 @@ impl ElphClient {
             elicitation: None,
             listener: None,
         }
+    }
+
+    /// Offers `version` in `initialize` (by default, the newest revision rmcp knows).
+    pub(crate) fn offering(mut self, version: ProtocolVersion) -> Self {
+        self.info.protocol_version = version;
+        self
     }
 
     /// Follows the server's prompt and resource list changes into `listener`.
@@ -164,7 +170,7 @@ impl Default for ToolRefresh {
 }
 
 impl ToolRefresh {
-    fn request(&self) {
+    pub(crate) fn request(&self) {
         self.requested.send_modify(|count| *count += 1);
     }
 

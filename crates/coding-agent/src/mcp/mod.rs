@@ -34,6 +34,7 @@ pub(crate) mod process;
 pub(crate) mod prompts;
 mod refresh;
 pub(crate) mod resources;
+mod revision;
 pub(crate) mod server;
 pub(crate) mod tool;
 pub(crate) mod wait;

@@ -13,14 +13,19 @@ use std::time::Duration;
 
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
-use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject, Tool as McpToolSpec};
-use rmcp::service::{Peer, RoleClient, RunningService, ServiceError, ServiceExt};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, JsonObject, ProtocolVersion, ServerNotification,
+    SubscriptionFilter, Tool as McpToolSpec,
+};
+use rmcp::service::{ClientServiceExt as _, Peer, RoleClient, RunningService, ServiceError};
+use rmcp::transport::async_rw::AsyncRwTransport;
 use serde::Serialize;
 use tokio::sync::watch;
 
 use super::client::{ElphClient, Listener, ToolRefresh};
 use super::config::{ServerDefinition, ServerTransport};
 use super::process::{GroupKiller, ServerProcess, StderrTail, exited, server_environment};
+use super::revision::{self, Revision};
 
 /// After the connection is closed at shutdown, how long a stdio server has to exit by itself
 /// before its group is killed.
@@ -50,8 +55,11 @@ pub enum ServerState {
 /// A live connection.
 struct Connection {
     peer: Peer<RoleClient>,
-    /// Kept so that the connection stays open; dropping it closes the transport.
-    service: Option<RunningService<RoleClient, ElphClient>>,
+    /// Kept so that the connection stays open; dropping the last one closes the transport. Calls
+    /// go through it (not only the peer): on MCP 2026-07-28 it answers a server's
+    /// "input required" results (roots, questions to the user) through [`ElphClient`] and asks
+    /// again.
+    service: Option<Arc<RunningService<RoleClient, ElphClient>>>,
     /// Stdio servers only: the group, killed when the connection is dropped.
     _group: Option<GroupKiller>,
     exit: Option<watch::Receiver<Option<String>>>,
@@ -280,12 +288,19 @@ impl McpServer {
                     return Err("its stdin or stdout could not be piped".into());
                 };
                 let stderr = process.stderr;
-                let handshake = self.client().serve((stdout, stdin));
                 let service = tokio::select! {
                     biased;
-                    service = handshake => match service {
+                    service = self.open_stdio(AsyncRwTransport::new(stdout, stdin)) => match service {
                         Ok(service) => service,
-                        Err(error) => return Err(explain(format!("failed to initialize: {error}"), &stderr).await),
+                        Err(error) => {
+                            // A server that closed its output has usually exited: its status says
+                            // more than the closed pipe (2 s, as for a call, for a loaded machine).
+                            let how = tokio::time::timeout(Duration::from_secs(2), exited(process.exit.clone()))
+                                .await
+                                .map(|how| format!("{how} during startup"))
+                                .unwrap_or(error);
+                            return Err(explain(how, &stderr).await);
+                        }
                     },
                     how = exited(process.exit.clone()) => {
                         return Err(explain(format!("{how} during startup"), &stderr).await);
@@ -302,6 +317,7 @@ impl McpServer {
             }
         };
         let peer = service.peer().clone();
+        self.listen_for_tool_changes(&peer).await;
         let tools = tokio::select! {
             biased;
             tools = peer.list_all_tools() => match tools {
@@ -314,7 +330,7 @@ impl McpServer {
         };
         *self.connection.lock().await = Some(Connection {
             peer,
-            service: Some(service),
+            service: Some(Arc::new(service)),
             _group: group,
             exit,
             stderr,
@@ -322,13 +338,66 @@ impl McpServer {
         Ok(tools)
     }
 
+    /// Opens a stdio server's connection in the revision it speaks (see [`super::revision`]).
+    async fn open_stdio<R, W>(
+        &self,
+        mut transport: AsyncRwTransport<RoleClient, R, W>,
+    ) -> Result<RunningService<RoleClient, ElphClient>, String>
+    where
+        R: tokio::io::AsyncRead + Send + Unpin + 'static,
+        W: tokio::io::AsyncWrite + Send + Unpin + 'static,
+    {
+        let client = self.client().offering(ProtocolVersion::V_2025_11_25);
+        let revision = revision::probe(&mut transport, &rmcp::ClientHandler::get_info(&client)).await?;
+        tracing::debug!(server = %self.name(), ?revision, "mcp revision");
+        client
+            .serve_with_lifecycle(transport, revision.lifecycle())
+            .await
+            .map_err(|error| match revision {
+                Revision::Handshake => format!("failed to initialize: {error}"),
+                Revision::Stateless => format!("failed to open MCP 2026-07-28 (server/discover): {error}"),
+            })
+    }
+
+    /// On MCP 2026-07-28 a server's list changes come only to a client that listens for them
+    /// (`subscriptions/listen`); on earlier revisions the server sends them unasked, to
+    /// [`ElphClient`]. Either way they reach the same [`ToolRefresh`].
+    async fn listen_for_tool_changes(&self, peer: &Peer<RoleClient>) {
+        let Some(info) = peer.peer_info() else {
+            return;
+        };
+        let announces = info
+            .capabilities
+            .tools
+            .as_ref()
+            .is_some_and(|tools| tools.list_changed == Some(true));
+        if info.protocol_version.has_initialize() || !announces {
+            return;
+        }
+        let filter = SubscriptionFilter::builder().tools_list_changed().build();
+        match tokio::time::timeout(self.definition.timeout, peer.listen(filter)).await {
+            Ok(Ok(mut subscription)) => {
+                let refresh = self.tool_refresh.clone();
+                tokio::spawn(async move {
+                    while let Ok(Some(notification)) = subscription.next().await {
+                        if matches!(notification, ServerNotification::ToolListChangedNotification(_)) {
+                            refresh.request();
+                        }
+                    }
+                });
+            }
+            Ok(Err(error)) => tracing::warn!(server = %self.name(), %error, "mcp subscriptions/listen"),
+            Err(_) => tracing::warn!(server = %self.name(), "mcp subscriptions/listen: no answer"),
+        }
+    }
+
     /// Calls `tool` with `arguments` under the server's timeout.
     pub async fn call(&self, tool: &str, arguments: JsonObject) -> Result<CallToolResult, CallError> {
-        let (peer, exit, stderr) = {
+        let (service, exit, stderr) = {
             let slot = self.connection.lock().await;
             match (&*slot, self.state()) {
                 (Some(connection), ServerState::Running { .. }) => (
-                    connection.peer.clone(),
+                    connection.service.clone(),
                     connection.exit.clone(),
                     connection.stderr.clone(),
                 ),
@@ -338,6 +407,9 @@ impl McpServer {
                 _ => return Err(CallError::Down("it is not running".into())),
             }
         };
+        let Some(service) = service else {
+            return Err(CallError::Down("it is not running".into()));
+        };
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
         let timeout = self.definition.timeout;
         // Dropping the call future (on timeout, or when the turn is cancelled) makes rmcp send
@@ -346,7 +418,7 @@ impl McpServer {
         let _call = self.desk.call();
         let failure = tokio::select! {
             biased;
-            result = self.desk.within(timeout, peer.call_tool(params)) => match result {
+            result = self.desk.within(timeout, service.call_tool(params)) => match result {
                 Some(Ok(result)) => {
                     self.after_list_changes(timeout).await;
                     return Ok(result);
@@ -408,8 +480,14 @@ impl McpServer {
             return;
         };
         if let Some(service) = connection.service.take() {
-            // Cancelling closes the transport: the server's stdin reaches EOF.
-            let _ = tokio::time::timeout(EXIT_GRACE, service.cancel()).await;
+            // Cancelling closes the transport: the server's stdin reaches EOF. A call still in
+            // flight holds the service too; then it is told to stop without waiting for it.
+            match Arc::try_unwrap(service) {
+                Ok(service) => {
+                    let _ = tokio::time::timeout(EXIT_GRACE, service.cancel()).await;
+                }
+                Err(service) => service.cancellation_token().cancel(),
+            }
         }
         let exit = connection.exit.clone();
         if let Some(exit) = exit.clone() {

@@ -4,8 +4,9 @@
 // command of a server in mcp.json:
 //   node server.mjs PREFIX EVIDENCE
 // PREFIX is where npm installed the SDK (its node_modules); EVIDENCE gets one JSON line per
-// protocol event: {"initialize": {"offered", "answered", "supported"}} when the client initializes
-// (the revision the client offered, the one the SDK answered with, the SDK's list).
+// protocol event: {"method"} for each message the client sends, and
+// {"initialize": {"offered", "answered", "supported"}} when the client initializes (the revision
+// the client offered, the one the SDK answered with, the SDK's list).
 // Tools:
 //   echo {text}        answers TEXT
 //   add_tool {}        registers `late {text}` (answers "late: TEXT"); the SDK then sends
@@ -49,6 +50,7 @@ await server.connect(transport);
 let offered = null;
 const receive = transport.onmessage;
 transport.onmessage = (message, extra) => {
+  if (message.method !== undefined) note({ method: message.method });
   if (message.method === "initialize") offered = message.params?.protocolVersion ?? null;
   receive(message, extra);
 };

@@ -25,7 +25,7 @@ fn node() -> PathBuf {
 }
 
 #[tokio::test]
-async fn the_typescript_sdk_server_agrees_on_2025_11_25_and_a_tool_it_adds_joins() {
+async fn the_typescript_sdk_v1_server_is_asked_for_2026_then_agrees_on_2025_11_25_and_a_tool_it_adds_joins() {
     let prefix = tokio::task::spawn_blocking(|| npm_package_dir("@modelcontextprotocol/sdk", TS_SDK_VERSION))
         .await
         .expect("install the SDK");
@@ -51,14 +51,27 @@ async fn the_typescript_sdk_server_agrees_on_2025_11_25_and_a_tool_it_adds_joins
     assert!(output.status.success(), "{}", stderr(&output));
     let requests = server.requests();
     assert_eq!(requests.len(), 5, "{}", stderr(&output));
-    // Elph offers the newest revision rmcp knows; this SDK does not speak it yet and answers with
-    // its own newest, which Elph accepts.
+    // Elph asks first whether the server speaks 2026-07-28 (`server/discover`); this SDK does not
+    // know the method, so Elph initializes with 2025-11-25, on the same connection.
+    let methods: Vec<Value> = json_lines(&evidence)
+        .into_iter()
+        .filter_map(|line| line.get("method").cloned())
+        .collect();
+    assert_eq!(
+        methods[..3],
+        [
+            json!("server/discover"),
+            json!("initialize"),
+            json!("notifications/initialized")
+        ],
+        "{methods:?}"
+    );
     let initialize: Vec<Value> = json_lines(&evidence)
         .into_iter()
         .filter_map(|line| line.get("initialize").cloned())
         .collect();
     assert_eq!(initialize.len(), 1, "{initialize:?}");
-    assert_eq!(initialize[0]["offered"], "2026-07-28", "{initialize:?}");
+    assert_eq!(initialize[0]["offered"], "2025-11-25", "{initialize:?}");
     assert_eq!(initialize[0]["answered"], "2025-11-25", "{initialize:?}");
     assert!(
         !initialize[0]["supported"]

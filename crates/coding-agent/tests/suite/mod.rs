@@ -47,6 +47,7 @@ mod lifecycle_signals;
 mod lifecycle_store_faults;
 mod lifecycle_support;
 mod mcp;
+mod mcp_2026;
 mod mcp_changes;
 mod mcp_elicitation;
 mod mcp_files;

@@ -20,6 +20,10 @@
 //! - resources `test://docs/readme` (text) and `test://data/blob` (300 bytes of binary);
 //!   `link {}` returns a `resource_link` to the readme.
 //!
+//! It speaks the MCP revisions up to 2025-11-25 (it answers `server/discover` with the error
+//! that names them, as a server of those revisions built on rmcp does); with `MCP_TEST_2026=1`
+//! also 2026-07-28, as rmcp's server does by default.
+//!
 //! Evidence for the tests, through the environment the client gives it:
 //! - `MCP_TEST_STARTED`: on start, one JSON line `{"pid", "env", "args", "shown"}` is appended to
 //!   this file (`env` is the sorted list of the names of its environment variables, `args` its
@@ -44,7 +48,7 @@ use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
     CallToolResult, GetPromptRequestParams, GetPromptResponse, ListPromptsResult, ListResourcesResult,
-    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
+    PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt, tool, tool_handler, tool_router};
@@ -94,6 +98,8 @@ struct TestServer {
     list: std::sync::Arc<std::sync::Mutex<ListState>>,
     /// `MCP_TEST_OFFERS=1`: prompts and resources are offered.
     offers: bool,
+    /// `MCP_TEST_2026=1`: MCP 2026-07-28 is spoken too.
+    stateless: bool,
     /// Prompts added by `add_prompt`.
     added: Arc<Mutex<Vec<String>>>,
 }
@@ -117,6 +123,7 @@ impl TestServer {
             tool_router: Self::tool_router(),
             list: std::sync::Arc::default(),
             offers: std::env::var_os("MCP_TEST_OFFERS").is_some(),
+            stateless: std::env::var_os("MCP_TEST_2026").is_some(),
             added: Arc::default(),
         }
     }
@@ -289,6 +296,14 @@ impl ServerHandler for TestServer {
         }
         rmcp::model::ServerConfig::new(capabilities)
             .with_server_info(rmcp::model::Implementation::from_build_env())
+    }
+
+    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
+        std::borrow::Cow::Borrowed(if self.stateless {
+            ProtocolVersion::KNOWN_VERSIONS
+        } else {
+            ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25)
+        })
     }
 
     async fn list_tools(

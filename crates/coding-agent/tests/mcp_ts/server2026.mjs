@@ -1,0 +1,103 @@
+// An MCP server as the official TypeScript SDK v2 (@modelcontextprotocol/server, the release line
+// that implements MCP 2026-07-28) builds one, over stdio, with `serveStdio`: the opening message
+// picks the revision (`server/discover` for 2026-07-28, `initialize` for the 2025 revisions).
+//
+// The Rust test (tests/suite/mcp_2026.rs) installs the SDK from npm and names this file as the
+// command of a server in mcp.json:
+//   node server2026.mjs PREFIX EVIDENCE [DELAY_MS]
+// PREFIX is where npm installed the SDK (its node_modules); EVIDENCE gets one JSON line per
+// message Elph sends: {"method", "meta"} (`meta`: the request's `params._meta`, or null).
+// DELAY_MS, if given, is how long the server waits before it reads its first message (a slow
+// start: the message waits in the pipe).
+// Tools:
+//   echo {text}     answers TEXT
+//   roots {}        asks for the client's roots (an input-required result with `roots/list`) and
+//                   answers with their URIs, one a line
+//   ask {}          asks the user for a colour (form elicitation, input-required) and answers
+//                   "colour: VALUE", or "ACTION" when the user did not accept
+//   add_tool {}     registers `late {text}` (answers "late: TEXT"); the SDK then sends
+//                   notifications/tools/list_changed to listening clients
+
+import { appendFileSync } from "node:fs";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+
+const [prefix, evidencePath, delay] = process.argv.slice(2);
+const load = (path) => import(pathToFileURL(join(prefix, "node_modules", path)).href);
+const { McpServer, inputRequired, inputResponse } = await load("@modelcontextprotocol/server/dist/index.mjs");
+const { serveStdio, StdioServerTransport } = await load("@modelcontextprotocol/server/dist/stdio.mjs");
+const z = await load("zod/v4/index.js");
+
+const note = (line) => appendFileSync(evidencePath, JSON.stringify(line) + "\n");
+
+const servers = [];
+const build = () => {
+  const server = new McpServer({ name: "ts-sdk-v2-server", version: "2.0.0" });
+  servers.push(server);
+  server.registerTool(
+    "echo",
+    { description: "Returns the text it is given.", inputSchema: z.object({ text: z.string() }) },
+    async ({ text }) => ({ content: [{ type: "text", text }] }),
+  );
+  server.registerTool(
+    "roots",
+    { description: "Answers with the client's roots.", inputSchema: z.object({}) },
+    async (_args, ctx) => {
+      const answer = inputResponse(ctx.mcpReq.inputResponses, "roots");
+      if (answer.kind !== "roots") {
+        return inputRequired({ inputRequests: { roots: inputRequired.listRoots() } });
+      }
+      return { content: [{ type: "text", text: answer.roots.map((root) => root.uri).join("\n") }] };
+    },
+  );
+  server.registerTool(
+    "ask",
+    { description: "Asks the user for a colour.", inputSchema: z.object({}) },
+    async (_args, ctx) => {
+      const answer = inputResponse(ctx.mcpReq.inputResponses, "colour");
+      if (answer.kind !== "elicit") {
+        return inputRequired({
+          inputRequests: {
+            colour: inputRequired.elicit({
+              message: "Which colour?",
+              requestedSchema: z.object({ colour: z.string() }),
+            }),
+          },
+        });
+      }
+      const text = answer.action === "accept" ? `colour: ${answer.content?.colour}` : answer.action;
+      return { content: [{ type: "text", text }] };
+    },
+  );
+  server.registerTool(
+    "add_tool",
+    { description: "Adds the tool `late`.", inputSchema: z.object({}) },
+    async () => {
+      for (const each of servers) {
+        each.registerTool(
+          "late",
+          { description: "Answers late: TEXT.", inputSchema: z.object({ text: z.string() }) },
+          async ({ text }) => ({ content: [{ type: "text", text: `late: ${text}` }] }),
+        );
+      }
+      return { content: [{ type: "text", text: "added" }] };
+    },
+  );
+  return server;
+};
+
+if (delay !== undefined) await new Promise((resolve) => setTimeout(resolve, Number(delay)));
+const transport = new StdioServerTransport();
+// Every message Elph sends, as the server reads it.
+const start = transport.start.bind(transport);
+transport.start = async () => {
+  const receive = transport.onmessage;
+  transport.onmessage = (message, extra) => {
+    if (message.method !== undefined) {
+      note({ method: message.method, meta: message.params?._meta ?? null });
+    }
+    receive(message, extra);
+  };
+  return start();
+};
+serveStdio(build, { transport });
