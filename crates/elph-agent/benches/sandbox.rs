@@ -12,6 +12,18 @@
 //! them moves the ratio; the summary printed after it (`cargo bench` passes `--bench`) runs the
 //! three interleaved, round by round, quiet and then beside two busy loops, and prints each
 //! one's fastest and median with its ratio to the unsandboxed call of the same rounds.
+//!
+//! The quiet phase on the 2-core machine while other engineers built (load average 11-14), before
+//! (`a4c0e88`: each command joined the view and cleared its capabilities itself; not root, through
+//! a helper process) and after the view's starter, two runs of each alternated, µs fastest /
+//! median (ratio to unsandboxed):
+//!
+//! | | unsandboxed | read-only | workspace-write |
+//! | --- | --- | --- | --- |
+//! | root, before | 703-708 / 765-878 | 1.21-1.22× / 1.23-1.24× | 1.25-1.28× / 1.25-1.30× |
+//! | root, after | 706-716 / 796-1,117 | 1.06-1.07× / 1.07-1.08× | 1.10× / 1.10-1.11× |
+//! | uid 64123, before | 708-719 / 933-946 | 1.40-1.42× / 1.47-1.75× | 1.43-1.44× / 1.53-1.57× |
+//! | uid 64123, after | 719-735 / 816-1,125 | 1.06-1.09× / 1.05-1.08× | 1.08-1.11× / 1.08-1.09× |
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
