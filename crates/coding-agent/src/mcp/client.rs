@@ -85,6 +85,10 @@ impl ElphClient {
     /// request made here does not hold the connection up.
     async fn relist(&self, which: Which, context: NotificationContext<RoleClient>) {
         if let Some(listener) = &self.listener {
+            // Counted from its first step: a tool call that announced the change holds its
+            // answer until this listing is in (`ToolRefresh::settled`), so the front end hears
+            // of the new prompts before the turn that made them ends.
+            let _relisting = self.tools_changed.relisting();
             let problem = listener
                 .offers
                 .refresh(&listener.server, &context.peer, which, listener.limit)
@@ -155,9 +159,11 @@ impl ClientHandler for ElphClient {
 /// The server said its tools changed: how many times it did, and up to which of those its tools
 /// have been listed again. A call that returns while a listing is owed waits for it, so a tool
 /// that changes the list has the new list in the model's next request.
+/// Prompt and resource listings under way are counted too ([`Self::relisting`]).
 pub(crate) struct ToolRefresh {
     requested: watch::Sender<u64>,
     done: watch::Sender<u64>,
+    relisting: Arc<watch::Sender<u64>>,
 }
 
 impl Default for ToolRefresh {
@@ -165,7 +171,17 @@ impl Default for ToolRefresh {
         ToolRefresh {
             requested: watch::channel(0).0,
             done: watch::channel(0).0,
+            relisting: Arc::new(watch::channel(0).0),
         }
+    }
+}
+
+/// A prompt or resource listing under way; ends when dropped.
+pub(crate) struct Relisting(Arc<watch::Sender<u64>>);
+
+impl Drop for Relisting {
+    fn drop(&mut self) {
+        self.0.send_modify(|count| *count = count.saturating_sub(1));
     }
 }
 
@@ -189,11 +205,19 @@ impl ToolRefresh {
         self.done.send_modify(|done| *done = (*done).max(count));
     }
 
-    /// Returns once every change announced so far has been listed again (at once if none is
-    /// owed); the caller bounds the wait.
+    /// Counts a prompt or resource listing until the returned guard is dropped.
+    pub(crate) fn relisting(&self) -> Relisting {
+        self.relisting.send_modify(|count| *count += 1);
+        Relisting(Arc::clone(&self.relisting))
+    }
+
+    /// Returns once every change announced so far has been listed again, tools, prompts and
+    /// resources (at once if none is owed); the caller bounds the wait.
     pub(crate) async fn settled(&self) {
         let wanted = *self.requested.borrow();
         let mut done = self.done.subscribe();
         let _ = done.wait_for(|done| *done >= wanted).await;
+        let mut relisting = self.relisting.subscribe();
+        let _ = relisting.wait_for(|count| *count == 0).await;
     }
 }

@@ -448,6 +448,7 @@ impl McpServer {
 
     /// A tool that changes the server's tool list says so before it answers: its answer waits
     /// (at most `limit`) until the list has been read again, so the model's next request has it.
+    /// The same for its prompts and resources, so the front end is told before the turn ends.
     async fn after_list_changes(&self, limit: Duration) {
         // The notification's handler runs in a task of its own that rmcp spawned before it handed
         // over this answer: one yield lets it count the change.

@@ -398,7 +398,11 @@ async fn an_editor_gets_the_prompts_as_commands_when_they_arrive_and_runs_them()
 
     let setup = Setup::new().await;
     let evidence = Evidence::new(&setup.env);
-    write_home_mcp(&setup.env, &offering_server(&evidence));
+    let mut server = offering_server(&evidence);
+    // The listing after `add_prompt` answers late: the turn that added the prompt still ends
+    // after the editor has heard of it (the call's answer waits for the listing).
+    server["servers"]["test"]["env"]["MCP_TEST_SLOW_RELIST_MS"] = json!("1500");
+    write_home_mcp(&setup.env, &server);
     setup.server.enqueue_all([
         FakeReply::text("hello Ada"),
         FakeReply::tool_call("mcp_test__add_prompt", json!({"name": "fresh"})),

@@ -16,7 +16,8 @@
 //! With `MCP_TEST_OFFERS=1` it also offers (and the tools `link` and `add_prompt` are listed):
 //! - prompts `greet {name (required), style}` and `with_readme {}` (its message embeds the
 //!   resource below); `add_prompt {name}` adds a prompt and sends
-//!   `notifications/prompts/list_changed`;
+//!   `notifications/prompts/list_changed` (with `MCP_TEST_SLOW_RELIST_MS`, the listings after
+//!   that take that long to answer);
 //! - resources `test://docs/readme` (text) and `test://data/blob` (300 bytes of binary);
 //!   `link {}` returns a `resource_link` to the readme.
 //!
@@ -326,7 +327,15 @@ impl ServerHandler for TestServer {
             ]}),
             json!({"name": "with_readme", "description": "Asks for a summary of the readme."}),
         ];
-        for name in self.added.lock().unwrap().iter() {
+        let added = self.added.lock().unwrap().clone();
+        if !added.is_empty()
+            && let Some(ms) = std::env::var("MCP_TEST_SLOW_RELIST_MS")
+                .ok()
+                .and_then(|ms| ms.parse().ok())
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+        }
+        for name in added {
             prompts.push(json!({"name": name, "description": "An added prompt."}));
         }
         Ok(serde_json::from_value(json!({"prompts": prompts})).unwrap())
