@@ -22,7 +22,8 @@
 //! Every child starts in a child that shares Elph's memory until it executes, as `posix_spawn`
 //! makes one (`vfork`), with the steps as raw system calls, the orphan watcher's registration
 //! included: it copies nothing. Unconfined ones start in `vfork.rs`, confined ones in the
-//! sandbox's `start.rs`, which adds the namespaces and the confinement. `ELPH_SPAWN=fork` sends
+//! sandbox's `start.rs`, created by their view's starter (`starter.rs`), which joined the
+//! namespaces and applied the confinement every command of the view shares. `ELPH_SPAWN=fork` sends
 //! every child through std's `Command` and a `fork` (`spawn.rs`) instead (CI runs the whole suite
 //! both ways); docs/architecture.md, "Starting a child", has the figures.
 
