@@ -4,22 +4,26 @@
 //! - `bare`: one payload line written to an already running process and its answer line read back,
 //!   with blocking std pipes: the floor for any persistent hook;
 //! - `tokio`: the same round trip through tokio's pipes on a current-thread runtime (as `elph run`
-//!   has): what the runtime's wake-ups add;
+//!   has), and `+ deadline` with the timer every round trip has: what the runtime's wake-ups add;
 //! - `host`: one event through `HookHost::run_chain` with one persistent hook of the same program,
-//!   run log included: the host's whole cost;
+//!   run log included: the host's whole cost; `host - bare` is the median of the differences of
+//!   the rounds, each round measuring all of them back to back;
 //! - `marginal`: in an agent run of [`TOOL_CALLS`] tool calls with [`HOOKS`] persistent hooks on
 //!   preToolUse, (run with hooks − run without) / (calls × hooks): the cost of one hook event in a
 //!   real run, harness included.
 //!
-//! Each for two programs: `line-hook` of test-support (compiled, the smallest possible answer) and
-//! a Python line loop that parses each payload and prints its answer. Then the pieces of the host's
-//! own time, one by one: building the payload line, validating the answer, writing the run log.
+//! Each for three programs: `line-hook` of test-support (compiled, the smallest possible answer),
+//! and the two smallest persistent hooks of docs/hooks.md ("The line protocol"): the shell loop and
+//! the Python loop (the issue's own measure). Then the pieces of the host's own time, one by one:
+//! building the payload line, validating the answer, handing the lines to the run log (and, for
+//! comparison, writing them at once as the host did before).
 //!
-//! All of it twice: on a quiet machine, then with [`BUSY_LOOPS`] busy loops running beside it. The
-//! claim (target ≤ 1.5× bare quiet, ≤ 2× under load, medians) is a ratio of figures measured in
-//! the same run, interleaved so that drift in the machine's load hits them alike.
+//! All of it twice: on the machine as it is ("quiet"), then with [`BUSY_LOOPS`] busy loops started
+//! beside it ("loaded"); the load average is printed with each. The claim (target ≤ 1.5× bare
+//! quiet, ≤ 2× under load, medians) is a ratio of figures measured in the same run, interleaved
+//! (the order alternating round by round) so that drift in the machine's load hits them alike.
 //!
-//! `cargo bench -p coding-agent --bench persistent`
+//! `cargo bench -p coding-agent --bench persistent` (the summary is printed after divan's table).
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -52,13 +56,20 @@ const BUSY_LOOPS: usize = 2;
 const QUIET_TARGET: f64 = 1.5;
 const LOADED_TARGET: f64 = 2.0;
 
-/// A persistent hook in Python: parses each payload, answers "no change" for its request.
+/// The smallest persistent hook in Python of docs/hooks.md: parses each payload, answers "no
+/// change" for its request.
 const PYTHON_HOOK: &str = r#"#!/usr/bin/env python3
 import json, sys
 for line in sys.stdin:
-    payload = json.loads(line)
-    answer = {"requestId": payload["requestId"]} if "requestId" in payload else {}
-    print(json.dumps(answer), flush=True)
+    print(json.dumps({"requestId": json.loads(line)["requestId"]}), flush=True)
+"#;
+
+/// The smallest persistent hook in shell of docs/hooks.md: takes the request id from the line's
+/// start.
+const SH_HOOK: &str = r#"#!/bin/sh
+while IFS= read -r line; do
+  id=${line#'{"requestId":'}; printf '{"requestId":%s}\n' "${id%%,*}"
+done
 "#;
 
 fn main() {
@@ -83,9 +94,16 @@ impl Fixture {
         let project = std::fs::canonicalize(dir.path()).unwrap();
         let data = project.join("data");
         // Written as is: `write_script` would put a `#!/bin/sh` line first.
-        let python = project.join("line-hook.py");
-        std::fs::write(&python, PYTHON_HOOK).unwrap();
-        std::fs::set_permissions(&python, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        let script = |name: &str, text: &str| {
+            let path = project.join(name);
+            std::fs::write(&path, text).unwrap();
+            std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+            path
+        };
+        let (sh, python) = (
+            script("line-hook.sh", SH_HOOK),
+            script("line-hook.py", PYTHON_HOOK),
+        );
         let payload = HookPayload::PreToolUse(PreToolUsePayload {
             base: PayloadBase::new("bench-session", &project),
             tool_name: "shell_exec".into(),
@@ -98,6 +116,7 @@ impl Fixture {
                     "line-hook",
                     test_support::hook_scripts::test_support_binary("line-hook"),
                 ),
+                ("sh", sh),
                 ("python", python),
             ],
             _dir: dir,
@@ -269,7 +288,7 @@ fn through(runtime: &tokio::runtime::Runtime, host: &HookHost, payload: &HookPay
     assert!(dispatch.diagnostics.is_empty(), "{:?}", dispatch.diagnostics);
 }
 
-#[divan::bench(args = ["line-hook", "python"], sample_count = 500)]
+#[divan::bench(args = ["line-hook", "sh", "python"], sample_count = 500)]
 fn bare_pipe_round_trip(bencher: divan::Bencher, program: &str) {
     let fixture = Fixture::new();
     let (_, path) = fixture
@@ -282,7 +301,7 @@ fn bare_pipe_round_trip(bencher: divan::Bencher, program: &str) {
     bencher.bench_local(|| bare.round_trip(&fixture));
 }
 
-#[divan::bench(args = ["line-hook", "python"], sample_count = 500)]
+#[divan::bench(args = ["line-hook", "sh", "python"], sample_count = 500)]
 fn one_persistent_hook_event(bencher: divan::Bencher, program: &str) {
     let fixture = Fixture::new();
     let (_, path) = fixture
@@ -407,11 +426,14 @@ struct Figures {
     tokio: f64,
     deadline: f64,
     host: f64,
+    /// The median of `host - bare`, round by round.
+    over: f64,
     marginal: f64,
 }
 
+/// Interleaved rounds of one program's round trips, and then its agent runs.
 fn measure(fixture: &Fixture, agent: &AgentRun) -> Vec<(&'static str, Figures)> {
-    const ROUNDS: usize = 400;
+    const ROUNDS: usize = 1000;
     const RUNS: usize = 7;
     let runtime = current_thread();
     let mut all = Vec::new();
@@ -424,12 +446,24 @@ fn measure(fixture: &Fixture, agent: &AgentRun) -> Vec<(&'static str, Figures)> 
             tokio.round_trip(&runtime, fixture);
             through(&runtime, &host, &fixture.payload);
         }
-        let (mut b, mut t, mut d, mut h) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        for _ in 0..ROUNDS {
-            b.push(time(|| bare.round_trip(fixture)));
+        let (mut b, mut t, mut d, mut h, mut over) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for round in 0..ROUNDS {
+            let mut bare_round = || time(|| bare.round_trip(fixture));
+            let host_round = || time(|| through(&runtime, &host, &fixture.payload));
+            // Neither always comes first (after the other's wake-ups) nor always last.
+            let (bare_us, host_us) = if round % 2 == 0 {
+                let bare_us = bare_round();
+                (bare_us, host_round())
+            } else {
+                let host_us = host_round();
+                (bare_round(), host_us)
+            };
+            b.push(bare_us);
+            h.push(host_us);
+            over.push(host_us - bare_us);
             t.push(time(|| tokio.round_trip(&runtime, fixture)));
             d.push(time(|| tokio.round_trip_with_deadline(&runtime, fixture)));
-            h.push(time(|| through(&runtime, &host, &fixture.payload)));
         }
         let mut marginal = Vec::new();
         let (without_host, with_host) = (
@@ -451,6 +485,7 @@ fn measure(fixture: &Fixture, agent: &AgentRun) -> Vec<(&'static str, Figures)> 
                 tokio: median(&mut t),
                 deadline: median(&mut d),
                 host: median(&mut h),
+                over: median(&mut over),
                 marginal: median(&mut marginal),
             },
         ));
@@ -483,47 +518,72 @@ fn pieces(fixture: &Fixture) -> [(&'static str, f64); 5] {
     let mut run = HookRun::skipped("persistent", HookEvent::PreToolUse, "");
     run.status = elph_agent::hooks::RunStatus::Ok;
     run.cause = None;
-    let append = per(time(|| {
+    let hand_over = per(time(|| {
         for _ in 0..N {
             log.append(&run);
         }
     }));
-    let batched = per(time(|| {
-        for _ in 0..N / HOOKS {
-            let mut batch = log.batch();
-            for _ in 0..HOOKS {
-                batch.push(&run);
-            }
+    log.flush();
+    let write_at_once = per(time(|| {
+        for _ in 0..N {
+            log.append(&run);
+            log.flush();
         }
     }));
     [
         ("serialize the payload", serialize),
         ("build the payload line", build),
         ("validate an answer ({})", validate),
-        ("append to the run log, one write per run", append),
-        (
-            "append to the run log, one write per event of 10 runs (per run)",
-            batched,
-        ),
+        ("hand an event's run to the run log", hand_over),
+        ("(write it at once, as before)", write_at_once),
     ]
+}
+
+/// The load averages, as `uptime` shows them.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .unwrap_or_default()
+        .split_whitespace()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 fn summary() {
     let fixture = Fixture::new();
     let agent = AgentRun::new(&fixture);
+    let mut phases = Vec::new();
+    for (phase, busy) in [("quiet", 0), ("loaded", BUSY_LOOPS)] {
+        let _load = Load::start(busy);
+        let before = load_average();
+        let figures = measure(&fixture, &agent);
+        let pieces = pieces(&fixture);
+        phases.push((phase, busy, before, load_average(), figures, pieces));
+    }
     println!();
     println!(
-        "one persistent hook event vs a bare pipe round trip to the same program (medians, µs; \
-         marginal = in an agent run of {TOOL_CALLS} calls × {HOOKS} hooks, minus the run without):"
+        "one persistent hook event vs a bare pipe round trip to the same program, in the same run \
+         (medians of interleaved rounds, µs; marginal = in an agent run of {TOOL_CALLS} calls × \
+         {HOOKS} hooks, minus the run without, per hook event):"
     );
-    for (phase, busy, target) in [("quiet", 0, QUIET_TARGET), ("loaded", BUSY_LOOPS, LOADED_TARGET)] {
-        let _load = Load::start(busy);
-        let figures = measure(&fixture, &agent);
-        println!("  {phase} ({busy} busy loops):");
-        for (name, f) in &figures {
+    for (phase, busy, before, after, _, _) in &phases {
+        println!("  {phase}: {busy} busy loops, load average {before} at the start, {after} at the end");
+    }
+    println!(
+        "  {:<9}  {:<6}  {:>6}  {:>13}  {:>13}  {:>20}  {:>8}  {:>15}",
+        "program", "phase", "bare", "tokio pipe", "+ deadline", "host event", "host-bare", "marginal"
+    );
+    for (index, (name, _)) in fixture.programs.iter().enumerate() {
+        for (phase, _, _, _, figures, _) in &phases {
+            let target = if *phase == "quiet" {
+                QUIET_TARGET
+            } else {
+                LOADED_TARGET
+            };
+            let f = &figures[index].1;
             let verdict = |ratio: f64| if ratio <= target { "ok" } else { "MISSED" };
             println!(
-                "    {name:>9}: bare {:>6.1}  tokio pipe {:>6.1} ({:.2}x)  + deadline {:>6.1} ({:.2}x)  host event {:>6.1} ({:.2}x, target <= {target}x: {})  marginal {:>6.1} ({:.2}x: {})",
+                "  {name:<9}  {phase:<6}  {:>6.1}  {:>6.1} ({:.2}x)  {:>6.1} ({:.2}x)  {:>6.1} ({:.2}x {:<6})  {:>8.1}  {:>6.1} ({:.2}x)",
                 f.bare,
                 f.tokio,
                 f.tokio / f.bare,
@@ -532,16 +592,18 @@ fn summary() {
                 f.host,
                 f.host / f.bare,
                 verdict(f.host / f.bare),
+                f.over,
                 f.marginal,
                 f.marginal / f.bare,
-                verdict(f.marginal / f.bare),
             );
         }
-        let pieces = pieces(&fixture);
+    }
+    println!("  targets: host event <= {QUIET_TARGET}x bare quiet, <= {LOADED_TARGET}x loaded");
+    for (phase, _, _, _, _, pieces) in &phases {
         let text: Vec<String> = pieces
             .iter()
             .map(|(what, us)| format!("{what} {us:.2}"))
             .collect();
-        println!("    host pieces: {}", text.join(", "));
+        println!("  host pieces, {phase} (µs): {}", text.join(", "));
     }
 }

@@ -40,6 +40,8 @@ fn forced_exit(signal: i32) -> ! {
         restore();
     }
     elph_process::process::kill_running_groups();
+    // `exit` runs no destructors: the run log's last lines are written here.
+    crate::hooks::runlog::flush();
     std::process::exit(i32::from(exit_code(signal)));
 }
 
@@ -121,6 +123,7 @@ impl Shutdown {
                 );
             }
             elph_process::process::kill_running_groups();
+            crate::hooks::runlog::flush();
             std::process::exit(i32::from(exit_code(signal)));
         });
     }

@@ -139,6 +139,8 @@ impl From<ApprovalArg> for elph_agent::harness::ApprovalPolicy {
 
 /// Parses the arguments, runs the command, and maps the result to an exit code.
 pub fn main() -> ExitCode {
+    // Every way out of `main`, an unwinding panic too, writes the hook run log's last lines.
+    let _run_log = FlushRunLog;
     // Before anything holds a secret worth reading: Elph's memory and /proc/ELPH/environ (the
     // provider keys) stay out of reach of every child of the same user (docs/security.md).
     if let Err(error) = elph_process::sandbox::make_self_undumpable() {
@@ -165,6 +167,15 @@ pub fn main() -> ExitCode {
             crate::terminal_text::eprint_line(&format!("elph: {err:#}"));
             ExitCode::from(exit::ERROR)
         }
+    }
+}
+
+/// Writes what the hook run log still holds when dropped (see `hooks::runlog::flush`).
+struct FlushRunLog;
+
+impl Drop for FlushRunLog {
+    fn drop(&mut self) {
+        crate::hooks::runlog::flush();
     }
 }
 

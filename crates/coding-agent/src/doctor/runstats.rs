@@ -121,6 +121,8 @@ impl LogRead {
                 .collect(),
             ..LogRead::default()
         };
+        // Lines this process handed over but has not written yet (a session's doctor) count too.
+        crate::hooks::runlog::flush();
         // Rotated files first (oldest to newest), then the live log: runs stay in time order.
         let mut files = crate::logrotate::files_oldest_first(path);
         if files.is_empty() {

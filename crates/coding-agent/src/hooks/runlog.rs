@@ -6,19 +6,22 @@
 //! which may hold user data. Writing the log never fails a hook run: errors are swallowed. The log
 //! rotates by size (see `logrotate`).
 //!
-//! The host writes one event's lines together ([`RunLog::batch`]): one `write` per event, not per
-//! hook, since a write to the file costs more than the rest of a persistent hook's bookkeeping.
+//! The host hands one event's lines over together ([`RunLog::batch`]), and a thread writes them
+//! shortly after, one `write` per event (`writer`): a write to the file cost more than the rest of
+//! a persistent hook event's bookkeeping. Every exit path and every reader of the log calls
+//! [`flush`] first, so nothing handed over is missing when the log is read.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use elph_agent::hooks::{HookEvent, HookRun, RunStatus};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
-use crate::logrotate::RotatingFile;
+mod writer;
+
+pub use writer::flush;
 
 /// The file name under `DATA_DIR/logs/`.
 pub(crate) const FILE_NAME: &str = "hooks.jsonl";
@@ -50,15 +53,15 @@ pub struct RunLogEntry {
 
 impl RunLogEntry {
     pub(crate) fn from_run(run: &HookRun, at: OffsetDateTime) -> Self {
-        let process = run.process.clone().unwrap_or_default();
+        let process = run.process.as_ref();
         RunLogEntry {
             time: at.format(&Rfc3339).unwrap_or_default(),
             hook_id: run.hook_id.clone(),
             event: run.event,
             duration_ms: run.duration_ms,
-            exit: process.exit_code,
-            signal: process.signal,
-            timed_out: process.timed_out,
+            exit: process.and_then(|process| process.exit_code),
+            signal: process.and_then(|process| process.signal),
+            timed_out: process.is_some_and(|process| process.timed_out),
             status: match run.status {
                 RunStatus::Ok => "ok",
                 RunStatus::Failed => "failed",
@@ -67,26 +70,32 @@ impl RunLogEntry {
             .into(),
             cause: run.cause.clone(),
             fail_closed: run.fail_closed,
-            protocol_error: process.protocol_error,
+            protocol_error: process.is_some_and(|process| process.protocol_error),
         }
     }
 }
 
 /// Appends run records to `DATA_DIR/logs/hooks.jsonl`, creating the folder when first needed.
-/// Clones share one open file.
-#[derive(Clone, Debug)]
+/// The `RunLog`s of one file in a process share one open file and one queue of lines.
+#[derive(Clone)]
 pub struct RunLog {
     path: PathBuf,
-    /// Opened at the first append and kept open, so a run costs one write, not an open, a write
-    /// and a close; a failed write drops it, and the next append opens the file again.
-    file: Arc<Mutex<Option<RotatingFile>>>,
+    /// The lines waiting to be written and the open file, shared by the `RunLog`s of this file.
+    sink: Arc<writer::Sink>,
+}
+
+impl std::fmt::Debug for RunLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunLog").field("path", &self.path).finish()
+    }
 }
 
 impl RunLog {
     pub fn new(data_dir: &Path) -> Self {
+        let path = data_dir.join("logs").join(FILE_NAME);
         RunLog {
-            path: data_dir.join("logs").join(FILE_NAME),
-            file: Arc::default(),
+            sink: writer::sink(&path),
+            path,
         }
     }
 
@@ -100,9 +109,9 @@ impl RunLog {
         batch.push(run);
     }
 
-    /// A batch of lines that is written in one `write` when it is dropped: at the end of an
-    /// event's chain, or half-way when the chain is abandoned (a cancelled turn), so the runs that
-    /// finished are logged either way.
+    /// A batch of lines that is handed over to be written in one `write` when it is dropped: at
+    /// the end of an event's chain, or half-way when the chain is abandoned (a cancelled turn), so
+    /// the runs that finished are logged either way.
     pub fn batch(&self) -> LogBatch<'_> {
         LogBatch {
             log: self,
@@ -110,19 +119,17 @@ impl RunLog {
         }
     }
 
-    fn try_append(&self, lines: &[u8]) -> std::io::Result<()> {
-        let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
-        let open = match file.take() {
-            Some(open) => open,
-            None => RotatingFile::open(&self.path, crate::logrotate::max_bytes())?,
-        };
-        // One write of whole lines: appends of whole lines do not interleave between processes.
-        let open = file.insert(open);
-        let written = open.write_all(lines);
-        if written.is_err() {
-            *file = None;
-        }
-        written
+    /// Writes the lines handed over so far to the file now.
+    pub fn flush(&self) {
+        self.sink.write_pending();
+    }
+}
+
+impl Drop for RunLog {
+    /// A log that is let go of is written out at once: the folder it is in may go next (a test's,
+    /// a session's end), and the writer must not create it again.
+    fn drop(&mut self) {
+        self.flush();
     }
 }
 
@@ -148,15 +155,16 @@ impl LogBatch<'_> {
 impl Drop for LogBatch<'_> {
     fn drop(&mut self) {
         if !self.lines.is_empty() {
-            let _ = self.log.try_append(&self.lines);
+            self.log.sink.push(std::mem::take(&mut self.lines));
         }
     }
 }
 
 impl RunLog {
-    /// Reads every well-formed line of the log and its rotated files, oldest first (for tests);
-    /// a missing file is empty.
+    /// Reads every well-formed line of the log and its rotated files, oldest first (for tests),
+    /// after writing what this process handed over; a missing file is empty.
     pub fn read(&self) -> Vec<RunLogEntry> {
+        self.flush();
         crate::logrotate::files_oldest_first(&self.path)
             .iter()
             .flat_map(|file| {
@@ -217,6 +225,61 @@ mod tests {
         assert_eq!(ids, ["first", "second", "third"]);
         drop(log.batch());
         assert_eq!(log.read().len(), 3, "an empty batch writes nothing");
+    }
+
+    fn file_text(log: &RunLog) -> String {
+        std::fs::read_to_string(log.path()).unwrap_or_default()
+    }
+
+    #[test]
+    fn the_writer_writes_handed_over_lines_without_a_flush() {
+        let data = tempfile::tempdir().unwrap();
+        let log = RunLog::new(data.path());
+        log.append(&HookRun::skipped("late", HookEvent::Stop, "x"));
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !file_text(&log).contains("\"late\"") {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the writer never wrote the line"
+            );
+            std::thread::sleep(writer::LINGER);
+        }
+    }
+
+    #[test]
+    fn flush_writes_every_log_of_the_process_and_dropping_a_log_writes_its_own() {
+        let (one, two) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let (first, second) = (RunLog::new(one.path()), RunLog::new(two.path()));
+        first.append(&HookRun::skipped("first", HookEvent::Stop, "x"));
+        second.append(&HookRun::skipped("second", HookEvent::Stop, "x"));
+        flush();
+        assert!(file_text(&first).contains("\"first\""));
+        assert!(file_text(&second).contains("\"second\""));
+
+        let third = tempfile::tempdir().unwrap();
+        let log = RunLog::new(third.path());
+        log.append(&HookRun::skipped("third", HookEvent::Stop, "x"));
+        let path = log.path().to_path_buf();
+        drop(log);
+        assert!(std::fs::read_to_string(path).unwrap().contains("\"third\""));
+    }
+
+    #[test]
+    fn events_are_written_in_the_order_they_ended() {
+        let data = tempfile::tempdir().unwrap();
+        let log = RunLog::new(data.path());
+        let clone = log.clone();
+        for n in 0..300 {
+            // Some written by the writer, some by a flush, by either clone.
+            let log = if n % 2 == 0 { &log } else { &clone };
+            log.append(&HookRun::skipped(&n.to_string(), HookEvent::Stop, "x"));
+            if n % 7 == 0 {
+                flush();
+            }
+        }
+        let ids: Vec<String> = log.read().into_iter().map(|entry| entry.hook_id).collect();
+        let expected: Vec<String> = (0..300).map(|n: i32| n.to_string()).collect();
+        assert_eq!(ids, expected);
     }
 
     #[test]

@@ -847,6 +847,8 @@ async fn every_run_is_logged_without_the_payload() {
     let payload = fx.pre_tool(json!({"command": "cat ~/.ssh/id_rsa # user-data-marker"}));
     within(host.run_chain(payload)).await;
 
+    // A chain hands its lines to the log's writer; what reads the log writes them out first.
+    coding_agent::hooks::runlog::flush();
     let path = fx.data.join("logs").join("hooks.jsonl");
     let text = std::fs::read_to_string(&path).unwrap();
     assert!(
