@@ -43,5 +43,5 @@ pub use foreground::run_in_foreground;
 pub use group::{ProcessGroup, kill_running_groups};
 pub use run::{CHUNK, EXIT_GRACE, Leftovers, RunOutput, RunSpec, Stdin, Stream, WaitError, run};
 pub use spawn::{Input, Output, SpawnSpec, describe_spawn_error, spawn};
-pub(crate) use spawn::{Started, probe_in_child, spawn_holder};
+pub(crate) use spawn::{Started, spawn_holder};
 pub(crate) use vfork::{StreamKind, c_string, clone_shared, environment, lead_session_with_streams, stream};

@@ -287,44 +287,29 @@ impl Drop for Holder {
 }
 
 /// Forks a child that runs `setup`, says whether it succeeded, and waits, executing nothing,
-/// until the returned [`Holder`] ends it. It must fork (a child sharing Elph's memory cannot
-/// make a user namespace); it executes no program, so it costs a fork and no more (it once
+/// until the returned [`Holder`] ends it. It must fork: it waits beside Elph while Elph writes
+/// its namespace's id maps, which it may only when the holder is dumpable (Elph is not), so it
+/// needs a memory of its own. It executes no program, so it costs a fork and no more (it once
 /// executed `sh`: a millisecond more at every session's start).
 pub(crate) fn spawn_holder<F>(setup: F) -> io::Result<Holder>
 where
     F: FnOnce() -> io::Result<()>,
 {
-    let (pid, release) = fork_and_setup(setup, true)?;
+    let (pid, release) = fork_and_setup(setup)?;
     Ok(Holder {
         pid,
-        release,
+        release: Some(release),
         reaped: false,
     })
 }
 
-/// Whether `setup` succeeds in a forked child, which then exits without executing anything. For
-/// probing what the kernel lets a child do (a mount namespace) without trying it in this
-/// multi-threaded process.
-pub(crate) fn probe_in_child<F>(setup: F) -> bool
-where
-    F: FnOnce() -> io::Result<()>,
-{
-    match fork_and_setup(setup, false) {
-        Ok((pid, _)) => {
-            child::reap_blocking(pid.as_raw());
-            true
-        }
-        Err(_) => false,
-    }
-}
-
 /// Forks; the child makes itself dumpable again (Elph is not, see
 /// `sandbox::make_self_undumpable`, and a process that is not dumpable cannot write its own
-/// `/proc/self/uid_map`), runs `setup`, writes its errno (0: it succeeded) to the parent, then,
-/// when `hold`, waits until the parent closes the returned pipe or kills it, and exits. Returns
-/// once the child has reported: `Err` with the child's error (the child is reaped), or its pid
-/// and, when `hold`, the pipe that keeps it waiting.
-fn fork_and_setup<F>(setup: F, hold: bool) -> io::Result<(Pid, Option<OwnedFd>)>
+/// `/proc/self/uid_map`), runs `setup`, writes its errno (0: it succeeded) to the parent, then
+/// waits until the parent closes the returned pipe or kills it, and exits. Returns once the child
+/// has reported: `Err` with the child's error (the child is reaped), or its pid and the pipe that
+/// keeps it waiting.
+fn fork_and_setup<F>(setup: F) -> io::Result<(Pid, OwnedFd)>
 where
     F: FnOnce() -> io::Result<()>,
 {
@@ -348,7 +333,7 @@ where
                 Err(error) => error.raw_os_error().unwrap_or(libc::EPERM),
             };
             let _ = nix::unistd::write(&report_write, &errno.to_ne_bytes());
-            if hold && errno == 0 {
+            if errno == 0 {
                 let mut byte = [0u8; 1];
                 while nix::unistd::read(&wait_read, &mut byte) == Err(Errno::EINTR) {}
             }
@@ -380,7 +365,7 @@ where
                 child::reap_blocking(pid.as_raw());
                 return Err(io::Error::from_raw_os_error(errno));
             }
-            Ok((pid, hold.then_some(wait_write)))
+            Ok((pid, wait_write))
         }
     }
 }

@@ -42,10 +42,9 @@ use seccompiler::BpfProgram;
 use super::landlock_rules;
 use super::limits::Limits;
 use super::mount_view::{MountView, ViewKey, c_path};
-use super::pid_namespace::{
-    CommandFailure, ForkInNamespace, Init, InitEnds, RunCommand, StartInit, pid_namespaces_available,
-};
+use super::pid_namespace::{CommandFailure, ForkInNamespace, Init, InitEnds, RunCommand, StartInit};
 use super::privileges::DropPrivileges;
+use super::probe::{mount_namespaces_available, pid_namespaces_available};
 use super::seccomp;
 use super::starter::Starter;
 use super::{SandboxError, SandboxMode, SandboxPolicy};
@@ -184,7 +183,7 @@ impl Confinement {
             landlock: Some(landlock),
             seccomp,
             metadata,
-            privileges: DropPrivileges::prepare(in_user_namespace),
+            privileges: DropPrivileges::prepare(in_user_namespace).map_err(SandboxError::Namespace)?,
             limits: policy.limits,
             starter_key,
         }))
@@ -456,19 +455,6 @@ fn shared_namespace(
     let namespace = Arc::new(opened.map_err(failed)?);
     namespaces.insert(key, namespace.clone());
     Ok(namespace)
-}
-
-/// Whether this system lets Elph make a private mount namespace for a child (probed once, with a
-/// real child: `unshare` cannot be tried in a multi-threaded parent): the probe makes a
-/// read-only view of `/`, as every sandboxed command's view does. Some systems forbid it to
-/// unprivileged users; there the read-only paths inside writable roots cannot be held read-only
-/// and metadata outside them is only guarded in `read-only`, which `elph doctor` says.
-pub fn mount_namespaces_available() -> bool {
-    static AVAILABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *AVAILABLE.get_or_init(|| {
-        let mut view = MountView::probe();
-        crate::process::probe_in_child(move || view.apply())
-    })
 }
 
 /// The paths a policy would hold read-only by mounting (for `elph doctor`).

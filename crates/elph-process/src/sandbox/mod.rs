@@ -19,6 +19,7 @@ mod mount_view;
 mod network;
 mod pid_namespace;
 mod privileges;
+mod probe;
 mod refusal;
 mod refusals;
 mod repositories;
@@ -32,14 +33,12 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
-pub use confine::{
-    Confinement, LandlockSupport, landlock_support, mount_namespaces_available, mounted_read_only_paths,
-};
+pub use confine::{Confinement, LandlockSupport, landlock_support, mounted_read_only_paths};
 pub use limits::Limits;
 pub use network::{HostDecision, HostJournal, NetworkAccess, PROXY_VARIABLES, ProxyRoute};
 pub(crate) use pid_namespace::CommandFailure;
-pub use pid_namespace::pid_namespaces_available;
-pub use privileges::{make_self_undumpable, user_namespaces_available};
+pub use privileges::make_self_undumpable;
+pub use probe::{mount_namespaces_available, pid_namespaces_available, user_namespaces_available};
 pub use refusal::Refused;
 pub use repositories::SessionWatch;
 pub(crate) use start::{StartFailure, start_confined};
@@ -120,6 +119,9 @@ pub enum SandboxError {
     /// A writable folder (such as the session's temp dir) could not be prepared.
     #[error("cannot prepare {}: {source}", path.display())]
     Path { path: PathBuf, source: std::io::Error },
+    /// A namespace this system gives could not be made for a command.
+    #[error("{0}")]
+    Namespace(std::io::Error),
 }
 
 /// What a sandboxed process may do: the mode, the network, and the folders it may write.

@@ -38,7 +38,10 @@ use super::{SandboxError, SandboxMode, SandboxPolicy};
 
 /// The view one policy asks for, prepared in the parent; [`MountView::apply`] makes it in a child.
 pub(super) struct MountView {
-    /// Set when Elph is not root: a user namespace is what lets it make a mount namespace.
+    /// Whether Elph is not root: a user namespace of its own is what lets it make a mount
+    /// namespace.
+    own_user: bool,
+    /// That namespace's id maps (none in the probe, which cannot write them: see `probe`).
     id_maps: Option<IdMaps>,
     /// The writable roots that exist, real paths, parents before the roots inside them.
     writable: Vec<CString>,
@@ -144,8 +147,10 @@ impl MountView {
         if let Some((source, _)) = &file_over {
             key.push(identity(source, 9)?);
         }
+        let id_maps = own_user_namespace();
         let view = MountView {
-            id_maps: own_user_namespace(),
+            own_user: id_maps.is_some(),
+            id_maps,
             clones: vec![-1; roots.len()],
             writable: roots.iter().map(|root| c_path(root)).collect::<Result<_, _>>()?,
             inner: inner
@@ -165,10 +170,13 @@ impl MountView {
         Ok((view, (policy.mode, key, policy.watch.id())))
     }
 
-    /// A view that only makes `/` read-only, for probing whether this system allows one.
+    /// A view that only makes `/` read-only, for probing whether this system allows one, in a
+    /// child that shares Elph's memory (`probe`): its user namespace, when it needs one, gets no
+    /// id maps.
     pub(super) fn probe() -> MountView {
         MountView {
-            id_maps: own_user_namespace(),
+            own_user: !nix::unistd::geteuid().is_root(),
+            id_maps: None,
             writable: Vec::new(),
             clones: Vec::new(),
             inner: Vec::new(),
@@ -178,14 +186,15 @@ impl MountView {
 
     /// Whether the user namespace it makes is its own (Elph is not root).
     pub(super) fn has_user_namespace(&self) -> bool {
-        self.id_maps.is_some()
+        self.own_user
     }
 
     /// Makes the view in the calling process: a new mount namespace (and user namespace when not
-    /// root). Runs in a forked child, so it only makes system calls on prepared data.
+    /// root). Runs in a child of Elph's (a fork, or the probe's clone sharing Elph's memory), so
+    /// it only makes system calls on prepared data.
     pub(super) fn apply(&mut self) -> io::Result<()> {
         let mut flags = CloneFlags::CLONE_NEWNS;
-        if self.id_maps.is_some() {
+        if self.own_user {
             flags |= CloneFlags::CLONE_NEWUSER;
         }
         nix::sched::unshare(flags)?;

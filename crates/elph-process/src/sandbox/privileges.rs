@@ -43,16 +43,19 @@ pub(crate) struct DropPrivileges {
 
 impl DropPrivileges {
     /// `in_user_namespace`: whether the child joins a user namespace anyway (the read-only
-    /// mounts' one, for a non-root Elph).
-    pub(crate) fn prepare(in_user_namespace: bool) -> DropPrivileges {
-        DropPrivileges {
-            namespace: if in_user_namespace {
-                None
-            } else {
-                shared_user_namespace()
-            },
+    /// mounts' one, for a non-root Elph). Fails when this system gives user namespaces (as the
+    /// session was told at its start) but the shared one cannot be made: a command is then not
+    /// started rather than run without one.
+    pub(crate) fn prepare(in_user_namespace: bool) -> io::Result<DropPrivileges> {
+        let namespace = if in_user_namespace || !super::user_namespaces_available() {
+            None
+        } else {
+            Some(shared_user_namespace()?)
+        };
+        Ok(DropPrivileges {
+            namespace,
             last_cap: last_cap(),
-        }
+        })
     }
 
     /// Runs in the child, after it joined every other namespace and before Landlock and seccomp.
@@ -69,11 +72,6 @@ impl DropPrivileges {
 /// they execute their program.
 pub fn make_self_undumpable() -> io::Result<()> {
     nix::sys::prctl::set_dumpable(false).map_err(io::Error::from)
-}
-
-/// Whether this system gives sandboxed children a user namespace of their own (probed once).
-pub fn user_namespaces_available() -> bool {
-    shared_user_namespace().is_some()
 }
 
 const SECUREBITS: libc::c_int = libc::SECBIT_NOROOT
@@ -149,21 +147,30 @@ pub(super) fn last_cap() -> u32 {
     })
 }
 
-/// The user namespace of this Elph's sandboxed children, made on first use: a holder process
+/// The user namespace of this Elph's sandboxed children, made by the first command that joins it
+/// (root's, and any whose view has no user namespace of its own) rather than at start, where the
+/// fork it takes would sit on the way to the first model request: a holder process
 /// unshares it, Elph (in the parent namespace, which the kernel requires for a map of more than
 /// one id) writes its id maps, opens it and ends the holder. Root maps every id onto itself, so
 /// files keep their owners; another user maps only its own uid and gid.
-fn shared_user_namespace() -> Option<Arc<UserNamespace>> {
-    static NAMESPACE: OnceLock<Option<Arc<UserNamespace>>> = OnceLock::new();
+fn shared_user_namespace() -> io::Result<Arc<UserNamespace>> {
+    static NAMESPACE: OnceLock<Result<Arc<UserNamespace>, (io::ErrorKind, String)>> = OnceLock::new();
     NAMESPACE
-        .get_or_init(|| match make_user_namespace() {
-            Ok(namespace) => Some(Arc::new(namespace)),
-            Err(error) => {
-                tracing::info!(%error, "no user namespace for sandboxed commands");
-                None
-            }
+        .get_or_init(|| {
+            make_user_namespace()
+                .map(Arc::new)
+                .map_err(|error| (error.kind(), error.to_string()))
         })
         .clone()
+        .map_err(|(kind, error)| {
+            io::Error::new(
+                kind,
+                format!(
+                    "cannot make the user namespace of sandboxed commands, though this system gives \
+                     one: {error}"
+                ),
+            )
+        })
 }
 
 fn make_user_namespace() -> io::Result<UserNamespace> {

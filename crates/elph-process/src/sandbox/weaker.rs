@@ -30,21 +30,19 @@ impl fmt::Display for MissingProtection {
 }
 
 /// Starts finding out, on a thread of its own, what this system gives a sandboxed command:
-/// Landlock, and a user, mount and PID namespace. The namespace probes each start a short-lived
-/// child (about a millisecond apiece), which would otherwise sit on the way to the first model
-/// request; on a thread they overlap with the rest of a session's start (its settings, hooks and
-/// store). Whoever asks afterwards ([`missing_protections`], the first sandboxed command, `elph
-/// doctor`) gets the same answer, waiting for the probe if it is still running: each is probed
-/// once per process, so nothing is probed twice and nothing is decided without its answer.
+/// Landlock, and a user, mount and PID namespace (`probe`: one short-lived child that tries them).
+/// On a thread it overlaps with the rest of a session's start (its settings, hooks and store).
+/// Whoever asks afterwards ([`missing_protections`], the first sandboxed command, `elph doctor`)
+/// gets the same answer, waiting for the probe if it is still running: each is probed once per
+/// process, so nothing is probed twice and nothing is decided without its answer.
 pub fn start_probes() {
     let started = std::thread::Builder::new()
         .name("elph-probes".into())
-        // Probes fork and wait; they need little stack.
+        // The probe's child has a stack of its own; this thread only starts it and waits.
         .stack_size(256 * 1024)
         .spawn(|| {
             let _ = landlock_support();
-            let _ = super::user_namespaces_available();
-            // It probes the mount namespace first, which it needs.
+            // One probe answers for the three namespaces.
             let _ = pid_namespaces_available();
         });
     if let Err(error) = started {

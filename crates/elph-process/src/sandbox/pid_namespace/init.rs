@@ -3,17 +3,14 @@
 
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
-use std::sync::OnceLock;
 
 use nix::errno::Errno;
 use nix::fcntl::OFlag;
 use nix::mount::MsFlags;
 use nix::sched::CloneFlags;
-use nix::sys::wait::WaitStatus;
-use nix::unistd::Pid;
 
 use super::super::privileges;
-use super::{clone_process, close_from, exit, reap};
+use super::{clone_process, close_from, exit};
 
 /// The init's half of a view's namespace, prepared before the holder's fork.
 pub(in crate::sandbox) struct StartInit {
@@ -196,35 +193,9 @@ fn be_init(lifeline: OwnedFd, last_cap: u32) -> ! {
     }
 }
 
-/// Whether this system gives sandboxed commands a PID namespace with its own `/proc` (probed
-/// once, with a real child that makes the sandbox's view, a PID namespace, and mounts `/proc`
-/// from inside it, as a view's init does). Needs a mount namespace; a container whose `/proc`
-/// hides paths under other mounts (Docker's default) lets only real root mount another one.
-pub fn pid_namespaces_available() -> bool {
-    static AVAILABLE: OnceLock<bool> = OnceLock::new();
-    *AVAILABLE.get_or_init(|| {
-        if !crate::sandbox::mount_namespaces_available() {
-            return false;
-        }
-        let mut view = crate::sandbox::mount_view::MountView::probe();
-        crate::process::probe_in_child(move || {
-            view.apply()?;
-            nix::sched::unshare(CloneFlags::CLONE_NEWPID)?;
-            let init = clone_process()?;
-            if init == 0 {
-                exit(if mount_proc().is_ok() { 0 } else { 1 });
-            }
-            match reap(Pid::from_raw(init)) {
-                Some(WaitStatus::Exited(_, 0)) => Ok(()),
-                _ => Err(io::Error::from(Errno::EPERM)),
-            }
-        })
-    })
-}
-
 /// A fresh `/proc` of the calling process's PID namespace, over the view's, with the view's
 /// flags (read-only, and neither programs nor devices).
-fn mount_proc() -> io::Result<()> {
+pub(in crate::sandbox) fn mount_proc() -> io::Result<()> {
     nix::mount::mount(
         Some(c"proc"),
         c"/proc",

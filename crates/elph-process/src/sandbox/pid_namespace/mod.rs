@@ -60,10 +60,9 @@ use nix::unistd::Pid;
 
 pub(super) use command::RunCommand;
 pub(crate) use command::{CommandFailure, ForkInNamespace};
-pub use init::pid_namespaces_available;
-pub(super) use init::{Init, InitEnds, StartInit};
+pub(super) use init::{Init, InitEnds, StartInit, mount_proc};
 
-fn reap(pid: Pid) -> Option<WaitStatus> {
+pub(in crate::sandbox) fn reap(pid: Pid) -> Option<WaitStatus> {
     loop {
         match waitpid(pid, None) {
             Err(Errno::EINTR) => {}
@@ -129,7 +128,7 @@ mod tests {
 
     use super::*;
     use crate::process::{CaptureMode, EXIT_GRACE, Leftovers, RunOutput, RunSpec, Stdin, run};
-    use crate::sandbox::SandboxPolicy;
+    use crate::sandbox::{SandboxPolicy, pid_namespaces_available};
 
     async fn sandboxed_program(
         policy: &SandboxPolicy,
