@@ -144,7 +144,9 @@ extern "C" fn probe_main(arg: *mut c_void) -> c_int {
         probe.pid.store(pid_namespace_with_proc(), Ordering::Release);
     }
     if !own_user {
-        probe.user.store(unshare(CloneFlags::CLONE_NEWUSER), Ordering::Release);
+        probe
+            .user
+            .store(unshare(CloneFlags::CLONE_NEWUSER), Ordering::Release);
     }
     // SAFETY: leaves at once, running nothing of Elph's (no atexit handler, no destructor).
     unsafe { libc::_exit(0) }
