@@ -183,8 +183,8 @@ pub(super) fn spawn_unconfined(spec: &SpawnSpec<'_>) -> io::Result<Started> {
 /// `clone(CLONE_VM | CLONE_VFORK)` of `entry` on `stack`, every signal blocked in the
 /// calling thread meanwhile (and so in the child until it unblocks them); returns once the
 /// child has executed its program or exited.
-/// Unconfined children (here) and confined ones without a view (`sandbox/start.rs`) start
-/// through it.
+/// Unconfined children (here), confined ones without a view (`sandbox/start.rs`) and the
+/// sandbox's probe (`sandbox/probe.rs`) start through it.
 #[expect(unsafe_code, reason = "clone(2) of a child that shares this process's memory")]
 pub(crate) fn clone_shared<T>(
     entry: extern "C" fn(*mut c_void) -> c_int,

@@ -108,7 +108,7 @@ fn probe() -> Answers {
         pid: AtomicI32::new(UNANSWERED),
     };
     let mut stack = vec![0u8; STACK_BYTES];
-    match crate::process::clone_shared(probe_main, &mut stack, &probe, 0) {
+    match crate::process::clone_shared(probe_main, &mut stack, &probe) {
         Ok(pid) => {
             reap(Pid::from_raw(pid));
         }
@@ -167,7 +167,7 @@ fn pid_namespace_with_proc() -> i32 {
     }
     let mounted = AtomicI32::new(UNANSWERED);
     let mut stack = [0u8; INIT_STACK_BYTES];
-    match crate::process::clone_shared(init_main, &mut stack, &mounted, 0) {
+    match crate::process::clone_shared(init_main, &mut stack, &mounted) {
         Ok(pid) => {
             reap(Pid::from_raw(pid));
             mounted.load(Ordering::Acquire)
