@@ -5,8 +5,7 @@
 //! turn: text as it is, embedded resources as their text, the rest described in words.
 
 use rmcp::model::{
-    ContentBlock as McpContent, GetPromptRequestParams, GetPromptResponse, GetPromptResult, Prompt,
-    ResourceContents, Role,
+    ContentBlock as McpContent, GetPromptRequestParams, GetPromptResult, Prompt, ResourceContents, Role,
 };
 use serde_json::{Map, Value};
 
@@ -92,8 +91,14 @@ impl super::McpManager {
                     )));
                 };
                 let arguments = arguments(&command, spec, &rest)?;
+                // Through the service, not the peer: a 2026-07-28 server may ask for roots or the
+                // user's input first ("input required"), which is answered before it asks again.
+                let service = found
+                    .service()
+                    .await
+                    .map_err(|error| failed(super::tool::describe_error(&server, &prompt, &error)))?;
                 let answer =
-                    tokio::time::timeout(limit, peer.get_prompt_once(request(&prompt, arguments))).await;
+                    tokio::time::timeout(limit, service.get_prompt(request(&prompt, arguments))).await;
                 let response = match answer {
                     Ok(Ok(response)) => response,
                     Ok(Err(rmcp::service::ServiceError::McpError(error))) => {
@@ -114,7 +119,7 @@ impl super::McpManager {
                         )));
                     }
                 };
-                let text = turn_text(&server, &command, response)?;
+                let text = render(&server, response);
                 Ok(PromptTurn { command, text })
             });
             let mut task = super::tool::AbortOnDrop(task);
@@ -257,16 +262,6 @@ pub(crate) fn request(prompt: &str, arguments: Map<String, Value>) -> GetPromptR
         params = params.with_arguments(arguments);
     }
     params
-}
-
-/// The turn's text from a `prompts/get` answer.
-pub(crate) fn turn_text(server: &str, command: &str, response: GetPromptResponse) -> Result<String, String> {
-    match response {
-        GetPromptResponse::Complete(result) => Ok(render(server, result)),
-        _ => Err(format!(
-            "/{command}: the server asks for more input before it gives the prompt, which Elph cannot give"
-        )),
-    }
 }
 
 /// The messages as one text: each message's content, in order; when the server's messages are

@@ -165,6 +165,19 @@ impl McpServer {
         }
     }
 
+    /// The live connection, for requests that a 2026-07-28 server may answer with "input
+    /// required" (a prompt): it answers the server's questions and asks again.
+    pub(crate) async fn service(&self) -> Result<Arc<RunningService<RoleClient, ElphClient>>, CallError> {
+        let slot = self.connection.lock().await;
+        match (slot.as_ref().and_then(|c| c.service.clone()), self.state()) {
+            (Some(service), ServerState::Running { .. }) => Ok(service),
+            (_, ServerState::Failed { reason } | ServerState::Stopped { reason }) => {
+                Err(CallError::Down(reason))
+            }
+            _ => Err(CallError::Down("it is not running".into())),
+        }
+    }
+
     /// Sends the server's questions to the user through the session's `elicitations`.
     pub fn with_elicitations(mut self, elicitations: Arc<super::elicitation::Elicitations>) -> Self {
         self.elicitations = elicitations;

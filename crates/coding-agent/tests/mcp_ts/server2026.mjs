@@ -17,6 +17,9 @@
 //                   "colour: VALUE", or "ACTION" when the user did not accept
 //   add_tool {}     registers `late {text}` (answers "late: TEXT"); the SDK then sends
 //                   notifications/tools/list_changed to listening clients
+// Prompt:
+//   where           asks for the client's roots (input-required) and answers with the user
+//                   message "Work in URI." for the first
 
 import { appendFileSync } from "node:fs";
 import { join } from "node:path";
@@ -67,6 +70,18 @@ const build = () => {
       }
       const text = answer.action === "accept" ? `colour: ${answer.content?.colour}` : answer.action;
       return { content: [{ type: "text", text }] };
+    },
+  );
+  server.registerPrompt(
+    "where",
+    { description: "Says where to work." },
+    async (ctx) => {
+      const answer = inputResponse(ctx.mcpReq.inputResponses, "roots");
+      if (answer.kind !== "roots") {
+        return inputRequired({ inputRequests: { roots: inputRequired.listRoots() } });
+      }
+      const text = `Work in ${answer.roots[0]?.uri}.`;
+      return { messages: [{ role: "user", content: { type: "text", text } }] };
     },
   );
   server.registerTool(

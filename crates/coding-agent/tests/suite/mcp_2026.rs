@@ -4,9 +4,9 @@
 //! binary: Elph opens with `server/discover` and never sends `initialize`, every request carries
 //! the protocol version and Elph's capabilities in `_meta`, tools are listed and called, the
 //! server's questions come back as "input required" results (its roots; a form for the user, in
-//! the terminal UI and declined headless) and are answered, a tool the server adds joins, and a
-//! server that starts later than rmcp's fixed 10 s probe is still spoken to in 2026-07-28. The
-//! older revisions are tested against the servers in `mcp_ts.rs` and the other `mcp_*` files.
+//! the terminal UI and declined headless; its roots before it gives a prompt) and are answered, a
+//! tool the server adds joins, and a server that starts later than rmcp's fixed 10 s probe is
+//! still spoken to in 2026-07-28. The older revisions are tested against the servers in `mcp_ts.rs` and the other `mcp_*` files.
 
 use std::path::{Path, PathBuf};
 
@@ -240,5 +240,39 @@ async fn a_2026_server_that_starts_slower_than_a_fixed_probe_is_still_spoken_to_
             .count(),
         2,
         "Elph's question, then rmcp's opening"
+    );
+}
+
+#[tokio::test]
+async fn a_2026_servers_prompt_that_asks_for_roots_first_becomes_the_turn() {
+    let prefix = tokio::task::spawn_blocking(sdk_prefix)
+        .await
+        .expect("install the SDK");
+    let env = TestEnv::new();
+    let evidence = env.evidence("ts-2026.jsonl");
+    configure(&env, &prefix, &evidence, None);
+    let server = FakeModelServer::start(Wire::OpenAi).await;
+    server.enqueue(FakeReply::text("working there"));
+
+    let output = run_elph(&env, &server, &["/ts:where"]).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1, "{}", stderr(&output));
+    let user = requests[0]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|message| message["role"] == "user")
+        .and_then(|message| message["content"].as_str())
+        .unwrap_or_default()
+        .to_string();
+    assert_eq!(user, format!("Work in {}.", file_uri(&env.project)));
+    assert_spoken_in_2026(&evidence);
+    let methods = methods(&evidence);
+    assert_eq!(
+        methods.iter().filter(|method| *method == "prompts/get").count(),
+        2,
+        "asked, then asked again with the roots: {methods:?}"
     );
 }
