@@ -281,6 +281,11 @@ impl Runtime {
         &self.mcp
     }
 
+    /// The host that runs the session's hooks.
+    pub(crate) fn hook_host(&self) -> &HookHost {
+        &self.host
+    }
+
     /// A line for the user in every front end.
     pub(crate) fn notice(&self, message: String) {
         let _ = self.events.send(AgentEvent::Notice { message });

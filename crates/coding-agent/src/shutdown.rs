@@ -27,6 +27,30 @@ pub(crate) const GRACE: Duration = Duration::from_secs(1);
 /// When every hook must be done by, once a signal came.
 static HOOK_DEADLINE: Mutex<Option<Instant>> = Mutex::new(None);
 
+/// Woken when a signal sets [`HOOK_DEADLINE`], for [`hook_deadline_passed`].
+fn deadline_set() -> &'static tokio::sync::Notify {
+    static SET: OnceLock<tokio::sync::Notify> = OnceLock::new();
+    SET.get_or_init(tokio::sync::Notify::new)
+}
+
+/// Resolves once a signal came and its hook deadline has passed; never without a signal. For
+/// waits that started before the signal and must not outlast its deadline (async hooks at the end
+/// of a session).
+pub(crate) async fn hook_deadline_passed() {
+    loop {
+        // Registered before the deadline is read, so a signal in between is not missed.
+        let notified = deadline_set().notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        let deadline = *HOOK_DEADLINE.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(deadline) = deadline {
+            tokio::time::sleep_until(deadline).await;
+            return;
+        }
+        notified.await;
+    }
+}
+
 /// What to do before an exit that does not unwind (the terminal UI restores the terminal).
 static BEFORE_FORCED_EXIT: OnceLock<fn()> = OnceLock::new();
 
@@ -111,6 +135,7 @@ impl Shutdown {
     fn begin(&self, signal: i32, quiet: bool) {
         let _ = self.signal.set(signal);
         *HOOK_DEADLINE.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now() + DEADLINE);
+        deadline_set().notify_waiters();
         tracing::info!(signal = name(signal), "stopping on a signal");
         self.token.cancel();
         tokio::spawn(async move {

@@ -167,6 +167,14 @@ impl HookHost {
         self.background.pending()
     }
 
+    /// Tells `reports` of each async run queued from now on when it ends (or is cut off).
+    pub(crate) fn report_async_runs(
+        &self,
+        reports: tokio::sync::mpsc::UnboundedSender<super::background::AsyncRun>,
+    ) {
+        self.background.report_to(reports);
+    }
+
     /// Does not write the run log (for `elph hooks test`, whose runs are synthetic).
     pub fn without_run_log(mut self) -> Self {
         self.log = None;

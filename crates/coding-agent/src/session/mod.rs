@@ -36,6 +36,7 @@ pub use crate::mcp::elicitation::PendingElicitation;
 pub use approval::{Approvals, PendingApproval};
 pub use events::{HookState, ModelOutcome, OpId, Opened, Outcome, SessionEvent, TrustOutcome};
 
+use crate::hooks::background::AsyncRun;
 use crate::paths::Paths;
 use crate::runtime::Runtime;
 pub use crate::runtime::{RuntimeOptions as SessionOptions, SessionChoice};
@@ -88,6 +89,9 @@ struct Channels {
     out: UnboundedSender<SessionEvent>,
     /// Spans of hook runs and tool calls, when OTLP export is on.
     telemetry: Option<std::sync::Mutex<crate::telemetry::Telemetry>>,
+    /// Async hook runs that ended (or were cut off), from every runtime this session had.
+    async_runs: UnboundedReceiver<AsyncRun>,
+    async_runs_tx: UnboundedSender<AsyncRun>,
 }
 
 impl Channels {
@@ -115,19 +119,45 @@ impl Channels {
         }
     }
 
+    /// An async hook run ended: its span, and for one cut off at the end of the session, a notice
+    /// (its record is in the run log either way).
+    fn async_run(&self, ended: AsyncRun) {
+        if let Some(telemetry) = &self.telemetry {
+            telemetry
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .observe_async(&ended);
+        }
+        if ended.cut_off {
+            let why = ended.run.cause.as_deref().unwrap_or("cut off");
+            let message = format!(
+                "async hook '{}' ({}): {why}",
+                ended.run.hook_id,
+                ended.origin.event.as_str()
+            );
+            self.emit(SessionEvent::Agent(AgentEvent::Notice { message }));
+        }
+    }
+
     /// Awaits `work` while forwarding the harness's events and approval questions, events first
-    /// (a question always follows the events emitted before it).
+    /// (a question always follows the events emitted before it). Async hook runs that ended come
+    /// before both: each was told before the events that follow its end (`sessionEnd` waits for
+    /// them), so its span is made while the session's is still open.
     async fn pump<F: Future>(&mut self, work: F) -> F::Output {
         tokio::pin!(work);
         let output = loop {
             tokio::select! {
                 biased;
+                Some(ended) = self.async_runs.recv() => self.async_run(ended),
                 Some(event) = self.agent.recv() => self.emit(SessionEvent::Agent(event)),
                 Some(question) = self.questions.recv() => self.emit(SessionEvent::Approval(question)),
                 Some(question) = self.elicitations.recv() => self.elicitation(question),
                 output = &mut work => break output,
             }
         };
+        while let Ok(ended) = self.async_runs.try_recv() {
+            self.async_run(ended);
+        }
         while let Ok(event) = self.agent.try_recv() {
             self.emit(SessionEvent::Agent(event));
         }
@@ -154,6 +184,7 @@ impl Channels {
     /// Sends the MCP servers' questions of `runtime` to this session.
     fn attach(&self, runtime: &Runtime) {
         runtime.mcp().elicitations().attach(self.elicitations_tx.clone());
+        runtime.hook_host().report_async_runs(self.async_runs_tx.clone());
     }
 }
 
@@ -191,7 +222,10 @@ impl Session {
         };
         let runtime = Runtime::build(paths, &options, approver.clone(), agent_tx.clone())?;
         let (elicitations_tx, elicitations) = mpsc::unbounded_channel();
+        let (async_runs_tx, async_runs) = mpsc::unbounded_channel();
         let channels = Channels {
+            async_runs,
+            async_runs_tx,
             agent_tx,
             agent,
             questions,

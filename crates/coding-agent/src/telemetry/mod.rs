@@ -4,7 +4,8 @@
 //!
 //! The spans are made from the session's own event stream (`AgentEvent`), the one every front end
 //! reads, so a run is traced the same in the TUI, `elph run` and ACP. Hook runs of one chain ran
-//! one after another: each starts where the one before it ended, from the chain's start.
+//! one after another: each starts where the one before it ended, from the chain's start. Async hook
+//! runs are told apart ([`Telemetry::observe_async`]) with their own start and end, when they end.
 
 pub(crate) mod otlp;
 
@@ -13,6 +14,8 @@ use std::time::Duration;
 
 use elph_agent::harness::AgentEvent;
 use elph_agent::hooks::{HookRun, RunStatus};
+
+use crate::hooks::background::AsyncRun;
 use tokio::sync::{mpsc, oneshot};
 
 use otlp::{Attribute, Endpoint, Message, Span, now_ns};
@@ -28,6 +31,9 @@ pub(crate) struct Telemetry {
     session: Option<([u8; 8], u64, String)>,
     /// Tool calls under way: when each started.
     tools: HashMap<String, u64>,
+    /// The span id of each tool call of the session, given when it starts: an async hook run
+    /// queued by one of its events links to it, also after it ended.
+    tool_spans: HashMap<String, [u8; 8]>,
     /// When the hook chain under way started.
     chain_started: Option<u64>,
 }
@@ -45,6 +51,7 @@ impl Telemetry {
             trace_id: random_id(),
             session: None,
             tools: HashMap::new(),
+            tool_spans: HashMap::new(),
             chain_started: None,
         })
     }
@@ -58,10 +65,12 @@ impl Telemetry {
                 if self.session.is_some() {
                     self.trace_id = random_id();
                 }
+                self.tool_spans.clear();
                 self.session = Some((span_id(), now, session_id.clone()));
             }
             AgentEvent::ToolCallStarted { tool_call_id, .. } => {
                 self.tools.insert(tool_call_id.clone(), now);
+                self.tool_span(tool_call_id);
             }
             AgentEvent::ToolCallFinished {
                 tool_call_id,
@@ -78,7 +87,8 @@ impl Telemetry {
                     ("elph.tool.is_error", (*is_error).into()),
                 ];
                 let error = is_error.then(|| format!("tool {tool_name} returned an error"));
-                self.send(format!("tool {tool_name}"), start, now, attributes, error);
+                let id = self.tool_span(tool_call_id);
+                self.export(self.span(id, format!("tool {tool_name}"), start, now, attributes, error));
             }
             AgentEvent::HooksStarted { .. } => self.chain_started = Some(now),
             AgentEvent::Hooks { dispatch } => {
@@ -114,6 +124,7 @@ impl Telemetry {
                             ("elph.session.end_reason", reason.as_str().into()),
                         ],
                         error: None,
+                        links: Vec::new(),
                     };
                     let _ = self.to_exporter.send(Message::Span(span));
                 }
@@ -122,27 +133,87 @@ impl Telemetry {
         }
     }
 
+    /// An async hook run ended (or was cut off at the end of the session): a `hook ID` span from
+    /// when it started to when it ended (a run that never started: at its end), marked async,
+    /// with the event that queued it, linked to that event's tool call when it had one.
+    pub(crate) fn observe_async(&mut self, ended: &AsyncRun) {
+        let mut attributes = hook_attributes(&ended.run);
+        let started = ended.started_ns.unwrap_or(ended.ended_ns);
+        attributes.extend([
+            ("elph.hook.async", Attribute::from(true)),
+            (
+                "elph.hook.queued_ms",
+                (started.saturating_sub(ended.queued_ns) / 1_000_000).into(),
+            ),
+            ("elph.hook.cut_off", ended.cut_off.into()),
+        ]);
+        let mut links = Vec::new();
+        if let Some(call) = &ended.origin.tool_call_id {
+            attributes.push(("elph.tool.call_id", call.as_str().into()));
+            links.push(self.tool_span(call));
+        }
+        let error = (ended.run.status == RunStatus::Failed || ended.cut_off).then(|| {
+            ended
+                .run
+                .cause
+                .clone()
+                .unwrap_or_else(|| "the hook failed".to_string())
+        });
+        let mut span = self.span(
+            span_id(),
+            format!("hook {}", ended.run.hook_id),
+            started,
+            ended.ended_ns,
+            attributes,
+            error,
+        );
+        span.links = links;
+        self.export(span);
+    }
+
+    /// The span id of tool call `call`, given the first time it is asked for.
+    fn tool_span(&mut self, call: &str) -> [u8; 8] {
+        *self.tool_spans.entry(call.to_string()).or_insert_with(span_id)
+    }
+
     fn send(
         &self,
         name: String,
         start_ns: u64,
         end_ns: u64,
-        mut attributes: Vec<(&'static str, Attribute)>,
+        attributes: Vec<(&'static str, Attribute)>,
         error: Option<String>,
     ) {
+        self.export(self.span(span_id(), name, start_ns, end_ns, attributes, error));
+    }
+
+    /// A span of this session's trace, under its span, with the session's id.
+    fn span(
+        &self,
+        id: [u8; 8],
+        name: String,
+        start_ns: u64,
+        end_ns: u64,
+        mut attributes: Vec<(&'static str, Attribute)>,
+        error: Option<String>,
+    ) -> Span {
         if let Some((_, _, session_id)) = &self.session {
             attributes.push(("elph.session.id", session_id.as_str().into()));
         }
-        let span = Span {
+        Span {
             trace_id: self.trace_id,
-            span_id: span_id(),
+            span_id: id,
             parent: self.session.as_ref().map(|(id, _, _)| *id),
             name,
             start_ns,
             end_ns,
             attributes,
             error,
-        };
+            links: Vec::new(),
+        }
+    }
+
+    fn export(&self, span: Span) {
         let _ = self.to_exporter.send(Message::Span(span));
     }
 

@@ -30,6 +30,9 @@ pub(crate) struct Span {
     pub(crate) attributes: Vec<(&'static str, Attribute)>,
     /// `Some(message)`: the span failed.
     pub(crate) error: Option<String>,
+    /// Spans of the same trace this one follows from without being their child (an async hook
+    /// run and the tool call whose event queued it).
+    pub(crate) links: Vec<[u8; 8]>,
 }
 
 /// A span attribute's value.
@@ -107,6 +110,13 @@ pub(crate) fn export_request(service: &str, spans: &[Span]) -> Value {
             });
             if let Some(parent) = span.parent {
                 encoded["parentSpanId"] = json!(hex(&parent));
+            }
+            if !span.links.is_empty() {
+                encoded["links"] = span
+                    .links
+                    .iter()
+                    .map(|link| json!({ "traceId": hex(&span.trace_id), "spanId": hex(link) }))
+                    .collect();
             }
             encoded
         })
@@ -332,6 +342,7 @@ mod tests {
                 ("elph.hook.fail_closed", true.into()),
             ],
             error: Some("timed out".into()),
+            links: vec![[7; 8]],
         };
         let request = export_request("elph", &[span]);
         let encoded = &request["resourceSpans"][0]["scopeSpans"][0]["spans"][0];
@@ -341,6 +352,10 @@ mod tests {
         assert_eq!(encoded["startTimeUnixNano"], "10");
         assert_eq!(encoded["attributes"][1]["value"]["intValue"], "7");
         assert_eq!(encoded["status"]["code"], 2);
+        assert_eq!(
+            encoded["links"],
+            json!([{"traceId": "abababababababababababababababab", "spanId": "0707070707070707"}])
+        );
         assert_eq!(
             request["resourceSpans"][0]["resource"]["attributes"][0]["value"]["stringValue"],
             "elph"

@@ -1,7 +1,8 @@
 //! Budgets and telemetry (issue 34, point 8), through the real `elph run`: a hook over its
 //! `budgetMs` is a warning in the run and in `elph doctor`, and still guards; with
-//! `OTEL_EXPORTER_OTLP_ENDPOINT` set, hook runs and tool calls arrive as spans at a local OTLP
-//! receiver, decoded there with OpenTelemetry's own `opentelemetry-proto` package.
+//! `OTEL_EXPORTER_OTLP_ENDPOINT` set, hook runs (async ones too, with their own start and end, or
+//! cut off by a signal) and tool calls arrive as spans at a local OTLP receiver, decoded there with
+//! OpenTelemetry's own `opentelemetry-proto` package.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -12,6 +13,7 @@ use serde_json::{Value, json};
 use test_support::env::{TestEnv, json_lines};
 use test_support::fake_model::{FakeModelServer, FakeReply, Wire};
 
+use super::lifecycle_support::{Running, long_command, pids_in};
 use super::run_e2e::{elph, run_elph, run_elph_with};
 
 fn stderr(output: &Output) -> String {
@@ -151,9 +153,10 @@ class Receiver(http.server.BaseHTTPRequestHandler):
         for resource_spans in document.get("resourceSpans", []):
             for scope_spans in resource_spans.get("scopeSpans", []):
                 for span in scope_spans.get("spans", []):
-                    for key in ("traceId", "spanId", "parentSpanId"):
-                        if key in span:
-                            span[key] = base64.b64encode(bytes.fromhex(span[key])).decode()
+                    for holder in [span] + span.get("links", []):
+                        for key in ("traceId", "spanId", "parentSpanId"):
+                            if key in holder:
+                                holder[key] = base64.b64encode(bytes.fromhex(holder[key])).decode()
         request = json_format.Parse(json.dumps(document), ExportTraceServiceRequest())
         for resource_spans in request.resource_spans:
             resource = {a.key: value(a.value) for a in resource_spans.resource.attributes}
@@ -173,6 +176,7 @@ class Receiver(http.server.BaseHTTPRequestHandler):
                         "end": span.end_time_unix_nano,
                         "status": span.status.code,
                         "attributes": {a.key: value(a.value) for a in span.attributes},
+                        "links": [{"traceId": l.trace_id.hex(), "spanId": l.span_id.hex()} for l in span.links],
                     }) + "\n")
                     out.flush()
         self.send_response(200)
@@ -310,5 +314,177 @@ async fn hook_runs_and_tool_calls_arrive_as_otlp_spans_decoded_by_opentelemetry_
     assert_eq!(
         shell[0]["attributes"]["elph.tool.ran"], false,
         "blocked, so it never ran"
+    );
+}
+
+/// The spans in `file` once the session's span has arrived (it is sent last), within 20 s.
+fn spans_of_the_session(file: &Path) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let spans = json_lines(file);
+        if spans.iter().any(|span| span["name"] == "elph session") || Instant::now() > deadline {
+            return spans;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn the_span<'a>(spans: &'a [Value], name: &str) -> &'a Value {
+    let found: Vec<&Value> = spans.iter().filter(|span| span["name"] == name).collect();
+    assert_eq!(found.len(), 1, "one span {name}: {spans:#?}");
+    found[0]
+}
+
+fn nanos(span: &Value, at: &str) -> u64 {
+    span[at].as_u64().unwrap_or_else(|| panic!("no {at} in {span}"))
+}
+
+#[tokio::test]
+async fn async_hook_runs_arrive_as_spans_with_their_own_start_and_end_linked_to_their_tool_call() {
+    let env = TestEnv::new();
+    let spans_file = env.evidence("spans.jsonl");
+    let (_receiver, port) = start_receiver(&env, &spans_file);
+    let audited = env.evidence("audited");
+    env.write_home_hooks(&json!({"hooks": [
+        {"id": "late-audit", "event": "postToolUse", "async": true, "command": "/bin/sh",
+         "args": ["-c", format!("cat >/dev/null; sleep 0.5; echo done > '{}'", audited.display())]},
+        // Still going when the turn ends: the session waits for it before its span ends.
+        {"id": "slow-stop", "event": "stop", "async": true, "timeoutMs": 30000, "command": "/bin/sh",
+         "args": ["-c", "cat >/dev/null; sleep 1; exit 3"]},
+    ]}));
+    let server = FakeModelServer::start(Wire::OpenAi).await;
+    server.enqueue(FakeReply::tool_call("list_dir", json!({})));
+    server.enqueue(FakeReply::text("done"));
+    let endpoint = format!("http://127.0.0.1:{port}");
+    let output = run_elph_with(
+        &env,
+        &server,
+        &[("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str())],
+        &["look around"],
+    )
+    .await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(audited.exists(), "the async run finished before the exit");
+
+    let spans = spans_of_the_session(&spans_file);
+    let session = the_span(&spans, "elph session");
+    let tool = the_span(&spans, "tool list_dir");
+    let audit = the_span(&spans, "hook late-audit");
+    let attributes = &audit["attributes"];
+    assert_eq!(attributes["elph.hook.async"], true, "{audit}");
+    assert_eq!(attributes["elph.hook.cut_off"], false, "{audit}");
+    assert_eq!(attributes["elph.hook.event"], "postToolUse", "{audit}");
+    assert_eq!(attributes["elph.hook.status"], "ok", "{audit}");
+    assert_eq!(audit["status"], 1, "STATUS_CODE_OK: {audit}");
+    assert_eq!(audit["parentSpanId"], session["spanId"], "{audit}");
+    assert_eq!(audit["traceId"], session["traceId"], "{audit}");
+    // Linked to the tool call whose postToolUse queued it.
+    assert_eq!(
+        attributes["elph.tool.call_id"], tool["attributes"]["elph.tool.call_id"],
+        "{audit}"
+    );
+    assert_eq!(
+        audit["links"],
+        json!([{"traceId": session["traceId"], "spanId": tool["spanId"]}]),
+        "{audit}"
+    );
+    // Its own start and end: queued by the tool call, then half a second of sleep.
+    assert!(nanos(audit, "start") >= nanos(tool, "start"), "{audit} {tool}");
+    assert!(
+        nanos(audit, "end") - nanos(audit, "start") >= 500_000_000,
+        "the span lasts the run's half second: {audit}"
+    );
+
+    let stop = the_span(&spans, "hook slow-stop");
+    assert_eq!(stop["attributes"]["elph.hook.event"], "stop", "{stop}");
+    assert_eq!(stop["attributes"]["elph.hook.async"], true, "{stop}");
+    assert_eq!(stop["attributes"]["elph.hook.status"], "failed", "{stop}");
+    assert_eq!(stop["status"], 2, "exit 3 is a failed run: {stop}");
+    assert_eq!(stop["links"], json!([]), "no tool call: {stop}");
+    assert!(
+        nanos(stop, "end") - nanos(stop, "start") >= 1_000_000_000,
+        "{stop}"
+    );
+    assert!(
+        nanos(session, "end") >= nanos(stop, "end"),
+        "the session ended after waiting for it: {session} {stop}"
+    );
+    // The synchronous spans are as they were: no async mark.
+    assert_eq!(tool["attributes"]["elph.hook.async"], Value::Null);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_async_run_still_going_at_a_signal_is_cut_off_within_the_deadline_and_recorded() {
+    let env = TestEnv::new();
+    let spans_file = env.evidence("spans.jsonl");
+    let (_receiver, port) = start_receiver(&env, &spans_file);
+    let pid_file = env.evidence("watch.pids");
+    env.write_home_hooks(&json!({"hooks": [
+        {"id": "long-watch", "event": "userPromptSubmit", "async": true, "timeoutMs": 60000,
+         "command": "/bin/sh", "args": ["-c", format!("cat >/dev/null; {}", long_command(&pid_file, 60))]},
+    ]}));
+    let server = FakeModelServer::start(Wire::OpenAi).await;
+    server.enqueue(FakeReply::text("hello"));
+    let endpoint = format!("http://127.0.0.1:{port}");
+    let running = Running::start_with(
+        &env,
+        &server,
+        &["run", "--model", "openai/gpt-test", "say hello"],
+        &[("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str())],
+        false,
+    );
+    // The hook's shell and its sleep are running; the turn itself does not wait for them, so the
+    // session is ending (or has ended its turn) and waits for the run, which has 60 s.
+    let pids = pids_in(&pid_file, 2).await;
+    let sent = Instant::now();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(running.pid),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let (code, _lines, said) = running.finish().await;
+    let took = sent.elapsed();
+    assert_eq!(code, Some(143), "{said}");
+    assert!(
+        took < Duration::from_secs(20),
+        "the wait for the async run ended at the signal's deadline, not its 60 s timeout: {took:?}"
+    );
+    let left = test_support::hook_scripts::still_alive(&pids, Duration::from_secs(10));
+    assert!(left.is_empty(), "the cut-off run's processes are gone: {left:?}");
+    assert!(
+        said.contains("async hook 'long-watch' (userPromptSubmit): cut off: the session ended"),
+        "said in the session: {said}"
+    );
+
+    let spans = spans_of_the_session(&spans_file);
+    let watch = the_span(&spans, "hook long-watch");
+    assert_eq!(watch["attributes"]["elph.hook.cut_off"], true, "{watch}");
+    assert_eq!(watch["attributes"]["elph.hook.async"], true, "{watch}");
+    assert_eq!(watch["attributes"]["elph.hook.status"], "failed", "{watch}");
+    assert_eq!(watch["status"], 2, "{watch}");
+    assert!(
+        watch["attributes"]["elph.hook.cause"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("cut off"),
+        "{watch}"
+    );
+    assert!(nanos(watch, "end") > nanos(watch, "start"), "{watch}");
+    let session = the_span(&spans, "elph session");
+    assert_eq!(watch["parentSpanId"], session["spanId"], "{watch}");
+
+    // In the run log too: doctor counts the run, as failed.
+    let doctor = env.command(&elph()).args(["doctor", "--json"]).output().unwrap();
+    let report: Value = serde_json::from_slice(&doctor.stdout).unwrap();
+    let hook = report["hooks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|hook| hook["id"] == "long-watch")
+        .unwrap_or_else(|| panic!("no long-watch in {report:#}"));
+    assert_eq!(
+        (&hook["recentRuns"]["count"], &hook["recentRuns"]["ok"]),
+        (&json!(1), &json!(0)),
+        "{hook:#}"
     );
 }

@@ -10,7 +10,7 @@ use elph_agent::hooks::limits::MAX_TIMEOUT;
 use elph_agent::hooks::{HookEvent, HookPayload, HookRun, ProcessExit, Reducer, RunStatus};
 use elph_process::sandbox::SandboxPolicy;
 
-use super::super::background::{Job, NotQueued, QUEUE_LIMIT};
+use super::super::background::{Job, NotQueued, Origin, QUEUE_LIMIT};
 use super::super::claude_code;
 use super::super::config::Protocol;
 use super::super::discovery::HookDefinition;
@@ -136,21 +136,17 @@ impl HookHost {
     ) -> Option<HookRun> {
         if hook.command().is_none() {
             let handlers = self.handlers.clone();
-            let (definition, payload, log, lookup) =
-                (hook.clone(), payload.clone(), self.log.clone(), self.lookup());
+            let (definition, owned, lookup) = (hook.clone(), payload.clone(), self.lookup());
             let job: Job = Box::pin(async move {
-                let (mut run, _context) = handlers.run(&definition, event, &stdin, &payload, &lookup).await;
+                let (mut run, _context) = handlers.run(&definition, event, &stdin, &owned, &lookup).await;
                 ignore_async_outcome(&mut run);
-                if let Some(log) = log {
-                    log.append(&run);
-                }
+                run
             });
-            return self.enqueue(hook, event, job);
+            return self.enqueue(hook, event, payload, job);
         }
         let (prepared, env_file) = self.one_shot(hook, event, session_id, stdin);
         let confinement = self.confinement(hook);
         let definition = hook.clone();
-        let log = self.log.clone();
         let foreign = hook.protocol.dialect().map(|dialect| (dialect, payload.clone()));
         let job: Job = Box::pin(async move {
             // Measured when the run starts, not when it was queued: earlier runs may make paths.
@@ -173,15 +169,27 @@ impl HookHost {
             };
             run.notes.extend(refused);
             ignore_async_outcome(&mut run);
-            if let Some(log) = log {
-                log.append(&run);
-            }
+            run
         });
-        self.enqueue(hook, event, job)
+        self.enqueue(hook, event, payload, job)
     }
 
-    fn enqueue(&self, hook: &HookDefinition, event: HookEvent, job: Job) -> Option<HookRun> {
-        match self.background.enqueue(&hook.id, hook.timeout, job) {
+    /// Queues `job`; its record goes to the run log (and the session's telemetry) when it ends.
+    fn enqueue(
+        &self,
+        hook: &HookDefinition,
+        event: HookEvent,
+        payload: &HookPayload,
+        job: Job,
+    ) -> Option<HookRun> {
+        let origin = Origin {
+            event,
+            tool_call_id: payload.tool_call_id().map(str::to_string),
+        };
+        match self
+            .background
+            .enqueue(&hook.id, hook.timeout, origin, self.log.clone(), job)
+        {
             Ok(()) => None,
             Err(NotQueued::Full) => Some(HookRun::skipped(
                 &hook.id,

@@ -67,6 +67,11 @@ pub trait Event: 'static {
         None
     }
 
+    /// The tool call a tool event is about.
+    fn tool_call_id(_payload: &Self::Payload) -> Option<&str> {
+        None
+    }
+
     /// The tool's result, for the events that carry one.
     fn tool_result(_payload: &Self::Payload) -> Option<&post_tool_use::ToolResultPayload> {
         None
@@ -321,6 +326,13 @@ macro_rules! events {
             pub fn tool_name(&self) -> Option<&str> {
                 match self {
                     $( HookPayload::$variant(p) => <$module::$ty as Event>::tool_name(p), )*
+                }
+            }
+
+            /// The tool call a tool event is about; `None` for other events.
+            pub fn tool_call_id(&self) -> Option<&str> {
+                match self {
+                    $( HookPayload::$variant(p) => <$module::$ty as Event>::tool_call_id(p), )*
                 }
             }
 

@@ -73,6 +73,10 @@ impl Event for PermissionRequest {
         Some(&payload.tool_name)
     }
 
+    fn tool_call_id(payload: &PermissionRequestPayload) -> Option<&str> {
+        Some(&payload.tool_call_id)
+    }
+
     fn validate(outcome: &PermissionRequestOutcome) -> Result<(), OutcomeError> {
         check_len("reason", outcome.reason.as_deref())
     }

@@ -195,6 +195,10 @@ impl Event for PostToolUse {
         Some(&payload.tool_name)
     }
 
+    fn tool_call_id(payload: &ToolResultPayload) -> Option<&str> {
+        Some(&payload.tool_call_id)
+    }
+
     fn tool_result(payload: &ToolResultPayload) -> Option<&ToolResultPayload> {
         Some(payload)
     }

@@ -27,6 +27,10 @@ impl Event for PostToolUseFailure {
         Some(&payload.tool_name)
     }
 
+    fn tool_call_id(payload: &ToolResultPayload) -> Option<&str> {
+        Some(&payload.tool_call_id)
+    }
+
     fn tool_result(payload: &ToolResultPayload) -> Option<&ToolResultPayload> {
         Some(payload)
     }

@@ -94,6 +94,10 @@ impl Event for PreToolUse {
         Some(&payload.tool_name)
     }
 
+    fn tool_call_id(payload: &PreToolUsePayload) -> Option<&str> {
+        Some(&payload.tool_call_id)
+    }
+
     fn validate(outcome: &PreToolUseOutcome) -> Result<(), OutcomeError> {
         check_len("reason", outcome.reason.as_deref())
     }
