@@ -324,6 +324,8 @@ async fn the_redaction_recipe_keeps_a_secret_out_of_every_request_of_a_300_kib_c
         "event": "context",
         "command": redact.display().to_string(),
         "failClosed": true,
+        // What is asserted is the redaction, not its speed: a loaded CI machine gets the most.
+        "timeoutMs": 60000,
         "maxInputBytes": 4 * 1024 * 1024,
         "maxOutputBytes": 4 * 1024 * 1024,
     }]}));
@@ -344,7 +346,7 @@ async fn the_redaction_recipe_keeps_a_secret_out_of_every_request_of_a_300_kib_c
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
     let output = tokio::time::timeout(
-        std::time::Duration::from_secs(60),
+        std::time::Duration::from_secs(300),
         tokio::task::spawn_blocking(move || {
             use std::io::Write as _;
             let mut child = command.spawn().unwrap();
@@ -353,7 +355,7 @@ async fn the_redaction_recipe_keeps_a_secret_out_of_every_request_of_a_300_kib_c
         }),
     )
     .await
-    .expect("elph run finished within 60 s")
+    .expect("elph run finished within 300 s")
     .unwrap();
     assert!(output.status.success(), "{}", stderr(&output));
     let requests = server.requests();
