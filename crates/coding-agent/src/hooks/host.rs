@@ -282,8 +282,7 @@ impl HookHost {
             guarded.saw(hook, chain.payload());
         }
         // A rewrite may make a guard match that did not match the payload at first.
-        let guards: Vec<&HookDefinition> = set.active().collect();
-        self.recheck_guards(&guards, guarded, &session_id, chain, &mut ran, &mut pass)
+        self.recheck_guards(&set, guarded, &session_id, chain, &mut ran, &mut pass)
             .await;
         ran
     }

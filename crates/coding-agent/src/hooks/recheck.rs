@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use elph_agent::hooks::limits::MAX_GUARD_RECHECK_ROUNDS;
 use elph_agent::hooks::{HookPayload, HookRun, Ran, Reducer, RunStatus};
 
-use super::discovery::HookDefinition;
+use super::discovery::{HookDefinition, HookSet};
 use super::host::{HookHost, Pass};
 
 /// The payload each fail-closed guard let through (after its own outcome), by hook id.
@@ -56,7 +56,7 @@ impl HookHost {
     pub(super) async fn recheck_guards(
         &self,
         // Every enabled hook: a guard the first payload did not match may match the new one.
-        hooks: &[&HookDefinition],
+        set: &HookSet,
         mut guarded: Guarded,
         session_id: &str,
         chain: &mut Reducer,
@@ -66,6 +66,8 @@ impl HookHost {
         if guarded.0.is_empty() {
             return;
         }
+        let hooks: Vec<&HookDefinition> = set.active().collect();
+        let hooks = hooks.as_slice();
         for _ in 0..MAX_GUARD_RECHECK_ROUNDS {
             let stale = guarded.stale(hooks, chain.payload());
             if stale.is_empty() {

@@ -52,10 +52,11 @@ pub struct RunLogEntry {
 }
 
 impl RunLogEntry {
-    pub(crate) fn from_run(run: &HookRun, at: OffsetDateTime) -> Self {
+    /// The entry of `run`, its time left empty (filled in when the line is written).
+    fn untimed(run: &HookRun) -> Self {
         let process = run.process.as_ref();
         RunLogEntry {
-            time: at.format(&Rfc3339).unwrap_or_default(),
+            time: String::new(),
             hook_id: run.hook_id.clone(),
             event: run.event,
             duration_ms: run.duration_ms,
@@ -133,22 +134,40 @@ impl Drop for RunLog {
     }
 }
 
-/// Lines for the log, written together when dropped (see [`RunLog::batch`]). Each line is made
-/// when its run is pushed, with that moment's time.
+/// Lines for the log, handed over together when dropped (see [`RunLog::batch`]). Each line holds
+/// the moment its run was pushed; it is formatted and serialized by the writer, off the event's
+/// path.
 pub struct LogBatch<'a> {
     log: &'a RunLog,
-    lines: Vec<u8>,
+    lines: Vec<Line>,
+}
+
+/// One line before it is written: the run's entry, and when it was pushed.
+pub(crate) struct Line {
+    at: OffsetDateTime,
+    entry: RunLogEntry,
+}
+
+impl Line {
+    /// Appends the line's JSON and its newline to `bytes` (nothing when it cannot be serialized).
+    fn encode(mut self, bytes: &mut Vec<u8>) {
+        self.entry.time = self.at.format(&Rfc3339).unwrap_or_default();
+        let start = bytes.len();
+        match serde_json::to_writer(&mut *bytes, &self.entry) {
+            Ok(()) => bytes.push(b'\n'),
+            Err(_) => bytes.truncate(start),
+        }
+    }
 }
 
 impl LogBatch<'_> {
     /// Adds the line for `run`.
     pub fn push(&mut self, run: &HookRun) {
-        let entry = RunLogEntry::from_run(run, OffsetDateTime::now_utc());
-        let start = self.lines.len();
-        match serde_json::to_writer(&mut self.lines, &entry) {
-            Ok(()) => self.lines.push(b'\n'),
-            Err(_) => self.lines.truncate(start),
-        }
+        let at = OffsetDateTime::now_utc();
+        self.lines.push(Line {
+            at,
+            entry: RunLogEntry::untimed(run),
+        });
     }
 }
 

@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::Duration;
 
+use super::Line;
 use crate::logrotate::RotatingFile;
 
 /// How long the writer waits after the first line handed over before writing: the lines of the
@@ -26,7 +27,7 @@ pub(crate) const LINGER: Duration = Duration::from_millis(5);
 pub(super) struct Sink {
     path: PathBuf,
     /// One entry per event: each is one `write`.
-    pending: Mutex<Vec<Vec<u8>>>,
+    pending: Mutex<Vec<Vec<Line>>>,
     /// Opened at the first write and kept open; a failed write drops it, and the next write opens
     /// the file again. Held while a batch is taken and written, so writes keep the order of events.
     file: Mutex<Option<RotatingFile>>,
@@ -69,7 +70,7 @@ pub fn flush() {
 
 impl Sink {
     /// Hands over one event's lines; they are written within [`LINGER`].
-    pub(super) fn push(self: &Arc<Self>, lines: Vec<u8>) {
+    pub(super) fn push(self: &Arc<Self>, lines: Vec<Line>) {
         let first = {
             let mut pending = lock(&self.pending);
             pending.push(lines);
@@ -85,7 +86,15 @@ impl Sink {
     pub(super) fn write_pending(&self) {
         let mut file = lock(&self.file);
         let batches = std::mem::take(&mut *lock(&self.pending));
+        let mut bytes = Vec::new();
         for lines in batches {
+            bytes.clear();
+            for line in lines {
+                line.encode(&mut bytes);
+            }
+            if bytes.is_empty() {
+                continue;
+            }
             let open = match file.take() {
                 Some(open) => open,
                 None => match RotatingFile::open(&self.path, crate::logrotate::max_bytes()) {
@@ -95,7 +104,7 @@ impl Sink {
                 },
             };
             let open = file.insert(open);
-            if std::io::Write::write_all(open, &lines).is_err() {
+            if std::io::Write::write_all(open, &bytes).is_err() {
                 *file = None;
             }
         }
