@@ -68,7 +68,7 @@ pub(super) async fn ask(
     let mut content: Vec<ToolCallContent> = request
         .change
         .iter()
-        .map(|change| super::updates::diff(change, &project_dir))
+        .filter_map(|change| super::updates::diff(change, &project_dir))
         .collect();
     content.push(reason);
     let tool_call = ToolCallUpdate::new(

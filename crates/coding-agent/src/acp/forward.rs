@@ -9,9 +9,9 @@ use std::path::PathBuf;
 
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    AvailableCommandsUpdate, ConfigOptionUpdate, ContentBlock, ContentChunk, CurrentModeUpdate,
-    PromptResponse, SessionId, SessionInfoUpdate, SessionNotification, SessionUpdate, StopReason,
-    ToolCallContent, ToolCallStatus, UsageUpdate,
+    AvailableCommandsUpdate, ConfigOptionUpdate, ContentBlock, ContentChunk, CurrentModeUpdate, Notice,
+    NoticeSeverity, PromptResponse, SessionId, SessionInfoUpdate, SessionNotification, SessionUpdate,
+    StopReason, ToolCallContent, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, UsageUpdate,
 };
 use agent_client_protocol::{Client, Error, ErrorCode};
 use elph_agent::harness::{AgentEvent, AgentMode, CompactOutcome, TurnResult};
@@ -57,6 +57,12 @@ pub(crate) struct Forwarder {
     diffs: HashMap<String, ToolCallContent>,
     /// The elicitation modes the client declared: (form, url).
     elicitation: (bool, bool),
+    /// The client shows `notice` updates (it declared `session.notices`): Elph's notices that
+    /// come while no prompt runs are sent at once as one.
+    live_notices: bool,
+    /// Notices that came while no prompt ran, for a client without `notice` updates: they are
+    /// said at the start of the next prompt's answer.
+    held: Vec<String>,
 }
 
 impl Forwarder {
@@ -81,6 +87,39 @@ impl Forwarder {
             mode: AgentMode::default(),
             diffs: HashMap::new(),
             elicitation: (false, false),
+            live_notices: false,
+            held: Vec::new(),
+        }
+    }
+
+    /// Whether the client shows `notice` updates, between turns.
+    pub(crate) fn with_live_notices(mut self, live: bool) -> Self {
+        self.live_notices = live;
+        self
+    }
+
+    /// Whether a prompt of the client's is being answered.
+    fn prompting(&self) -> bool {
+        !lock(&self.waiting).is_empty()
+    }
+
+    /// One of Elph's notices: in a prompt's answer as a thought, between prompts as a `notice`
+    /// update when the client shows them, else held for the next prompt.
+    fn elph_notice(&mut self, message: String) {
+        if self.prompting() {
+            self.release_held();
+            self.notice(ELPH_MARK, &message);
+        } else if self.live_notices {
+            self.notify(SessionUpdate::Notice(Notice::new(NoticeSeverity::Info, message)));
+        } else {
+            self.held.push(message);
+        }
+    }
+
+    /// The notices held since the last prompt, now that one is answered.
+    fn release_held(&mut self) {
+        for message in std::mem::take(&mut self.held) {
+            self.notice(ELPH_MARK, &message);
         }
     }
 
@@ -103,6 +142,9 @@ impl Forwarder {
         let mut hooks = None;
         let mut mode = elph_agent::harness::AgentMode::default();
         while let Some(event) = events.recv().await {
+            if !self.held.is_empty() && self.prompting() {
+                self.release_held();
+            }
             match event {
                 SessionEvent::Opened(opened) => {
                     // `session/load` replays the conversation before it answers.
@@ -135,8 +177,12 @@ impl Forwarder {
                                 .send_notification(updates::notice(&self.session_id, mark, &line));
                         }
                     }
+                    // With the session's opening, as it always was: its notices as thoughts.
                     for event in std::mem::take(&mut self.early) {
-                        self.forward(event);
+                        match event {
+                            AgentEvent::Notice { message } => self.notice(ELPH_MARK, &message),
+                            event => self.forward(event),
+                        }
                     }
                 }
                 SessionEvent::Agent(event) if self.opening.is_some() => self.early.push(event),
@@ -277,6 +323,20 @@ impl Forwarder {
                 let update = rewritten_update(&tool_call_id, input, diff);
                 self.notify(SessionUpdate::ToolCallUpdate(update));
             }
+            // The reviewed change: a write's diff now has its old text (or says the file is new).
+            AgentEvent::ToolChangeProposed {
+                tool_call_id, change, ..
+            } => {
+                let Some(diff) = updates::diff(&change, &self.project_dir) else {
+                    return;
+                };
+                if self.diffs.get(&tool_call_id) != Some(&diff) {
+                    self.diffs.insert(tool_call_id.clone(), diff.clone());
+                    let update =
+                        ToolCallUpdate::new(tool_call_id, ToolCallUpdateFields::new().content(vec![diff]));
+                    self.notify(SessionUpdate::ToolCallUpdate(update));
+                }
+            }
             AgentEvent::ToolStarted { tool_call_id, .. } => {
                 let update = status_update(&tool_call_id, ToolCallStatus::InProgress);
                 self.notify(SessionUpdate::ToolCallUpdate(update));
@@ -306,7 +366,7 @@ impl Forwarder {
                     self.notice(mark, &notice.text);
                 }
             }
-            AgentEvent::Notice { message } => self.notice(ELPH_MARK, &message),
+            AgentEvent::Notice { message } => self.elph_notice(message),
             AgentEvent::Compacted { entries_compacted } => {
                 let text = format!("compacted {entries_compacted} earlier message(s) into a summary");
                 self.notice(ELPH_MARK, &text);

@@ -183,6 +183,15 @@ pub async fn serve(
                     sessions.files.set(request.client_capabilities.fs);
                     // MCP servers' questions go to the client if it declares elicitation.
                     sessions.elicitation.set(request.client_capabilities.elicitation);
+                    // Notices that come between turns are sent as they happen if it shows them.
+                    let notices = request
+                        .client_capabilities
+                        .session
+                        .as_ref()
+                        .is_some_and(|session| session.notices.is_some());
+                    sessions
+                        .notices
+                        .store(notices, std::sync::atomic::Ordering::Relaxed);
                     responder.respond(initialize_response())
                 }
             },

@@ -149,6 +149,8 @@ pub(super) struct Sessions {
     pub(super) files: super::files::Offered,
     /// The elicitation modes the client declared, for MCP servers' questions.
     pub(super) elicitation: super::elicitation::Offered,
+    /// Whether the client declared `session.notices`: it shows `notice` updates.
+    pub(super) notices: std::sync::atomic::AtomicBool,
     live: Mutex<Live>,
     tasks: TaskTracker,
 }
@@ -159,6 +161,7 @@ impl Sessions {
             config,
             files: super::files::Offered::default(),
             elicitation: super::elicitation::Offered::default(),
+            notices: std::sync::atomic::AtomicBool::new(false),
             live: Mutex::new(Live::default()),
             tasks: TaskTracker::new(),
         }
@@ -527,6 +530,7 @@ impl Sessions {
         Forwarder::new(cx, session_id.clone(), project_dir, opening, waiting, config)
             .with_notices(diagnostics.iter().map(ToString::to_string))
             .with_elicitation(self.elicitation.modes())
+            .with_live_notices(self.notices.load(std::sync::atomic::Ordering::Relaxed))
             .run(events)
             .await;
         // The session's MCP servers stop when its task ends.

@@ -11,7 +11,7 @@ use agent_client_protocol::v1::schema::{
 };
 use elph_agent::harness::Entry;
 use elph_agent::messages::{self, Message};
-use elph_agent::tools::ProposedChange;
+use elph_agent::tools::{Overwrites, ProposedChange};
 use serde_json::Value;
 
 /// The marker of hook notices in the agent's messages.
@@ -60,25 +60,34 @@ pub(crate) fn tool_locations(tool_name: &str, input: &Value, project_dir: &Path)
 }
 
 /// A proposed change as ACP's `diff` content, for the editor's review: `edit_file`'s old and new
-/// text; `write_file`'s whole new content with no old text. Elph does not read the file to fill
-/// that in: a file the read policy keeps from the model is not sent to the editor either.
-pub(crate) fn diff(change: &ProposedChange, project_dir: &Path) -> ToolCallContent {
+/// text; `write_file`'s whole new content and, as old text, what the file held when the call was
+/// reviewed (read under the file policy, from the editor's buffer when the editor reads files),
+/// none for a new file. A write whose old text is not known (not reviewed yet, or not readable
+/// without approval) has no diff: one without old text would say the file is new.
+pub(crate) fn diff(change: &ProposedChange, project_dir: &Path) -> Option<ToolCallContent> {
     let path = project_dir.join(change.path());
     let diff = match change {
-        ProposedChange::Write { content, .. } => Diff::new(path, content.clone()),
+        ProposedChange::Write {
+            content, overwrites, ..
+        } => match overwrites {
+            Overwrites::Nothing => Diff::new(path, content.clone()),
+            Overwrites::Text(old_text) => Diff::new(path, content.clone()).old_text(old_text.clone()),
+            Overwrites::Unknown => return None,
+        },
         ProposedChange::Edit {
             old_text, new_text, ..
         } => Diff::new(path, new_text.clone()).old_text(old_text.clone()),
     };
-    ToolCallContent::Diff(diff)
+    Some(ToolCallContent::Diff(diff))
 }
 
-/// The change a call of `tool_name` with `input` proposes, as `diff` content (none for tools that
-/// change no file, or arguments that do not parse).
+/// The change a call of `tool_name` with `input` proposes, as `diff` content, as far as the
+/// arguments tell it (none for tools that change no file, arguments that do not parse, and a
+/// `write_file`, whose old text only its review knows).
 pub(crate) fn tool_diff(tool_name: &str, input: &Value, project_dir: &Path) -> Option<ToolCallContent> {
     let tool = elph_agent::tools::native::find(tool_name)?;
     let change = tool.parse(input.clone()).ok()?.change()?;
-    Some(diff(&change, project_dir))
+    diff(&change, project_dir)
 }
 
 /// The start of a tool call, as the client first sees it: `pending` until it runs (hooks and
@@ -295,21 +304,39 @@ mod tests {
         );
         let expected = Diff::new("/p/a.rs", "y").old_text("x".to_string());
         assert_eq!(call.content, vec![ToolCallContent::Diff(expected)]);
+        // A write's old text is known only once the harness has reviewed it.
         let call = tool_call(
             "c2",
             "write_file",
             &json!({"path": "/q/b.txt", "content": "new"}),
             project,
         );
+        assert!(call.content.is_empty());
+        let write = |overwrites| ProposedChange::Write {
+            path: "/q/b.txt".into(),
+            content: "new".into(),
+            overwrites,
+        };
         assert_eq!(
-            call.content,
-            vec![ToolCallContent::Diff(Diff::new("/q/b.txt", "new"))]
+            diff(&write(Overwrites::Nothing), project),
+            Some(ToolCallContent::Diff(Diff::new("/q/b.txt", "new")))
         );
+        assert_eq!(
+            diff(&write(Overwrites::Text("old".into())), project),
+            Some(ToolCallContent::Diff(
+                Diff::new("/q/b.txt", "new").old_text("old".to_string())
+            ))
+        );
+        assert_eq!(diff(&write(Overwrites::Unknown), project), None);
         let call = tool_call("c3", "read_file", &json!({"path": "a.rs"}), project);
         assert!(call.content.is_empty());
         let done = finished_update(
             "c1",
-            tool_diff("write_file", &json!({"path": "b", "content": "n"}), project),
+            tool_diff(
+                "edit_file",
+                &json!({"path": "b", "old_text": "o", "new_text": "n"}),
+                project,
+            ),
             &[messages::ContentBlock::text("Created b")],
             &Value::Null,
             false,

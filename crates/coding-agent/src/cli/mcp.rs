@@ -10,6 +10,7 @@ use clap::{Args, Subcommand};
 use super::exit;
 use crate::mcp::oauth::CredentialsFile;
 use crate::mcp::oauth::login::{BROWSER_WAIT, LoginOptions, login};
+use crate::mcp::oauth::revoke::{Revocation, revoke};
 use crate::mcp::{McpConfig, McpFileState, ServerTransport};
 use crate::paths::Paths;
 
@@ -18,7 +19,9 @@ pub enum McpCommand {
     /// Log in to an HTTP MCP server that asks for OAuth: prints the address to open in a browser,
     /// then keeps the tokens in CONFIG_DIR/mcp-credentials.json (owner-only).
     Login(LoginArgs),
-    /// Forget the tokens of an MCP server (removes them from CONFIG_DIR/mcp-credentials.json).
+    /// Forget the tokens of an MCP server: revokes them at its authorization server when it offers
+    /// revocation (RFC 7009), then removes them from CONFIG_DIR/mcp-credentials.json (also when
+    /// the revocation fails, which is said).
     Logout(LogoutArgs),
     /// Add another client's MCP servers to Elph's mcp.json: VS Code (.vscode/mcp.json), Cursor
     /// (.cursor/mcp.json), Claude Desktop (claude_desktop_config.json), Claude Code (.mcp.json),
@@ -134,16 +137,49 @@ fn run_login(paths: &Paths, args: LoginArgs) -> anyhow::Result<u8> {
 
 fn run_logout(paths: &Paths, name: &str) -> anyhow::Result<u8> {
     let credentials = CredentialsFile::new(&paths.config_dir);
+    // Revoked first, at the authorization server of the URL the tokens were issued for.
+    let revocation = match credentials.entry(name)? {
+        Some((url, stored)) => {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .context("cannot start the logout's runtime")?;
+            Some(runtime.block_on(revoke(&url, &stored)))
+        }
+        None => None,
+    };
     let removed = credentials.remove(name)?;
     let mut out = crate::terminal_text::Escaping::new(std::io::stdout().lock());
-    if removed {
-        writeln!(
-            out,
-            "Logged out of MCP server '{name}': its tokens were removed from {}.",
-            credentials.path().display()
-        )?;
-    } else {
+    let file = credentials.path().display();
+    if !removed {
         writeln!(out, "No login was stored for MCP server '{name}'.")?;
+        return Ok(exit::SUCCESS);
+    }
+    match revocation {
+        Some(Revocation::Revoked) => writeln!(
+            out,
+            "Logged out of MCP server '{name}': its tokens were revoked at its authorization server \
+             and removed from {file}."
+        )?,
+        Some(Revocation::NotOffered) => writeln!(
+            out,
+            "Logged out of MCP server '{name}': its tokens were removed from {file}. Its \
+             authorization server offers no revocation: they stay valid there until they expire."
+        )?,
+        Some(Revocation::Failed(why)) => {
+            writeln!(
+                out,
+                "Logged out of MCP server '{name}': its tokens were removed from {file}."
+            )?;
+            crate::terminal_text::eprint_line(&format!(
+                "elph: warning: the tokens of MCP server '{name}' could not be revoked at its \
+                 authorization server ({why}); they stay valid there until they expire"
+            ));
+        }
+        Some(Revocation::NothingStored) | None => writeln!(
+            out,
+            "Logged out of MCP server '{name}': its tokens were removed from {file}."
+        )?,
     }
     Ok(exit::SUCCESS)
 }

@@ -464,13 +464,8 @@ async fn start_one(
                 );
             }
             let count = server_tools.len();
-            tools.set_ready(server.name(), server_tools);
-            runtime.spawn(refresh::follow_tool_changes(
-                server.clone(),
-                tools.clone(),
-                runtime.clone(),
-                events.clone(),
-            ));
+            // Told before its tools join: whoever waits for the server (`wait_for_mcp_servers`)
+            // finds the notices queued already.
             for diagnostic in &diagnostics {
                 tracing::warn!(%diagnostic, "mcp");
                 notice(diagnostic.to_string());
@@ -479,6 +474,13 @@ async fn start_one(
                 "MCP server '{}' is ready: {count} tool{}",
                 server.name(),
                 if count == 1 { "" } else { "s" }
+            ));
+            tools.set_ready(server.name(), server_tools);
+            runtime.spawn(refresh::follow_tool_changes(
+                server.clone(),
+                tools.clone(),
+                runtime.clone(),
+                events.clone(),
             ));
             diagnostics
         }

@@ -1,13 +1,15 @@
 //! What each server offers besides tools: its prompts (the commands `/server:prompt`, see
-//! `prompts.rs`) and its resources (listed for the model and read with `mcp_read_resource`, see
-//! `resources.rs`). Listed when the server answers, and again when it says a list changed
-//! (`notifications/prompts/list_changed`, `notifications/resources/list_changed`); a listing that
+//! `prompts.rs`) and its resources and resource templates (listed for the model and read with
+//! `mcp_read_resource`, see `resources.rs`). Listed when the server answers, and again when it
+//! says a list changed (`notifications/prompts/list_changed`,
+//! `notifications/resources/list_changed`, which lists the templates again too); a listing that
 //! fails keeps the last good list.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rmcp::model::{Prompt, Resource};
+use rmcp::model::{ErrorCode, Prompt, Resource, ResourceTemplate};
+use rmcp::service::ServiceError;
 use rmcp::service::{Peer, RoleClient};
 use tokio::sync::watch;
 
@@ -27,6 +29,8 @@ pub(crate) struct ServerOffers {
     pub(crate) server: String,
     pub(crate) prompts: Vec<Prompt>,
     pub(crate) resources: Vec<Resource>,
+    /// The URI templates of the resources it builds on demand (RFC 6570).
+    pub(crate) templates: Vec<ResourceTemplate>,
     /// The server declared the `resources` capability: it can be read from.
     pub(crate) reads: bool,
 }
@@ -137,14 +141,48 @@ impl Offers {
                 Ok(Err(error)) => return failed(error.to_string()),
                 Err(_) => return failed(format!("no answer within {}", human_duration(limit))),
             },
-            Which::Resources => match tokio::time::timeout(limit, peer.list_all_resources()).await {
-                Ok(Ok(resources)) => {
-                    self.update(server, |entry| entry.resources = resources);
-                    self.catalog.generation.send_modify(|generation| *generation += 1);
-                }
-                Ok(Err(error)) => return failed(error.to_string()),
-                Err(_) => return failed(format!("no answer within {}", human_duration(limit))),
-            },
+            Which::Resources => {
+                let listed = tokio::time::timeout(limit, peer.list_all_resources()).await;
+                // The templates' own listing: a server that has none may not know the method.
+                let templates = match tokio::time::timeout(limit, peer.list_all_resource_templates()).await {
+                    Ok(Ok(templates)) => Ok(Some(templates)),
+                    Ok(Err(ServiceError::McpError(error))) if error.code == ErrorCode::METHOD_NOT_FOUND => {
+                        Ok(Some(Vec::new()))
+                    }
+                    Ok(Err(error)) => Err(format!(
+                        "MCP server '{server}': its resource templates could not be listed: {error}"
+                    )),
+                    Err(_) => Err(format!(
+                        "MCP server '{server}': its resource templates could not be listed: no answer \
+                         within {}",
+                        human_duration(limit)
+                    )),
+                };
+                let (templates, template_problem) = match templates {
+                    Ok(templates) => (templates, None),
+                    Err(problem) => (None, Some(problem)),
+                };
+                let resources = match listed {
+                    Ok(Ok(resources)) => Ok(resources),
+                    Ok(Err(error)) => Err(error.to_string()),
+                    Err(_) => Err(format!("no answer within {}", human_duration(limit))),
+                };
+                let resource_problem = resources.as_ref().err().cloned();
+                self.update(server, |entry| {
+                    if let Ok(resources) = resources {
+                        entry.resources = resources;
+                    }
+                    if let Some(templates) = templates {
+                        entry.templates = templates;
+                    }
+                });
+                self.catalog.generation.send_modify(|generation| *generation += 1);
+                let problems: Vec<String> = [resource_problem.and_then(failed), template_problem]
+                    .into_iter()
+                    .flatten()
+                    .collect();
+                return (!problems.is_empty()).then(|| problems.join("; "));
+            }
         }
         None
     }

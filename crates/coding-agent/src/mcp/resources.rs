@@ -1,6 +1,8 @@
 //! MCP resources for the model: the tool `mcp_read_resource {server, uri}`, offered while a server
 //! that declares resources is up, whose description lists the servers' resources (name, URI,
-//! description; at most [`LISTED`], with a note when there are more). The list is in the tool's
+//! description) and resource templates (name, URI template, description), at most [`LISTED`] of
+//! each, with a note when there are more. A URI the model builds from a template is read like any
+//! other, within the same limits. The list is in the tool's
 //! description rather than the system prompt so that it comes and goes with the tool that reads
 //! it, and changes with it when a server's list does. `@server:uri` in a prompt is read with the
 //! same tool (see `session/mentions.rs`), and a `resource_link` in a tool result says how to read
@@ -21,7 +23,7 @@ use super::tool::OUTPUT_CAP;
 
 pub(crate) const READ_TOOL: &str = "mcp_read_resource";
 
-/// How many resources the tool's description lists, over all servers.
+/// How many resources, and how many templates, the tool's description lists, over all servers.
 const LISTED: usize = 50;
 /// How much of a resource's description the list shows.
 const DESCRIPTION_CHARS: usize = 160;
@@ -44,38 +46,41 @@ impl Reader {
         }
         let mut description = String::from(
             "Reads a resource of an MCP server: its text, or for binary data its type and size. \
-             Give the server's name and the resource's URI, from this list or from a resource link \
-             in a tool result.",
+             Give the server's name and the resource's URI: from the resources listed here, built \
+             from a resource template listed here (replace each {name} with a value), or from a \
+             resource link in a tool result.",
         );
-        let all: Vec<String> = offers
+        let resources: Vec<String> = offers
             .iter()
             .flat_map(|server| {
                 server.resources.iter().map(|resource| {
-                    let mut line = format!(
+                    let line = format!(
                         "\n- server '{}': {} <{}>",
                         server.server, resource.name, resource.uri
                     );
-                    if let Some(text) = resource.description.as_deref().filter(|d| !d.is_empty()) {
-                        let short: String = text.chars().take(DESCRIPTION_CHARS).collect();
-                        let more = if short.len() < text.len() { "…" } else { "" };
-                        line.push_str(&format!(": {}{more}", short.replace('\n', " ")));
-                    }
-                    line
+                    described(line, resource.description.as_deref())
                 })
             })
             .collect();
-        if !all.is_empty() {
-            description.push_str("\nResources:");
-            for line in all.iter().take(LISTED) {
-                description.push_str(line);
-            }
-            if all.len() > LISTED {
-                description.push_str(&format!(
-                    "\n({} more resources are not listed; a URI you know can still be read)",
-                    all.len() - LISTED
-                ));
-            }
-        }
+        list(&mut description, "Resources", "resources", &resources);
+        let templates: Vec<String> = offers
+            .iter()
+            .flat_map(|server| {
+                server.templates.iter().map(|template| {
+                    let line = format!(
+                        "\n- server '{}': {} <{}>",
+                        server.server, template.name, template.uri_template
+                    );
+                    described(line, template.description.as_deref())
+                })
+            })
+            .collect();
+        list(
+            &mut description,
+            "Resource templates (URI templates, RFC 6570)",
+            "resource templates",
+            &templates,
+        );
         Some(Arc::new(ReadResourceTool {
             reader: self.clone(),
             description,
@@ -217,6 +222,34 @@ pub(crate) async fn wait_answered(shared: &Shared, server: &str) -> Result<(), S
                 ));
             }
         }
+    }
+}
+
+/// `line` with the first [`DESCRIPTION_CHARS`] of `description`, if there is one.
+fn described(mut line: String, description: Option<&str>) -> String {
+    if let Some(text) = description.filter(|text| !text.is_empty()) {
+        let short: String = text.chars().take(DESCRIPTION_CHARS).collect();
+        let more = if short.len() < text.len() { "…" } else { "" };
+        line.push_str(&format!(": {}{more}", short.replace('\n', " ")));
+    }
+    line
+}
+
+/// Appends the `lines` under `heading` to `description`: at most [`LISTED`], with a note when
+/// there are more; nothing when there are none.
+fn list(description: &mut String, heading: &str, what: &str, lines: &[String]) {
+    if lines.is_empty() {
+        return;
+    }
+    description.push_str(&format!("\n{heading}:"));
+    for line in lines.iter().take(LISTED) {
+        description.push_str(line);
+    }
+    if lines.len() > LISTED {
+        description.push_str(&format!(
+            "\n({} more {what} are not listed; a URI you know can still be read)",
+            lines.len() - LISTED
+        ));
     }
 }
 

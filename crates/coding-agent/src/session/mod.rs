@@ -304,6 +304,16 @@ impl Session {
                     self.channels.emit(SessionEvent::Commands(self.hook_state()));
                     continue;
                 }
+                // Between operations too, what happens is told when it happens: an MCP server that
+                // answered, failed or changed its tools, and a server's question to the user.
+                Some(event) = self.channels.agent.recv() => {
+                    self.channels.emit(SessionEvent::Agent(event));
+                    continue;
+                }
+                Some(question) = self.channels.elicitations.recv() => {
+                    self.channels.elicitation(question);
+                    continue;
+                }
                 next = ops.recv() => match next {
                     Some(next) => next,
                     None => break,

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use elph_agent::tools::ProposedChange;
+use elph_agent::tools::{Overwrites, ProposedChange};
 use similar::{ChangeTag, TextDiff};
 
 /// Most diff lines kept for the question.
@@ -43,10 +43,18 @@ pub struct ChangePreview {
 /// project `project_dir`.
 pub(crate) fn preview(project_dir: &Path, change: &ProposedChange) -> ChangePreview {
     match change {
-        ProposedChange::Write { path, content } => {
-            let old = current_text(&project_dir.join(path)).unwrap_or_default();
-            diff(&old, content)
-        }
+        ProposedChange::Write {
+            path,
+            content,
+            overwrites,
+        } => match overwrites {
+            Overwrites::Text(old) => diff(old, content),
+            Overwrites::Nothing => diff("", content),
+            Overwrites::Unknown => {
+                let old = current_text(&project_dir.join(path)).unwrap_or_default();
+                diff(&old, content)
+            }
+        },
         ProposedChange::Edit {
             old_text, new_text, ..
         } => diff(old_text, new_text),
@@ -95,6 +103,7 @@ mod tests {
         ProposedChange::Write {
             path: path.into(),
             content: content.into(),
+            overwrites: Overwrites::Unknown,
         }
     }
 
@@ -136,5 +145,35 @@ mod tests {
         assert_eq!(preview.lines.len(), MAX_LINES);
         // The hunk header and 100 added lines, of which MAX_LINES - 1 are shown.
         assert_eq!(preview.more, 101 - MAX_LINES);
+    }
+
+    #[test]
+    fn a_reviewed_write_is_compared_with_what_the_review_read() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("notes.txt"),
+            "on disk
+",
+        )
+        .unwrap();
+        let change = ProposedChange::Write {
+            path: "notes.txt".into(),
+            content: "saved
+"
+            .into(),
+            overwrites: Overwrites::Text(
+                "in the buffer
+"
+                .into(),
+            ),
+        };
+        assert_eq!(
+            kinds(&preview(dir.path(), &change)),
+            [
+                (DiffKind::Hunk, "@@ -1 +1 @@"),
+                (DiffKind::Removed, "in the buffer"),
+                (DiffKind::Added, "saved")
+            ]
+        );
     }
 }

@@ -49,6 +49,14 @@ pub struct TestClient {
 impl TestClient {
     /// Connects over `transport` and initializes.
     pub async fn connect(transport: impl ConnectTo<Client> + 'static) -> TestClient {
+        Self::connect_initialized(transport, InitializeRequest::new(ProtocolVersion::V1)).await
+    }
+
+    /// Connects over `transport` and initializes with `initialize` (the client's capabilities).
+    pub async fn connect_initialized(
+        transport: impl ConnectTo<Client> + 'static,
+        initialize: InitializeRequest,
+    ) -> TestClient {
         let (updates_tx, updates) = mpsc::unbounded_channel();
         let (permissions_tx, permissions) = mpsc::unbounded_channel();
         let (cx_tx, cx_rx) = oneshot::channel();
@@ -80,13 +88,9 @@ impl TestClient {
         let cx = within("client connection", cx_rx)
             .await
             .expect("the client connected");
-        let init = within(
-            "initialize",
-            cx.send_request(InitializeRequest::new(ProtocolVersion::V1))
-                .block_task(),
-        )
-        .await
-        .expect("initialize answered");
+        let init = within("initialize", cx.send_request(initialize).block_task())
+            .await
+            .expect("initialize answered");
         TestClient {
             cx,
             init,
@@ -306,6 +310,16 @@ impl Setup {
 
     /// Starts an agent and connects a client to it over an in-memory pipe.
     pub async fn connect(&self, approval: ApprovalPolicy) -> (TestClient, JoinHandle<Result<(), Error>>) {
+        self.connect_with(approval, InitializeRequest::new(ProtocolVersion::V1))
+            .await
+    }
+
+    /// [`Setup::connect`], initializing with `initialize`.
+    pub async fn connect_with(
+        &self,
+        approval: ApprovalPolicy,
+        initialize: InitializeRequest,
+    ) -> (TestClient, JoinHandle<Result<(), Error>>) {
         let (client_end, agent_end) = tokio::io::duplex(1 << 16);
         let (agent_read, agent_write) = tokio::io::split(agent_end);
         let agent = tokio::spawn(coding_agent::acp::serve(
@@ -313,10 +327,10 @@ impl Setup {
             ByteStreams::new(agent_write.compat_write(), agent_read.compat()),
         ));
         let (client_read, client_write) = tokio::io::split(client_end);
-        let client = TestClient::connect(ByteStreams::new(
-            client_write.compat_write(),
-            client_read.compat(),
-        ))
+        let client = TestClient::connect_initialized(
+            ByteStreams::new(client_write.compat_write(), client_read.compat()),
+            initialize,
+        )
         .await;
         (client, agent)
     }

@@ -37,6 +37,17 @@ fn calls_titled<'a>(run: &'a Run, title: &str) -> Vec<&'a Value> {
         .collect()
 }
 
+/// The diff the editor reviews for tool call `id`: on the call itself (an edit's, known from its
+/// arguments), or in the first update that carries one (a write's, once its old text was read).
+fn reviewed_diff<'a>(run: &'a Run, id: &Value) -> &'a Value {
+    run.updates("tool_call")
+        .into_iter()
+        .chain(run.updates("tool_call_update"))
+        .filter(|update| &update["toolCallId"] == id)
+        .find_map(|update| update["content"].get(0).filter(|first| first["type"] == "diff"))
+        .unwrap_or_else(|| panic!("no diff for {id}"))
+}
+
 /// The last update of tool call `id`.
 fn last_update<'a>(run: &'a Run, id: &Value) -> &'a Value {
     run.updates("tool_call_update")
@@ -181,7 +192,9 @@ async fn file_tools_read_the_unsaved_buffer_and_write_through_the_editor_with_di
     let setup = Setup::new().await;
     let project = &setup.env.project;
     std::fs::write(project.join("notes.txt"), "disk text\n").unwrap();
+    std::fs::write(project.join("plan.txt"), "plan on disk\n").unwrap();
     let notes = project.join("notes.txt").display().to_string();
+    let plan = project.join("plan.txt").display().to_string();
     let new_file = project.join("docs/new.txt").display().to_string();
     setup.server.enqueue_all([
         FakeReply::tool_call("read_file", json!({"path": "notes.txt"})),
@@ -193,6 +206,10 @@ async fn file_tools_read_the_unsaved_buffer_and_write_through_the_editor_with_di
             "write_file",
             json!({"path": "docs/new.txt", "content": "fresh\n"}),
         ),
+        FakeReply::tool_call(
+            "write_file",
+            json!({"path": "plan.txt", "content": "plan rewritten\n"}),
+        ),
         FakeReply::text("done"),
     ]);
     let mut scenario = Scenario::new(&setup.env, ARGS)
@@ -202,7 +219,10 @@ async fn file_tools_read_the_unsaved_buffer_and_write_through_the_editor_with_di
         "protocolVersion": 1,
         "clientCapabilities": {"fs": {"readTextFile": true, "writeTextFile": true}}
     });
-    scenario.buffers = json!({ notes.clone(): "unsaved buffer text\n" });
+    scenario.buffers = json!({
+        notes.clone(): "unsaved buffer text\n",
+        plan.clone(): "plan in the buffer\n",
+    });
     let run = scenario.run().await;
     assert_eq!(run.ok(2)["stopReason"], "end_turn");
 
@@ -219,8 +239,9 @@ async fn file_tools_read_the_unsaved_buffer_and_write_through_the_editor_with_di
         .collect();
     assert_eq!(
         read_paths,
-        [&json!(notes), &json!(notes)],
-        "read_file, then edit_file"
+        [&json!(notes), &json!(notes), &json!(plan)],
+        "read_file, then edit_file, then what the write over plan.txt replaces (the new file is \
+         not asked for)"
     );
 
     // Both changes went to the editor, which keeps them in its buffers; nothing reached the disk.
@@ -239,7 +260,8 @@ async fn file_tools_read_the_unsaved_buffer_and_write_through_the_editor_with_di
         writes,
         [
             (notes.as_str(), "edited buffer text\n"),
-            (new_file.as_str(), "fresh\n")
+            (new_file.as_str(), "fresh\n"),
+            (plan.as_str(), "plan rewritten\n")
         ]
     );
     assert_eq!(
@@ -248,34 +270,117 @@ async fn file_tools_read_the_unsaved_buffer_and_write_through_the_editor_with_di
     );
     assert!(!project.join("docs/new.txt").exists());
 
-    // Each change carries its diff: on the call, in the approval question and after it ran.
+    // Each change carries its diff: an edit's on the call, a write's once what it replaces was
+    // read (from the editor's unsaved buffer: what the write really overwrites; a new file has no
+    // old text); the same in the approval question and after it ran.
     let edit = calls_titled(&run, "Edit notes.txt");
     assert_eq!(
         edit[0]["content"],
         json!([{"type": "diff", "path": notes, "oldText": "unsaved", "newText": "edited"}])
     );
     let write = calls_titled(&run, "Write docs/new.txt");
+    let rewrite = calls_titled(&run, "Write plan.txt");
+    for call in [write[0], rewrite[0]] {
+        assert!(
+            call["content"].as_array().is_none_or(Vec::is_empty),
+            "not before its old text is known: {call}"
+        );
+    }
     assert_eq!(
-        write[0]["content"],
-        json!([{"type": "diff", "path": new_file, "newText": "fresh\n"}])
+        reviewed_diff(&run, &write[0]["toolCallId"]),
+        &json!({"type": "diff", "path": new_file, "newText": "fresh\n"})
+    );
+    assert_eq!(
+        reviewed_diff(&run, &rewrite[0]["toolCallId"]),
+        &json!({
+            "type": "diff", "path": plan, "oldText": "plan in the buffer\n", "newText": "plan rewritten\n"
+        })
     );
     let questions = run.report["permissions"].as_array().unwrap();
-    assert_eq!(questions.len(), 2, "{questions:?}");
-    for (question, call) in questions.iter().zip([edit[0], write[0]]) {
+    assert_eq!(questions.len(), 3, "{questions:?}");
+    for (question, call) in questions.iter().zip([edit[0], write[0], rewrite[0]]) {
         assert_eq!(
-            question["toolCall"]["content"][0], call["content"][0],
+            &question["toolCall"]["content"][0],
+            reviewed_diff(&run, &call["toolCallId"]),
             "{question}"
         );
     }
-    for call in [edit[0], write[0]] {
+    for call in [edit[0], write[0], rewrite[0]] {
         let done = last_update(&run, &call["toolCallId"]);
         assert_eq!(done["status"], "completed", "{done}");
-        assert_eq!(done["content"][0], call["content"][0], "{done}");
+        assert_eq!(
+            &done["content"][0],
+            reviewed_diff(&run, &call["toolCallId"]),
+            "{done}"
+        );
         assert_eq!(
             done["content"][1]["type"], "content",
             "the result follows the diff: {done}"
         );
     }
+}
+
+/// Without the editor's file system, a write's old text is the file on disk; where the file
+/// policy would not let the model read without approval (outside the project, under
+/// `full-access`), nothing is read and the write has no diff rather than one that calls it new.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_shows_what_it_overwrites_on_disk_and_nothing_it_may_not_read() {
+    let setup = Setup::new().await;
+    let project = &setup.env.project;
+    std::fs::write(project.join("plan.txt"), "plan on disk\n").unwrap();
+    let plan = project.join("plan.txt").display().to_string();
+    let outside = setup.env.root.path().join("outside.txt");
+    std::fs::write(&outside, "a secret outside the project\n").unwrap();
+    setup.server.enqueue_all([
+        FakeReply::tool_call(
+            "write_file",
+            json!({"path": "plan.txt", "content": "plan rewritten\n"}),
+        ),
+        FakeReply::tool_call(
+            "write_file",
+            json!({"path": outside.display().to_string(), "content": "replaced\n"}),
+        ),
+        FakeReply::text("done"),
+    ]);
+    let args = ["acp", "--model", "fake/gpt-test", "--sandbox", "full-access"];
+    let run = Scenario::new(&setup.env, &args)
+        .step("session/new", session_params(&setup), Some("s"))
+        .step("session/prompt", prompt("rewrite them"), None)
+        .run()
+        .await;
+    assert_eq!(run.ok(2)["stopReason"], "end_turn");
+    let rewrite = calls_titled(&run, "Write plan.txt");
+    assert_eq!(
+        reviewed_diff(&run, &rewrite[0]["toolCallId"]),
+        &json!({
+            "type": "diff", "path": plan, "oldText": "plan on disk\n", "newText": "plan rewritten\n"
+        })
+    );
+    assert_eq!(
+        std::fs::read_to_string(project.join("plan.txt")).unwrap(),
+        "plan rewritten\n"
+    );
+    // Outside the project: written (full access, approved), but its old text was never read.
+    let title = format!("Write {}", outside.display());
+    let far = calls_titled(&run, &title);
+    let id = &far[0]["toolCallId"];
+    let wire = run
+        .wire
+        .iter()
+        .map(|line| line.message.to_string())
+        .collect::<String>();
+    assert!(!wire.contains("a secret outside the project"), "{wire}");
+    let diffs: Vec<&Value> = run
+        .updates("tool_call")
+        .into_iter()
+        .chain(run.updates("tool_call_update"))
+        .filter(|update| &update["toolCallId"] == id)
+        .flat_map(|update| update["content"].as_array().into_iter().flatten())
+        .filter(|content| content["type"] == "diff")
+        .collect();
+    assert_eq!(diffs, Vec::<&Value>::new());
+    assert_eq!(last_update(&run, id)["status"], "completed");
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "replaced\n");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -325,7 +430,15 @@ async fn the_file_policy_holds_in_front_of_the_editors_file_system() {
         .map(|write| write["path"].as_str().unwrap())
         .collect();
     assert_eq!(written, [project.join("ok.txt").display().to_string()]);
-    assert_eq!(run.report["reads"], json!([]));
+    // Nothing was read for the refused calls; the protected write's review read what it would
+    // replace (free to read: it is in the project), for the question's diff.
+    let reads: Vec<&Value> = run.report["reads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|read| &read["path"])
+        .collect();
+    assert_eq!(reads, [&json!(hooks.display().to_string())]);
     assert_eq!(std::fs::read_to_string(&hooks).unwrap(), "{\"hooks\": []}\n");
     assert_eq!(
         std::fs::read_to_string(outside.join("secret.txt")).unwrap(),
@@ -344,8 +457,13 @@ async fn the_file_policy_holds_in_front_of_the_editors_file_system() {
         .collect();
     assert_eq!(questions, ["Write .elph/hooks.json", "Write ok.txt"]);
     assert_eq!(
-        run.report["permissions"][0]["toolCall"]["content"][0]["type"],
-        "diff"
+        run.report["permissions"][0]["toolCall"]["content"][0],
+        json!({
+            "type": "diff",
+            "path": hooks.display().to_string(),
+            "oldText": "{\"hooks\": []}\n",
+            "newText": evil
+        })
     );
     let statuses: Vec<(String, String)> = run
         .updates("tool_call")

@@ -598,3 +598,122 @@ async fn an_acp_session_without_a_login_tells_the_editor_and_goes_on() {
     );
     finish(client, agent).await;
 }
+
+/// What `GET /mcp` with `token` gets: 405 for a token the server takes, 401 for one it refuses.
+async fn bearer_status(server: &OAuthServer, token: &str) -> u16 {
+    http_client()
+        .get(server.url())
+        .bearer_auth(token)
+        .send()
+        .await
+        .expect("the MCP endpoint answers")
+        .status()
+        .as_u16()
+}
+
+fn logout(env: &TestEnv, name: &str) -> Output {
+    env.command(&elph())
+        .args(["mcp", "logout", name])
+        .output()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn logout_revokes_the_refresh_then_the_access_token_and_a_failed_revocation_still_removes_them() {
+    let env = TestEnv::new();
+    let server = OAuthServer::start(&env, "oauth", &[]);
+    write_home_mcp(&env, "remote", &server.url());
+    let (output, _) = login(&env, "remote").await;
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let access = stored_access_token(&env, "remote");
+    let refresh = stored(&env)["servers"]["remote"]["credentials"]["token_response"]["refresh_token"]
+        .as_str()
+        .expect("a refresh token is stored")
+        .to_string();
+    assert_eq!(bearer_status(&server, &access).await, 405, "the token works");
+
+    let out = logout(&env, "remote");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains(
+            "Logged out of MCP server 'remote': its tokens were revoked at its authorization server and removed from"
+        ),
+        "{}",
+        text(&out.stdout)
+    );
+    // RFC 7009 at the endpoint the metadata names: the refresh token (which takes its grant's
+    // access token with it), then the access token, each with its hint.
+    let revoked: Vec<(Value, Value, Value)> = server
+        .events("revoke")
+        .into_iter()
+        .map(|event| {
+            (
+                event["hint"].clone(),
+                event["token"].clone(),
+                event["kind"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        revoked,
+        [
+            (json!("refresh_token"), json!(refresh), json!("refresh")),
+            (json!("access_token"), json!(access), json!("unknown")),
+        ]
+    );
+    assert_eq!(
+        bearer_status(&server, &access).await,
+        401,
+        "revoked at the server"
+    );
+    assert!(!credentials_file(&env).exists(), "and gone here");
+
+    // An authorization server whose revocation fails: the tokens are still removed here, and the
+    // logout says they may stay valid there.
+    let failing = OAuthServer::start(&env, "failing", &["--revocation-fails"]);
+    write_home_mcp(&env, "remote", &failing.url());
+    let (output, _) = login(&env, "remote").await;
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let access = stored_access_token(&env, "remote");
+    let out = logout(&env, "remote");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("Logged out of MCP server 'remote': its tokens were removed from"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert!(
+        text(&out.stderr).contains(
+            "elph: warning: the tokens of MCP server 'remote' could not be revoked at its authorization server"
+        ) && text(&out.stderr).contains("503")
+            && text(&out.stderr).contains("they stay valid there until they expire"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(
+        failing.events("revoke").len(),
+        1,
+        "it stopped at the first failure"
+    );
+    assert!(!credentials_file(&env).exists());
+    assert_eq!(bearer_status(&failing, &access).await, 405);
+    assert!(
+        !text(&out.stdout).contains(&access) && !text(&out.stderr).contains(&access),
+        "no token is printed"
+    );
+
+    // One that offers no revocation: removed here, and said so.
+    let plain = OAuthServer::start(&env, "plain", &["--no-revocation"]);
+    write_home_mcp(&env, "remote", &plain.url());
+    let (output, _) = login(&env, "remote").await;
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let out = logout(&env, "remote");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("Its authorization server offers no revocation"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert!(plain.events("revoke").is_empty());
+    assert!(!credentials_file(&env).exists());
+}

@@ -227,6 +227,70 @@ async fn the_model_reads_resources_with_the_tool_through_its_hooks() {
 }
 
 #[tokio::test]
+async fn resource_templates_are_listed_and_a_uri_built_from_one_is_read_within_the_limits() {
+    let env = TestEnv::new();
+    let evidence = Evidence::new(&env);
+    write_home_mcp(&env, &offering_server(&evidence));
+    let server = FakeModelServer::start(Wire::OpenAi).await;
+    server.enqueue(wait_for_servers());
+    server.enqueue(FakeReply::tool_call(
+        "mcp_read_resource",
+        json!({"server": "test", "uri": "test://sized/12"}),
+    ));
+    server.enqueue(FakeReply::tool_call(
+        "mcp_read_resource",
+        json!({"server": "test", "uri": "test://sized/100000"}),
+    ));
+    server.enqueue(FakeReply::text("read"));
+
+    let output = run_elph(&env, &server, &["read sized texts"]).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let requests = server.requests();
+    assert_eq!(requests.len(), 4, "{}", stderr(&output));
+    // Listed beside the resources, with the template and its description.
+    let read = tool(&requests[1], "mcp_read_resource").expect("the read tool is offered");
+    let description = read["function"]["description"].as_str().unwrap();
+    let (resources, templates) = description
+        .split_once("\nResource templates (URI templates, RFC 6570):")
+        .expect("the templates are listed");
+    assert!(
+        resources.contains("\nResources:\n- server 'test': readme <test://docs/readme>"),
+        "{description}"
+    );
+    assert_eq!(
+        templates,
+        "\n- server 'test': sized <test://sized/{bytes}>: a text of {bytes} x's"
+    );
+    assert!(
+        description.contains("built from a resource template listed here"),
+        "{description}"
+    );
+
+    // A URI built from the template is read by the same tool, and cut at the same limit.
+    let results = tool_messages(&requests[3]);
+    assert_eq!(results[0], "x".repeat(12));
+    assert!(
+        results[1].starts_with(&"x".repeat(65536))
+            && results[1].ends_with("[… 34464 more bytes cut: a resource is limited to 65536 bytes]"),
+        "{} bytes: {}",
+        results[1].len(),
+        results[1].trim_start_matches('x')
+    );
+    let reads: Vec<Value> = evidence
+        .calls()
+        .into_iter()
+        .filter(|call| call.get("read").is_some())
+        .collect();
+    assert_eq!(
+        reads,
+        [
+            json!({"read": "test://sized/12"}),
+            json!({"read": "test://sized/100000"})
+        ]
+    );
+}
+
+#[tokio::test]
 async fn a_pre_tool_use_hook_can_block_a_resource_read() {
     let env = TestEnv::new();
     env.trust_project();
@@ -337,6 +401,11 @@ async fn server_everything_prompts_run_as_commands_and_its_resources_are_read() 
         "mcp_everything__get-resource-links",
         json!({"count": 1}),
     ));
+    // A URI built from one of its resource templates.
+    server.enqueue(FakeReply::tool_call(
+        "mcp_read_resource",
+        json!({"server": "everything", "uri": "demo://resource/dynamic/text/7"}),
+    ));
     server.enqueue(FakeReply::text("done"));
     let output = run_elph(
         &env,
@@ -346,7 +415,7 @@ async fn server_everything_prompts_run_as_commands_and_its_resources_are_read() 
     .await;
     assert!(output.status.success(), "{}", stderr(&output));
     let requests = server.requests();
-    assert_eq!(requests.len(), 3, "{}", stderr(&output));
+    assert_eq!(requests.len(), 4, "{}", stderr(&output));
     let prompt = user_text(&requests[0]);
     assert!(
         prompt.contains(
@@ -362,7 +431,14 @@ async fn server_everything_prompts_run_as_commands_and_its_resources_are_read() 
         description.contains("<demo://resource/static/document/architecture.md>"),
         "{description}"
     );
-    let results = tool_messages(&requests[2]);
+    assert!(
+        description.contains(
+            "- server 'everything': Dynamic Text Resource <demo://resource/dynamic/text/{resourceId}>: \
+             Plaintext dynamic resource fabricated from the {resourceId} variable"
+        ),
+        "{description}"
+    );
+    let results = tool_messages(&requests[3]);
     assert!(
         results[0].starts_with("[resource demo://resource/dynamic/blob/1: ")
             && results[0].ends_with("bytes, not shown]"),
@@ -373,6 +449,11 @@ async fn server_everything_prompts_run_as_commands_and_its_resources_are_read() 
         results[1].contains("read it with mcp_read_resource"),
         "{}",
         results[1]
+    );
+    assert!(
+        results[2].starts_with("Resource 7: This is a plaintext resource created at"),
+        "{}",
+        results[2]
     );
 }
 

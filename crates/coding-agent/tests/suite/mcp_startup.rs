@@ -257,3 +257,35 @@ async fn an_mcp_tool_hook_whose_server_is_still_starting_when_its_timeout_runs_o
     );
     assert!(guard_calls(&evidence).is_empty());
 }
+
+/// A server that answers while the terminal UI waits for the user is shown at once, without a
+/// keypress: the session tells what happens between operations as it happens.
+#[test]
+fn the_terminal_ui_shows_a_server_that_answers_while_it_is_idle_at_once() {
+    use super::tui_pty_support::{Model, Tui};
+
+    let env = TestEnv::new();
+    let evidence = Evidence::new(&env);
+    let gate = env.evidence("gate");
+    write_home_mcp(
+        &env,
+        &evidence.server(json!({"env": {
+            "MCP_TEST_STARTED": evidence.started.display().to_string(),
+            "MCP_TEST_START_GATE": gate.display().to_string(),
+        }})),
+    );
+    env.trust_project();
+    let model = Model::start();
+    let mut tui = Tui::start(&env, &model, 24, 100);
+    tui.wait_idle();
+    assert!(
+        !tui.contents().contains("MCP server 'test' is ready"),
+        "{}",
+        tui.contents()
+    );
+    std::fs::write(&gate, "").unwrap();
+    tui.wait_for("MCP server 'test' is ready: 4 tools");
+    assert!(model.server.requests().is_empty(), "nothing was sent");
+    tui.send("/quit");
+    assert_eq!(tui.exit_code(), 0, "screen:\n{}", tui.contents());
+}

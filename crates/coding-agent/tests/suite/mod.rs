@@ -3,6 +3,7 @@ mod acp_binary;
 mod acp_edges;
 mod acp_mcp;
 mod acp_modes;
+mod acp_notices;
 mod acp_policy;
 mod acp_projects;
 mod acp_props;

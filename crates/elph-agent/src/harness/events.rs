@@ -45,6 +45,14 @@ pub enum AgentEvent {
         tool_name: String,
         input: Value,
     },
+    /// The change a call proposes to a file (`write_file`, `edit_file`), as the user reviews it:
+    /// after preToolUse hooks and the file policy, before approval. A `write_file`'s carries what
+    /// the file held ([`crate::tools::Overwrites`]).
+    ToolChangeProposed {
+        tool_call_id: String,
+        tool_name: String,
+        change: crate::tools::ProposedChange,
+    },
     /// Approval was asked (or refused for want of someone to ask).
     ApprovalNeeded {
         tool_call_id: String,

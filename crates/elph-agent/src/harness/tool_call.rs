@@ -15,7 +15,13 @@ use crate::hooks::events::pre_tool_use::{PreToolUse, PreToolUsePayload};
 use crate::hooks::reduce::Verdict;
 use crate::hooks::{HookEvent, HookPayload};
 use crate::messages::{ContentBlock, ToolCall};
-use crate::tools::{Call, ToolContext, ToolOutput};
+use crate::tools::{ProposedChange, ToolContext, ToolOutput};
+
+/// What an approval question shows of a call: its title and the change it proposes.
+struct Proposal {
+    title: String,
+    change: Option<ProposedChange>,
+}
 
 /// The result the model receives for one call.
 pub(super) struct ToolCallDone {
@@ -118,8 +124,25 @@ impl AgentHarness {
         if let Some(refusal) = access.refusal.clone() {
             return self.finish_call(call, ToolOutput::error(refusal), false, false);
         }
+        let ctx = ToolContext {
+            judged: Some(access.judged.clone()),
+            ..ctx.clone()
+        };
+        // The change to review, with what it replaces, read before anyone is asked about it.
+        let change = parsed.review(&ctx).await;
+        if let Some(change) = &change {
+            self.emit(AgentEvent::ToolChangeProposed {
+                tool_call_id: call.id.clone(),
+                tool_name: call.name.clone(),
+                change: change.clone(),
+            });
+        }
+        let proposal = Proposal {
+            title: parsed.title(),
+            change,
+        };
         let exact_call_approved = match self
-            .approve(call, &input, parsed.as_ref(), tool.mutates(), &access, hook_ask)
+            .approve(call, &input, proposal, tool.mutates(), &access, hook_ask)
             .await
         {
             Ok(approved) => approved,
@@ -127,8 +150,7 @@ impl AgentHarness {
         };
         let ctx = ToolContext {
             exact_call_approved,
-            judged: Some(access.judged.clone()),
-            ..ctx.clone()
+            ..ctx
         };
 
         self.emit(AgentEvent::ToolStarted {
@@ -147,7 +169,7 @@ impl AgentHarness {
         &mut self,
         call: &ToolCall,
         input: &Value,
-        parsed: &dyn Call,
+        proposal: Proposal,
         mutates: bool,
         access: &AccessVerdict,
         hook_ask: Option<Verdict>,
@@ -245,8 +267,8 @@ impl AgentHarness {
             tool_call_id: call.id.clone(),
             tool_name: call.name.clone(),
             input: input.clone(),
-            title: parsed.title(),
-            change: parsed.change(),
+            title: proposal.title,
+            change: proposal.change,
             reason: reason.clone(),
             offers_session: !per_call,
             suggested_rule,

@@ -387,4 +387,4 @@ mod typed;
 
 pub use editor::EditorFiles;
 pub use late::ToolSource;
-pub use typed::{Call, ProposedChange, TypedTool};
+pub use typed::{Call, Overwrites, ProposedChange, TypedTool};

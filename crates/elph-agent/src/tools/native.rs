@@ -120,7 +120,8 @@ mod tests {
             call.change(),
             Some(crate::tools::ProposedChange::Write {
                 path: "a.txt".into(),
-                content: "new".into()
+                content: "new".into(),
+                overwrites: crate::tools::Overwrites::Unknown,
             })
         );
         let grep = find("grep").unwrap();

@@ -53,9 +53,16 @@ pub trait TypedTool: Send + Sync {
     fn accesses(&self, _args: &Self::Args) -> Vec<PathAccess> {
         Vec::new()
     }
-    /// The change to a file the call proposes, shown with its approval question.
+    /// The change to a file the call proposes, from its arguments alone.
     fn change(&self, _args: &Self::Args) -> Option<ProposedChange> {
         None
+    }
+    /// The change as the user reviews it before the call runs (with its approval question, in an
+    /// editor's diff): [`TypedTool::change`] with what it replaces, read under the file policy
+    /// from where the call would write (`write_file` reads the file it overwrites). `ctx` holds the
+    /// locations the harness judged.
+    async fn review(&self, args: &Self::Args, _ctx: &ToolContext) -> Option<ProposedChange> {
+        self.change(args)
     }
     /// Runs the call; a failure is an `is_error` output, never a panic.
     async fn run(&self, args: Self::Args, ctx: &ToolContext) -> ToolOutput;
@@ -71,6 +78,8 @@ pub enum ProposedChange {
         path: String,
         /// The whole new content.
         content: String,
+        /// What the file held before, when the call's review read it.
+        overwrites: Overwrites,
     },
     /// `old_text` in the file at `path` becomes `new_text`.
     Edit {
@@ -81,6 +90,19 @@ pub enum ProposedChange {
         /// What replaces it.
         new_text: String,
     },
+}
+
+/// What a `write_file` call replaces, as its review found it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase", tag = "state", content = "text")]
+pub enum Overwrites {
+    /// Not known: the change was not reviewed, or the file is not text the model may read
+    /// without approval (outside the project and the other free-read roots), or it is too large.
+    Unknown,
+    /// Nothing: the file does not exist, the call creates it.
+    Nothing,
+    /// This text: the file's, or the editor's unsaved buffer when the editor reads files.
+    Text(String),
 }
 
 impl ProposedChange {
@@ -101,6 +123,8 @@ pub trait Call: Send + Sync {
     fn accesses(&self) -> Vec<PathAccess>;
     /// [`TypedTool::change`] of these arguments.
     fn change(&self) -> Option<ProposedChange>;
+    /// [`TypedTool::review`] of these arguments.
+    async fn review(&self, ctx: &ToolContext) -> Option<ProposedChange>;
     /// Runs the call with these arguments.
     async fn run(self: Box<Self>, ctx: &ToolContext) -> ToolOutput;
 }
@@ -123,6 +147,10 @@ impl<T: TypedTool> Call for Parsed<'_, T> {
 
     fn change(&self) -> Option<ProposedChange> {
         self.tool.change(&self.args)
+    }
+
+    async fn review(&self, ctx: &ToolContext) -> Option<ProposedChange> {
+        self.tool.review(&self.args, ctx).await
     }
 
     async fn run(self: Box<Self>, ctx: &ToolContext) -> ToolOutput {

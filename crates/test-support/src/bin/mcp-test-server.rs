@@ -19,7 +19,8 @@
 //!   `notifications/prompts/list_changed` (with `MCP_TEST_SLOW_RELIST_MS`, the listings after
 //!   that take that long to answer);
 //! - resources `test://docs/readme` (text) and `test://data/blob` (300 bytes of binary);
-//!   `link {}` returns a `resource_link` to the readme.
+//!   `link {}` returns a `resource_link` to the readme;
+//! - the resource template `test://sized/{bytes}`: a text of that many `x`.
 //!
 //! It speaks the MCP revisions up to 2025-11-25 (it answers `server/discover` with the error
 //! that names them, as a server of those revisions built on rmcp does); with `MCP_TEST_2026=1`
@@ -32,7 +33,9 @@
 //! - `MCP_TEST_CALLS`: each call appends one JSON line `{"tool", "arguments"}` before it does anything
 //!   (`prompts/get` and `resources/read` too, as `{"prompt", "arguments"}` and `{"read"}`);
 //! - `MCP_TEST_GRANDCHILD=1`: on start, a `sleep 300` is left running in the server's process group,
-//!   so that a test can see the whole group stopped, not only the server.
+//!   so that a test can see the whole group stopped, not only the server;
+//! - `MCP_TEST_START_GATE`: the server answers nothing (not even `initialize`) until this file
+//!   exists, so a test decides when it becomes ready.
 #![forbid(unsafe_code)]
 #![allow(
     clippy::unwrap_used,
@@ -86,6 +89,8 @@ struct AddPromptArgs {
 const README_URI: &str = "test://docs/readme";
 const README_TEXT: &str = "The readme of the test server: MCP-RESOURCE-TEXT";
 const BLOB_URI: &str = "test://data/blob";
+const SIZED_TEMPLATE: &str = "test://sized/{bytes}";
+const SIZED_PREFIX: &str = "test://sized/";
 
 #[derive(Default)]
 struct ListState {
@@ -386,6 +391,17 @@ impl ServerHandler for TestServer {
         .unwrap())
     }
 
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourceTemplatesResult, McpError> {
+        Ok(serde_json::from_value(json!({"resourceTemplates": [
+            {"uriTemplate": SIZED_TEMPLATE, "name": "sized", "description": "a text of {bytes} x's", "mimeType": "text/plain"}
+        ]}))
+        .unwrap())
+    }
+
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
@@ -398,9 +414,13 @@ impl ServerHandler for TestServer {
             BLOB_URI => {
                 json!([{"uri": BLOB_URI, "mimeType": "application/octet-stream", "blob": "AAEC".repeat(100)}])
             }
-            other => {
-                return Err(McpError::resource_not_found(format!("no resource {other}"), None));
-            }
+            other => match other
+                .strip_prefix(SIZED_PREFIX)
+                .and_then(|n| n.parse::<usize>().ok())
+            {
+                Some(bytes) => json!([{"uri": other, "mimeType": "text/plain", "text": "x".repeat(bytes)}]),
+                None => return Err(McpError::resource_not_found(format!("no resource {other}"), None)),
+            },
         };
         Ok(ReadResourceResponse::Complete(
             serde_json::from_value(json!({"contents": contents})).unwrap(),
@@ -438,9 +458,24 @@ async fn main() {
             .expect("spawn the grandchild");
         std::mem::forget(helper);
     }
+    if let Some(gate) = std::env::var_os("MCP_TEST_START_GATE") {
+        wait_for_gate(std::path::Path::new(&gate)).await;
+    }
     let service = TestServer::new()
         .serve(rmcp::transport::io::stdio_pipes())
         .await
         .expect("MCP initialization");
     let _ = service.waiting().await;
+}
+
+/// Waits until `gate` exists, so a test decides when the server answers; gives up (exit 4) after
+/// two minutes.
+async fn wait_for_gate(gate: &std::path::Path) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    while !gate.exists() {
+        if std::time::Instant::now() > deadline {
+            std::process::exit(4);
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }

@@ -61,7 +61,7 @@ pub(crate) enum LoginError {
 
 /// Whether a token may be sent to `url`: https, or plain http to a loopback address (OAuth 2.1
 /// §1.5 allows it there, and it is what a local server uses).
-fn secure_enough(url: &reqwest::Url) -> bool {
+pub(super) fn secure_enough(url: &reqwest::Url) -> bool {
     match url.scheme() {
         "https" => true,
         "http" => {

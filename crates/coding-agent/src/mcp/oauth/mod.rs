@@ -9,6 +9,7 @@
 //! - [`store`]: where the tokens live (a 0600 file under CONFIG_DIR, bound to the server's URL);
 //! - [`http`]: Elph's HTTP client for the OAuth requests (its TLS set-up);
 //! - [`login`] and [`callback`]: `elph mcp login NAME`, with the loopback redirect;
+//! - [`revoke`]: `elph mcp logout NAME` revokes the tokens (RFC 7009) where the server offers it;
 //! - [`connect_http`]: a server's HTTP connection, sending its stored token, and "run
 //!   `elph mcp login NAME`" when the server asks for a login.
 //!
@@ -18,6 +19,7 @@
 pub(crate) mod callback;
 pub(crate) mod http;
 pub(crate) mod login;
+pub(crate) mod revoke;
 pub mod store;
 
 use std::collections::{BTreeMap, HashMap};

@@ -151,6 +151,15 @@ impl CredentialsFile {
         }
     }
 
+    /// What is stored for `name`, whatever its URL: the URL it was issued for, and the credentials.
+    pub(crate) fn entry(&self, name: &str) -> Result<Option<(String, StoredCredentials)>, CredentialsError> {
+        let mut contents = self.read()?;
+        Ok(contents
+            .servers
+            .remove(name)
+            .map(|entry| (entry.url, entry.credentials)))
+    }
+
     /// Whether anything is stored for `name` (whatever its URL).
     pub fn has(&self, name: &str) -> Result<bool, CredentialsError> {
         Ok(self.read()?.servers.contains_key(name))

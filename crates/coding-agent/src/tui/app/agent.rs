@@ -203,6 +203,8 @@ impl App {
                     tool.input = input;
                 }
             }
+            // The approval question carries the same change, with its diff.
+            AgentEvent::ToolChangeProposed { .. } => {}
             AgentEvent::ApprovalNeeded { tool_call_id, .. } => {
                 if let Some(tool) = self.tool_mut(&tool_call_id) {
                     tool.state = ToolState::Approval;

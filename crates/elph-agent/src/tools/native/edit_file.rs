@@ -135,7 +135,7 @@ impl TypedTool for EditFile {
 }
 
 /// The whole file at `place`, if it is a regular file.
-fn read_all(place: &Place) -> std::io::Result<Vec<u8>> {
+pub(super) fn read_all(place: &Place) -> std::io::Result<Vec<u8>> {
     use std::io::Read as _;
     let mut file = match beneath::open_regular(place) {
         Ok(file) => file,

@@ -5,7 +5,11 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::{beneath, paths};
-use crate::tools::{PathAccess, ProposedChange, ToolContext, ToolKind, ToolOutput, TypedTool};
+use crate::policy::ReadAccess;
+use crate::tools::{Overwrites, PathAccess, ProposedChange, ToolContext, ToolKind, ToolOutput, TypedTool};
+
+/// The largest file whose text a review shows as what a write replaces.
+const MAX_REVIEWED_BYTES: usize = 1024 * 1024;
 
 pub struct WriteFile;
 
@@ -53,6 +57,15 @@ impl TypedTool for WriteFile {
         Some(ProposedChange::Write {
             path: args.path.clone(),
             content: args.content.clone(),
+            overwrites: Overwrites::Unknown,
+        })
+    }
+
+    async fn review(&self, args: &Args, ctx: &ToolContext) -> Option<ProposedChange> {
+        Some(ProposedChange::Write {
+            path: args.path.clone(),
+            content: args.content.clone(),
+            overwrites: overwritten(ctx, &args.path).await,
         })
     }
 
@@ -84,6 +97,37 @@ impl TypedTool for WriteFile {
     }
 }
 
+/// What a write to `shown` would replace, read from the source the write goes to: the editor's
+/// buffer when the editor reads files, else the disk. Only what the model could read without
+/// approval is read (the file policy's free reads): anything else is `Unknown`, as is a file that
+/// is not UTF-8 text of at most [`MAX_REVIEWED_BYTES`]. A file missing on disk is `Nothing`, as
+/// the write itself counts it (it says "Created").
+async fn overwritten(ctx: &ToolContext, shown: &str) -> Overwrites {
+    let Ok(place) = paths::place_for_read(ctx, "write_file", shown) else {
+        return Overwrites::Unknown;
+    };
+    if ctx.policy.read_access(place.real()) != ReadAccess::Free {
+        return Overwrites::Unknown;
+    }
+    match std::fs::symlink_metadata(place.real()) {
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Overwrites::Nothing,
+        Ok(metadata) if metadata.is_file() && metadata.len() <= MAX_REVIEWED_BYTES as u64 => {}
+        Ok(_) | Err(_) => return Overwrites::Unknown,
+    }
+    let text = match ctx.editor.as_ref().filter(|editor| editor.reads()) {
+        Some(editor) => editor.read_text(place.real()).await.ok(),
+        None => tokio::task::spawn_blocking(move || super::edit_file::read_all(&place))
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .and_then(|bytes| String::from_utf8(bytes).ok()),
+    };
+    match text {
+        Some(text) if text.len() <= MAX_REVIEWED_BYTES => Overwrites::Text(text),
+        Some(_) | None => Overwrites::Unknown,
+    }
+}
+
 /// What the model and the front end are told once the file is written.
 fn wrote(args: &Args, existed: bool) -> ToolOutput {
     let bytes = args.content.len();
@@ -93,4 +137,33 @@ fn wrote(args: &Args, existed: bool) -> ToolOutput {
         "bytes": bytes,
         "created": !existed,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_review_reads_what_the_write_replaces_only_where_the_model_may_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = dir.path().join("project");
+        std::fs::create_dir_all(&project).unwrap();
+        std::fs::write(project.join("old.txt"), "before\n").unwrap();
+        std::fs::write(project.join("bytes.bin"), [0xff, 0xfe, 0x00]).unwrap();
+        let outside = dir.path().join("outside.txt");
+        std::fs::write(&outside, "not the project's\n").unwrap();
+        let ctx = ToolContext::new(project.canonicalize().unwrap());
+        assert_eq!(
+            overwritten(&ctx, "old.txt").await,
+            Overwrites::Text("before\n".into())
+        );
+        assert_eq!(overwritten(&ctx, "new/file.txt").await, Overwrites::Nothing);
+        assert_eq!(overwritten(&ctx, "bytes.bin").await, Overwrites::Unknown);
+        assert_eq!(
+            overwritten(&ctx, &outside.display().to_string()).await,
+            Overwrites::Unknown,
+            "outside the free reads: not read"
+        );
+        assert_eq!(overwritten(&ctx, ".").await, Overwrites::Unknown);
+    }
 }
