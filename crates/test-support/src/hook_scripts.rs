@@ -174,8 +174,10 @@ pub fn trivial_hook_binary() -> PathBuf {
     test_support_binary("trivial-hook")
 }
 
-/// A binary of this crate, in the same target folder and profile as the running test, built with
-/// cargo first when it is not there yet.
+/// A binary of this crate, in the same target folder and profile as the running test, as the
+/// sources are now: `cargo test --workspace` builds this crate's binaries only as test harnesses,
+/// so a binary left in the target folder by an earlier build may predate a change its tests rely
+/// on. Each test process asks cargo once to bring them up to date (a no-op when they are).
 pub fn test_support_binary(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("current_exe");
     // target/PROFILE/deps/NAME-HASH
@@ -183,23 +185,27 @@ pub fn test_support_binary(name: &str) -> PathBuf {
         .parent()
         .and_then(Path::parent)
         .expect("the test binary lives in target/PROFILE/deps");
+    static BUILT: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    let built = BUILT.get_or_init(|| build_binaries(profile_dir));
     let binary = profile_dir.join(name);
-    if binary.is_file() {
-        return binary;
+    match built {
+        Ok(()) => {}
+        // Without cargo (a test binary run by another user, say) the binaries built before are
+        // used; a build that ran and failed is never papered over.
+        Err(error) if error.starts_with("cannot run cargo") && binary.is_file() => {}
+        Err(error) => panic!("{error}"),
     }
+    assert!(binary.is_file(), "{} was not built", binary.display());
+    binary
+}
+
+/// `cargo build -p test-support --bins` into the running test's target folder and profile.
+fn build_binaries(profile_dir: &Path) -> Result<(), String> {
     let target_dir = profile_dir.parent().expect("target folder");
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut command = std::process::Command::new(cargo);
     command
-        .args([
-            "build",
-            "--quiet",
-            "-p",
-            "test-support",
-            "--bin",
-            name,
-            "--target-dir",
-        ])
+        .args(["build", "--quiet", "-p", "test-support", "--bins", "--target-dir"])
         .arg(target_dir);
     match profile_dir.file_name().and_then(|profile| profile.to_str()) {
         Some("debug") | None => {}
@@ -212,10 +218,14 @@ pub fn test_support_binary(name: &str) -> PathBuf {
     }
     let status = command
         .status()
-        .unwrap_or_else(|err| panic!("run cargo to build {name}: {err}"));
-    assert!(status.success(), "cargo build of {name} failed");
-    assert!(binary.is_file(), "{} was not built", binary.display());
-    binary
+        .map_err(|err| format!("cannot run cargo to build the test-support binaries: {err}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "cargo build of the test-support binaries failed ({status})"
+        ))
+    }
 }
 
 #[cfg(test)]
