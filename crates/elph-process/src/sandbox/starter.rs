@@ -432,33 +432,10 @@ fn exit(code: c_int) -> ! {
 
 #[cfg(test)]
 mod tests {
-    use std::ffi::{OsStr, OsString};
-    use std::path::Path;
     use std::time::{Duration, Instant};
 
-    use crate::process::{CaptureMode, EXIT_GRACE, Leftovers, RunOutput, RunSpec, Stdin, run};
     use crate::sandbox::SandboxPolicy;
-
-    async fn sandboxed(policy: &SandboxPolicy, script: &str, project: &Path) -> RunOutput {
-        let env: Vec<(OsString, OsString)> = vec![("PATH".into(), "/usr/bin:/bin".into())];
-        let args = [OsStr::new("-c"), OsStr::new(script)];
-        let spec = RunSpec {
-            program: Path::new("/bin/sh"),
-            args: &args,
-            cwd: project,
-            env: &env,
-            stdin: Stdin::Null,
-            stdout: CaptureMode::HeadTail(4096, 4096),
-            stderr: CaptureMode::HeadTail(4096, 4096),
-            timeout: Duration::from_secs(30),
-            grace: EXIT_GRACE,
-            leftovers: Leftovers::Leave,
-            sandbox: Some(policy),
-        };
-        tokio::time::timeout(Duration::from_secs(60), run(&spec))
-            .await
-            .expect("the run ended within the test deadline")
-    }
+    use crate::sandbox::pid_namespace::tests::sandboxed;
 
     fn starters(policy: &SandboxPolicy) -> Vec<i32> {
         crate::sandbox::confine::starter_pids(policy.watch.id())

@@ -121,7 +121,7 @@ fn exit(code: libc::c_int) -> ! {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use std::ffi::{OsStr, OsString};
     use std::path::Path;
     use std::time::Duration;
@@ -157,7 +157,11 @@ mod tests {
     }
 
     /// `script` in the session of `policy` (its namespaces are the session's).
-    async fn sandboxed(policy: &SandboxPolicy, script: &str, project: &Path) -> RunOutput {
+    pub(in crate::sandbox) async fn sandboxed(
+        policy: &SandboxPolicy,
+        script: &str,
+        project: &Path,
+    ) -> RunOutput {
         sandboxed_program(policy, Path::new("/bin/sh"), script, project).await
     }
 
