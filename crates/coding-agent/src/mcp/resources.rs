@@ -54,11 +54,12 @@ impl Reader {
             .iter()
             .flat_map(|server| {
                 server.resources.iter().map(|resource| {
-                    let line = format!(
-                        "\n- server '{}': {} <{}>",
-                        server.server, resource.name, resource.uri
-                    );
-                    described(line, resource.description.as_deref())
+                    entry(
+                        &server.server,
+                        &resource.name,
+                        &resource.uri,
+                        resource.description.as_deref(),
+                    )
                 })
             })
             .collect();
@@ -67,11 +68,12 @@ impl Reader {
             .iter()
             .flat_map(|server| {
                 server.templates.iter().map(|template| {
-                    let line = format!(
-                        "\n- server '{}': {} <{}>",
-                        server.server, template.name, template.uri_template
-                    );
-                    described(line, template.description.as_deref())
+                    entry(
+                        &server.server,
+                        &template.name,
+                        &template.uri_template,
+                        template.description.as_deref(),
+                    )
                 })
             })
             .collect();
@@ -226,6 +228,11 @@ pub(crate) async fn wait_answered(shared: &Shared, server: &str) -> Result<(), S
 }
 
 /// `line` with the first [`DESCRIPTION_CHARS`] of `description`, if there is one.
+/// One listed resource or template: its server, name and URI (or URI template), described.
+fn entry(server: &str, name: &str, uri: &str, description: Option<&str>) -> String {
+    described(format!("\n- server '{server}': {name} <{uri}>"), description)
+}
+
 fn described(mut line: String, description: Option<&str>) -> String {
     if let Some(text) = description.filter(|text| !text.is_empty()) {
         let short: String = text.chars().take(DESCRIPTION_CHARS).collect();
