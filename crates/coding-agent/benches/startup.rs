@@ -7,7 +7,8 @@
 //!   costs on the way to the first request);
 //! - the peak resident set (getrusage of the child, via test-support's `peak-rss`) of an `elph run`
 //!   that makes one tool call, against `elph --version` (the binary's floor) and `curl`'s POST
-//!   (target: ≤ 20 MB).
+//!   (target: ≤ 20 MB), each binary run from a fresh copy so that page-cache state does not
+//!   favour one of them.
 //!
 //! `cargo bench -p coding-agent --bench startup`. divan prints each benchmark; then an interleaved
 //! measurement prints the ratios. Needs `curl` on PATH.
@@ -298,6 +299,12 @@ fn curl_post_spawn_to_first_request_byte(bencher: divan::Bencher) {
     });
 }
 
+/// `binary` copied to `to` (executable), so its whole file is in the page cache.
+fn fresh_copy(binary: &Path, to: &Path) -> PathBuf {
+    std::fs::copy(binary, to).unwrap_or_else(|err| panic!("copy {}: {err}", binary.display()));
+    to.to_path_buf()
+}
+
 /// Peak resident set of one command in KiB, measured by test-support's `peak-rss`.
 fn peak_rss_kib(command: Command, out: &Path) -> u64 {
     let program = command.get_program().to_owned();
@@ -432,16 +439,23 @@ fn summary() {
     let tools = Server::start(true);
     let plain = Server::start(false);
     let out = home.root.join("peak-rss.txt");
+    // Each binary is measured from a fresh copy: the kernel maps cached neighbours around each
+    // code page fault, so a binary whose file is only partly in the page cache (an older build,
+    // say) would show less resident code than the same binary freshly written.
+    let elph = fresh_copy(&startup.elph, &home.root.join("elph-under-test"));
+    let other_elph = other
+        .as_ref()
+        .map(|other| fresh_copy(&other.elph, &other_home.root.join("elph-other")));
     let (mut run, mut version, mut curl_rss) = (Vec::new(), Vec::new(), Vec::new());
     let (mut other_run, mut other_version) = (Vec::new(), Vec::new());
     for _ in 0..9 {
-        run.push(peak_rss_kib(one_tool_run(&startup.elph, &home, &tools), &out));
-        let mut v = home.elph_run(&startup.elph, &["--version"], &plain);
+        run.push(peak_rss_kib(one_tool_run(&elph, &home, &tools), &out));
+        let mut v = home.elph_run(&elph, &["--version"], &plain);
         v.stdout(Stdio::null());
         version.push(peak_rss_kib(v, &out));
-        if let Some(other) = &other {
-            other_run.push(peak_rss_kib(one_tool_run(&other.elph, &other_home, &tools), &out));
-            let mut v = other_home.elph_run(&other.elph, &["--version"], &plain);
+        if let Some(other_elph) = &other_elph {
+            other_run.push(peak_rss_kib(one_tool_run(other_elph, &other_home, &tools), &out));
+            let mut v = other_home.elph_run(other_elph, &["--version"], &plain);
             v.stdout(Stdio::null());
             other_version.push(peak_rss_kib(v, &out));
         }
