@@ -523,4 +523,55 @@ mod tests {
         );
         assert!(starters(&policy).is_empty());
     }
+
+    /// Tried as an attacker in a sandboxed command would, who knows the starter's number (it shares
+    /// Elph's memory and descriptors): it can neither signal it nor read its environment, memory or
+    /// descriptors, nor trace it; the starter goes on serving the session.
+    #[tokio::test]
+    async fn a_sandboxed_command_that_knows_the_starters_number_cannot_reach_it() {
+        if !crate::sandbox::landlock_support().available() || !crate::sandbox::mount_namespaces_available() {
+            eprintln!("skipped: no Landlock or no mount namespace on this system");
+            return;
+        }
+        if std::env::var_os("ELPH_SPAWN").is_some_and(|value| value == "fork") {
+            eprintln!("skipped: ELPH_SPAWN=fork starts every child through a fork, without a starter");
+            return;
+        }
+        let project = tempfile::tempdir().unwrap();
+        let policy = SandboxPolicy::workspace(project.path());
+        let out = sandboxed(&policy, "echo first", project.path()).await;
+        assert_eq!(out.exit_code, Some(0), "{out:?}");
+        let starter = starters(&policy)[0];
+        let script = format!(
+            "for s in KILL STOP TERM; do kill -$s {starter} 2>/dev/null && echo signalled-$s; done; \
+             head -c 300 /proc/{starter}/environ 2>/dev/null && echo read-environ; \
+             head -c 16 /proc/{starter}/mem 2>/dev/null && echo read-mem; \
+             ls /proc/{starter}/fd 2>/dev/null && echo listed-fds; \
+             head -c 300 /proc/{starter}/cmdline 2>/dev/null && echo read-cmdline; \
+             echo tried"
+        );
+        let out = sandboxed(&policy, &script, project.path()).await;
+        let said = out.stdout.render();
+        assert!(said.ends_with("tried\n"), "{out:?}");
+        for reached in [
+            "signalled",
+            "read-environ",
+            "read-mem",
+            "listed-fds",
+            "read-cmdline",
+        ] {
+            assert!(!said.contains(reached), "the command {reached}: {said}");
+        }
+        assert!(!said.contains("PATH=") && !said.contains("HOME="), "{said}");
+        assert!(is_starter(starter), "the starter still runs");
+        assert_eq!(
+            status_field(starter, "State:").map(|state| state.starts_with('T')),
+            Some(false),
+            "the starter is not stopped"
+        );
+        let out = sandboxed(&policy, "echo after", project.path()).await;
+        assert_eq!(out.stdout.render(), "after\n", "{out:?}");
+        assert_eq!(starters(&policy), vec![starter], "the same starter served it");
+        let _ = policy.end_session();
+    }
 }
