@@ -44,4 +44,6 @@ pub use group::{ProcessGroup, kill_running_groups};
 pub use run::{CHUNK, EXIT_GRACE, Leftovers, RunOutput, RunSpec, Stdin, Stream, WaitError, run};
 pub use spawn::{Input, Output, SpawnSpec, describe_spawn_error, spawn};
 pub(crate) use spawn::{Started, spawn_holder};
-pub(crate) use vfork::{StreamKind, c_string, clone_shared, environment, lead_session_with_streams, stream};
+pub(crate) use vfork::{
+    StreamKind, c_string, clone_shared, default_handlers, environment, lead_session_with_streams, stream,
+};

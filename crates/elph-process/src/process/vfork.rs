@@ -235,28 +235,14 @@ extern "C" fn child_main(arg: *mut c_void) -> c_int {
 /// Runs the steps before exec; returns only when one failed, with its errno.
 fn run_steps(prepared: &Prepared) -> c_int {
     let errno = || io::Error::last_os_error().raw_os_error().unwrap_or(libc::EINVAL);
-    // SAFETY: every call below is a plain system call on prepared, NUL-terminated data or on
-    // stack values; none allocates, takes a lock or unwinds.
-    unsafe {
-        let mut default: libc::sigaction = std::mem::zeroed();
-        default.sa_sigaction = libc::SIG_DFL;
-        for signal in 1..libc::SIGRTMAX() {
-            let mut current: libc::sigaction = std::mem::zeroed();
-            if libc::sigaction(signal, std::ptr::null(), &mut current) != 0 {
-                continue;
-            }
-            let handled = current.sa_sigaction != libc::SIG_DFL && current.sa_sigaction != libc::SIG_IGN;
-            if handled || signal == libc::SIGPIPE {
-                libc::sigaction(signal, &default, std::ptr::null_mut());
-            }
-        }
-    }
+    default_handlers();
     // SAFETY: the watcher's pipe stays open in Elph (a static) while children start.
     let watcher = (prepared.watcher >= 0).then(|| unsafe { BorrowedFd::borrow_raw(prepared.watcher) });
     if let Err(errno) = lead_session_with_streams(watcher, &prepared.stdio) {
         return errno;
     }
-    // SAFETY: as above.
+    // SAFETY: every call below is a plain system call on prepared, NUL-terminated data or on
+    // stack values; none allocates, takes a lock or unwinds.
     unsafe {
         if libc::chdir(prepared.cwd) == -1 {
             return errno();
@@ -306,6 +292,29 @@ pub(crate) fn lead_session_with_streams(
         }
     }
     Ok(())
+}
+
+/// Every signal with a handler back to its default, SIGPIPE too (Rust ignores it): a handler of
+/// Elph's must not run in a child that shares its memory. A view's starter does it once for every
+/// command it creates.
+#[expect(unsafe_code, reason = "sigaction(2) on stack data")]
+pub(crate) fn default_handlers() {
+    // SAFETY: sigaction(2) on zeroed structs on this stack; SIG_DFL runs no code; nothing here
+    // allocates, takes a lock or unwinds.
+    unsafe {
+        let mut default: libc::sigaction = std::mem::zeroed();
+        default.sa_sigaction = libc::SIG_DFL;
+        for signal in 1..libc::SIGRTMAX() {
+            let mut current: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(signal, std::ptr::null(), &mut current) != 0 {
+                continue;
+            }
+            let handled = current.sa_sigaction != libc::SIG_DFL && current.sa_sigaction != libc::SIG_IGN;
+            if handled || signal == libc::SIGPIPE {
+                libc::sigaction(signal, &default, std::ptr::null_mut());
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -221,7 +221,7 @@ extern "C" fn command_main(arg: *mut c_void) -> c_int {
     let prepared = unsafe { &*arg.cast::<Prepared<'_>>() };
     // The view's starter reset its handlers once, and its children inherit its.
     if !prepared.by_starter {
-        default_handlers();
+        crate::process::default_handlers();
     }
     let errno = run_steps(prepared);
     prepared
@@ -275,28 +275,6 @@ fn run_steps(prepared: &Prepared<'_>) -> c_int {
         .failed
         .store(KIND_EXEC | u64::from(error.cast_unsigned()), Ordering::Release);
     exit(127)
-}
-
-/// Every signal with a handler back to its default, SIGPIPE too (Rust ignores it): a handler of
-/// Elph's must not run in a child that shares its memory. The view's starter does it once for
-/// every command it creates.
-#[expect(unsafe_code, reason = "sigaction(2) on stack data")]
-pub(super) fn default_handlers() {
-    // SAFETY: sigaction(2) on zeroed structs on this stack; SIG_DFL runs no code.
-    unsafe {
-        let mut default: libc::sigaction = std::mem::zeroed();
-        default.sa_sigaction = libc::SIG_DFL;
-        for signal in 1..libc::SIGRTMAX() {
-            let mut current: libc::sigaction = std::mem::zeroed();
-            if libc::sigaction(signal, std::ptr::null(), &mut current) != 0 {
-                continue;
-            }
-            let handled = current.sa_sigaction != libc::SIG_DFL && current.sa_sigaction != libc::SIG_IGN;
-            if handled || signal == libc::SIGPIPE {
-                libc::sigaction(signal, &default, std::ptr::null_mut());
-            }
-        }
-    }
 }
 
 #[expect(unsafe_code, reason = "_exit(2): nothing of Elph's may run in its clone")]

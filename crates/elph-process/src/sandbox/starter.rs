@@ -320,7 +320,7 @@ fn set_up(mailbox: &Mailbox) -> io::Result<()> {
     if unsafe { libc::getppid() } != mailbox.elph {
         return Err(io::Error::from_raw_os_error(libc::ESRCH));
     }
-    super::start::default_handlers();
+    crate::process::default_handlers();
     let first = mailbox.setup.load(Ordering::Acquire);
     // SAFETY: the first command's confinement, alive and unchanged while the thread that made
     // the starter waits for `READY`, before which this is its only use.
