@@ -9,6 +9,10 @@
 //! - `elicitation/create`: the server asks the user for input (see [`super::elicitation`]).
 //! - `notifications/prompts/list_changed`, `notifications/resources/list_changed`: the server's
 //!   prompts (commands) or resources are listed again in the session's [`Offers`], the same way.
+//!
+//! A server of MCP 2026-07-28 sends its list changes only on the stream Elph opens with
+//! `subscriptions/listen` (see [`listen_for_changes`]), where they are followed
+//! through the same [`ToolRefresh`] and [`Listener`].
 // Roots are deprecated by SEP-2577 (MCP 2026-07-28), but the 2025-11-25 revision, which every
 // server speaks today, has them.
 #![expect(deprecated, reason = "roots are still part of MCP 2025-11-25")]
@@ -21,9 +25,9 @@ use rmcp::ClientHandler;
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, Implementation, ListRootsResult,
-    ProtocolVersion, Root, RootsCapabilities,
+    ProtocolVersion, Root, RootsCapabilities, ServerNotification, SubscriptionFilter,
 };
-use rmcp::service::{NotificationContext, RequestContext, RoleClient};
+use rmcp::service::{NotificationContext, Peer, RequestContext, RoleClient};
 use tokio::sync::watch;
 
 use super::elicitation::{Elicitations, ServerDesk};
@@ -36,6 +40,17 @@ pub(crate) struct Listener {
     pub(crate) offers: Arc<Offers>,
     /// The server's `timeoutMs`: a listing takes no longer.
     pub(crate) limit: Duration,
+}
+
+impl Listener {
+    /// Lists `which` of the server again into the session's [`Offers`] (prompts: the commands;
+    /// resources: the read tool's list); a listing that fails keeps the last good list.
+    pub(crate) async fn relist(&self, which: Which, peer: &Peer<RoleClient>) {
+        let problem = self.offers.refresh(&self.server, peer, which, self.limit).await;
+        if let Some(problem) = problem {
+            tracing::warn!(server = %self.server, %problem, "mcp list_changed");
+        }
+    }
 }
 
 /// The client of one server's connection.
@@ -89,13 +104,7 @@ impl ElphClient {
             // answer until this listing is in (`ToolRefresh::settled`), so the front end hears
             // of the new prompts before the turn that made them ends.
             let _relisting = self.tools_changed.relisting();
-            let problem = listener
-                .offers
-                .refresh(&listener.server, &context.peer, which, listener.limit)
-                .await;
-            if let Some(problem) = problem {
-                tracing::warn!(server = %listener.server, %problem, "mcp list_changed");
-            }
+            listener.relist(which, &context.peer).await;
         }
     }
 
@@ -154,6 +163,90 @@ impl ClientHandler for ElphClient {
     async fn on_resource_list_changed(&self, context: NotificationContext<RoleClient>) {
         self.relist(Which::Resources, context).await;
     }
+}
+
+/// On MCP 2026-07-28 a server's list changes come only to a client that listens for them
+/// (`subscriptions/listen`); on earlier revisions the server sends them unasked, to
+/// [`ElphClient`]. Either way they are followed alike: tools through the same [`ToolRefresh`],
+/// prompts and resources through the same [`Listener`]. Listens on `peer` (server `server`, whose
+/// `timeoutMs` is `limit`) for the lists it says can change; nothing on an earlier revision.
+pub(crate) async fn listen_for_changes(
+    server: &str,
+    peer: &Peer<RoleClient>,
+    refresh: Arc<ToolRefresh>,
+    listener: Option<Listener>,
+    limit: Duration,
+) {
+    let Some(info) = peer.peer_info() else {
+        return;
+    };
+    if info.protocol_version.has_initialize() {
+        return;
+    }
+    let capabilities = &info.capabilities;
+    let tools = capabilities
+        .tools
+        .as_ref()
+        .is_some_and(|tools| tools.list_changed == Some(true));
+    // Prompts and resources are followed only where they are offered to the session.
+    let prompts = listener.is_some()
+        && capabilities
+            .prompts
+            .as_ref()
+            .is_some_and(|prompts| prompts.list_changed == Some(true));
+    let resources = listener.is_some()
+        && capabilities
+            .resources
+            .as_ref()
+            .is_some_and(|resources| resources.list_changed == Some(true));
+    if !(tools || prompts || resources) {
+        return;
+    }
+    let mut filter = SubscriptionFilter::builder();
+    if tools {
+        filter = filter.tools_list_changed();
+    }
+    if prompts {
+        filter = filter.prompts_list_changed();
+    }
+    if resources {
+        filter = filter.resources_list_changed();
+    }
+    let mut subscription = match tokio::time::timeout(limit, peer.listen(filter.build())).await {
+        Ok(Ok(subscription)) => subscription,
+        Ok(Err(error)) => {
+            tracing::warn!(%server, %error, "mcp subscriptions/listen");
+            return;
+        }
+        Err(_) => {
+            tracing::warn!(%server, "mcp subscriptions/listen: no answer");
+            return;
+        }
+    };
+    let peer = peer.clone();
+    tokio::spawn(async move {
+        while let Ok(Some(notification)) = subscription.next().await {
+            let which = match notification {
+                ServerNotification::ToolListChangedNotification(_) => {
+                    refresh.request();
+                    continue;
+                }
+                ServerNotification::PromptListChangedNotification(_) => Which::Prompts,
+                ServerNotification::ResourceListChangedNotification(_) => Which::Resources,
+                _ => continue,
+            };
+            if let Some(listener) = &listener {
+                // Counted before the listing starts (not in its task), so that a call that
+                // announced the change and returns now waits for it.
+                let relisting = refresh.relisting();
+                let (listener, peer) = (listener.clone(), peer.clone());
+                tokio::spawn(async move {
+                    listener.relist(which, &peer).await;
+                    drop(relisting);
+                });
+            }
+        }
+    });
 }
 
 /// The server said its tools changed: how many times it did, and up to which of those its tools

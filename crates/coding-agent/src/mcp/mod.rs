@@ -13,6 +13,9 @@
 //! - **Calls**: each within the server's `timeoutMs` (default 60 s). A crash, a closed connection
 //!   or a timeout gives the model an error result that names the server and the cause; the turn
 //!   never waits on a dead or hung server. A cancelled call cancels the request.
+//! - **Exit**: a stdio server whose process ends by itself, during a call or between calls, is
+//!   down for the rest of the session: its tools, prompts and resources leave the session and a
+//!   notice says so when it happens (`ended.rs`).
 //! - **Stop**: [`McpManager::stop`] (also on drop) closes each connection, gives a stdio server a
 //!   moment to exit, then kills its whole process group.
 //!
@@ -24,6 +27,7 @@ pub(crate) mod catalog;
 mod client;
 pub(crate) mod config;
 pub mod elicitation;
+mod ended;
 pub(crate) mod expand;
 pub mod file;
 pub mod import;
@@ -480,6 +484,12 @@ async fn start_one(
                 server.clone(),
                 tools.clone(),
                 runtime.clone(),
+                events.clone(),
+            ));
+            runtime.spawn(ended::follow_exit(
+                server.clone(),
+                tools.clone(),
+                offers.clone(),
                 events.clone(),
             ));
             diagnostics

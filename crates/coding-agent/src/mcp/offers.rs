@@ -92,6 +92,14 @@ impl Offers {
         change(&mut servers[index]);
     }
 
+    /// The server is gone: its prompts stop being commands and its resources leave the read
+    /// tool's list.
+    pub(crate) fn forget(&self, server: &str) {
+        self.lock().retain(|entry| entry.server != server);
+        self.prompts.send_modify(|generation| *generation += 1);
+        self.catalog.generation.send_modify(|generation| *generation += 1);
+    }
+
     /// Lists what a server that just answered offers, as its capabilities say it does. The
     /// problems, one line each (the lists that could not be read stay empty).
     pub(crate) async fn on_ready(

@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 
 use super::offers::ServerOffers;
 use super::resources::{READ_TOOL, blob_size, cut_to, link_hint};
+use super::server::CallError;
 use crate::workflows::WorkflowCommand;
 use crate::workflows::prompts::split_arguments;
 
@@ -91,32 +92,27 @@ impl super::McpManager {
                     )));
                 };
                 let arguments = arguments(&command, spec, &rest)?;
-                // Through the service, not the peer: a 2026-07-28 server may ask for roots or the
-                // user's input first ("input required"), which is answered before it asks again.
-                let service = found
-                    .service()
-                    .await
-                    .map_err(|error| failed(super::tool::describe_error(&server, &prompt, &error)))?;
-                let answer =
-                    tokio::time::timeout(limit, service.get_prompt(request(&prompt, arguments))).await;
-                let response = match answer {
-                    Ok(Ok(response)) => response,
-                    Ok(Err(rmcp::service::ServiceError::McpError(error))) => {
-                        return Err(failed(format!(
-                            "the MCP server '{server}' refused it: {}",
-                            error.message
-                        )));
+                // Through the server's connection as a call goes: a 2026-07-28 server may ask
+                // for roots or the user's input first ("input required"), which is answered
+                // before it is asked again.
+                let response = match found.get_prompt(request(&prompt, arguments)).await {
+                    Ok(response) => response,
+                    Err(CallError::Rejected(message)) => {
+                        return Err(failed(format!("the MCP server '{server}' refused it: {message}")));
                     }
-                    Ok(Err(error)) => {
-                        return Err(failed(format!(
-                            "the MCP server '{server}' did not answer: {error}"
-                        )));
-                    }
-                    Err(_) => {
+                    Err(CallError::TimedOut(limit)) => {
                         return Err(failed(format!(
                             "the MCP server '{server}' did not answer within {}",
                             super::server::human_duration(limit)
                         )));
+                    }
+                    Err(CallError::Died(reason)) => {
+                        return Err(failed(format!(
+                            "the MCP server '{server}' stopped while it gave the prompt: {reason}"
+                        )));
+                    }
+                    Err(error) => {
+                        return Err(failed(super::tool::describe_error(&server, &prompt, &error)));
                     }
                 };
                 let text = render(&server, response);

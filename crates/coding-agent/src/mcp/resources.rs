@@ -12,13 +12,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use elph_agent::tools::{Tool, ToolContext, ToolOutput, TypedTool};
-use rmcp::model::{ReadResourceRequestParams, ReadResourceResponse, ResourceContents};
-use rmcp::service::ServiceError;
+use rmcp::model::{ReadResourceRequestParams, ResourceContents};
 use serde_json::json;
 
 use super::catalog::{Shared, Status};
 use super::offers::Offers;
-use super::server::{McpServer, human_duration};
+use super::server::{CallError, McpServer, human_duration};
 use super::tool::OUTPUT_CAP;
 
 pub(crate) const READ_TOOL: &str = "mcp_read_resource";
@@ -112,30 +111,26 @@ impl Reader {
         if !self.offers.server(server).is_some_and(|offers| offers.reads) {
             return Err(format!("MCP server '{server}' offers no resources"));
         }
-        let peer = found
-            .peer()
-            .await
-            .map_err(|error| super::tool::describe_error(server, READ_TOOL, &error))?;
-        let limit = found.definition.timeout;
-        let request = peer.read_resource_once(ReadResourceRequestParams::new(uri));
-        let result = match tokio::time::timeout(limit, request).await {
-            Ok(Ok(ReadResourceResponse::Complete(result))) => result,
-            Ok(Ok(_)) => {
-                return Err(format!(
-                    "MCP server '{server}' asks for more input before it gives {uri}, which Elph cannot give"
-                ));
+        // Through the server's connection as a call goes: a 2026-07-28 server may ask for its
+        // roots or the user's input first ("input required"), which is answered before it is
+        // asked again; the time the user takes does not count against the server's timeout.
+        let result = match found.read_resource(ReadResourceRequestParams::new(uri)).await {
+            Ok(result) => result,
+            Err(CallError::Rejected(message)) => {
+                return Err(format!("MCP server '{server}' could not read {uri}: {message}"));
             }
-            Ok(Err(ServiceError::McpError(error))) => {
-                return Err(format!(
-                    "MCP server '{server}' could not read {uri}: {}",
-                    error.message
-                ));
-            }
-            Ok(Err(error)) => return Err(format!("MCP server '{server}' did not read {uri}: {error}")),
-            Err(_) => {
+            Err(CallError::TimedOut(limit)) => {
                 return Err(format!(
                     "MCP server '{server}' did not answer the read of {uri} within {}",
                     human_duration(limit)
+                ));
+            }
+            Err(CallError::Down(reason)) => {
+                return Err(format!("MCP server '{server}' is not available: {reason}"));
+            }
+            Err(CallError::Died(reason)) => {
+                return Err(format!(
+                    "MCP server '{server}' stopped during the read of {uri}: {reason}"
                 ));
             }
         };

@@ -5,17 +5,19 @@
 //! A call never hangs the turn: it ends with the server's answer, with the call's timeout (the
 //! request is then cancelled with `notifications/cancelled`, and the server keeps running), or
 //! with the server's death (the stdio child exited, or the connection closed), whichever comes
-//! first. A server that died stays down for the rest of the session, and its tools say so.
+//! first. A server that died stays down for the rest of the session; a stdio server's exit is
+//! noticed when it happens, between calls too (see `ended.rs`).
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, JsonObject, ProtocolVersion, ServerNotification,
-    SubscriptionFilter, Tool as McpToolSpec,
+    CallToolRequestParams, CallToolResult, GetPromptRequestParams, GetPromptResult, JsonObject,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResult, Tool as McpToolSpec,
 };
 use rmcp::service::{ClientServiceExt as _, Peer, RoleClient, RunningService, ServiceError};
 use rmcp::transport::async_rw::AsyncRwTransport;
@@ -88,6 +90,11 @@ pub struct McpServer {
     desk: Arc<super::elicitation::ServerDesk>,
     /// Where the server's prompt and resource list changes go.
     listener: Option<Listener>,
+    /// Whether something follows the process's exit ([`Self::ended`]), and whether it has told
+    /// the session that the server is gone ([`Self::told_gone`]): a call the server died in
+    /// returns after that, so the model's next request no longer offers its tools.
+    followed: AtomicBool,
+    told: watch::Sender<bool>,
 }
 
 /// `message`, followed by the last lines the server wrote to stderr, if any.
@@ -144,6 +151,8 @@ impl McpServer {
             )),
             desk: super::elicitation::ServerDesk::new(),
             listener: None,
+            followed: AtomicBool::new(false),
+            told: watch::channel(false).0,
         }
     }
 
@@ -158,19 +167,6 @@ impl McpServer {
         let slot = self.connection.lock().await;
         match (&*slot, self.state()) {
             (Some(connection), ServerState::Running { .. }) => Ok(connection.peer.clone()),
-            (_, ServerState::Failed { reason } | ServerState::Stopped { reason }) => {
-                Err(CallError::Down(reason))
-            }
-            _ => Err(CallError::Down("it is not running".into())),
-        }
-    }
-
-    /// The live connection, for requests that a 2026-07-28 server may answer with "input
-    /// required" (a prompt): it answers the server's questions and asks again.
-    pub(crate) async fn service(&self) -> Result<Arc<RunningService<RoleClient, ElphClient>>, CallError> {
-        let slot = self.connection.lock().await;
-        match (slot.as_ref().and_then(|c| c.service.clone()), self.state()) {
-            (Some(service), ServerState::Running { .. }) => Ok(service),
             (_, ServerState::Failed { reason } | ServerState::Stopped { reason }) => {
                 Err(CallError::Down(reason))
             }
@@ -330,7 +326,14 @@ impl McpServer {
             }
         };
         let peer = service.peer().clone();
-        self.listen_for_tool_changes(&peer).await;
+        super::client::listen_for_changes(
+            self.name(),
+            &peer,
+            self.tool_refresh.clone(),
+            self.listener.clone(),
+            self.definition.timeout,
+        )
+        .await;
         let tools = tokio::select! {
             biased;
             tools = peer.list_all_tools() => match tools {
@@ -372,40 +375,46 @@ impl McpServer {
             })
     }
 
-    /// On MCP 2026-07-28 a server's list changes come only to a client that listens for them
-    /// (`subscriptions/listen`); on earlier revisions the server sends them unasked, to
-    /// [`ElphClient`]. Either way they reach the same [`ToolRefresh`].
-    async fn listen_for_tool_changes(&self, peer: &Peer<RoleClient>) {
-        let Some(info) = peer.peer_info() else {
-            return;
-        };
-        let announces = info
-            .capabilities
-            .tools
-            .as_ref()
-            .is_some_and(|tools| tools.list_changed == Some(true));
-        if info.protocol_version.has_initialize() || !announces {
-            return;
-        }
-        let filter = SubscriptionFilter::builder().tools_list_changed().build();
-        match tokio::time::timeout(self.definition.timeout, peer.listen(filter)).await {
-            Ok(Ok(mut subscription)) => {
-                let refresh = self.tool_refresh.clone();
-                tokio::spawn(async move {
-                    while let Ok(Some(notification)) = subscription.next().await {
-                        if matches!(notification, ServerNotification::ToolListChangedNotification(_)) {
-                            refresh.request();
-                        }
-                    }
-                });
-            }
-            Ok(Err(error)) => tracing::warn!(server = %self.name(), %error, "mcp subscriptions/listen"),
-            Err(_) => tracing::warn!(server = %self.name(), "mcp subscriptions/listen: no answer"),
-        }
-    }
-
     /// Calls `tool` with `arguments` under the server's timeout.
     pub async fn call(&self, tool: &str, arguments: JsonObject) -> Result<CallToolResult, CallError> {
+        let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
+        let result = self
+            .request(move |service| async move { service.call_tool(params).await })
+            .await?;
+        self.after_list_changes(self.definition.timeout).await;
+        Ok(result)
+    }
+
+    /// Reads a resource, answering the server's questions first when it asks (MCP 2026-07-28's
+    /// "input required": its roots, or the user's input), under the server's timeout.
+    pub(crate) async fn read_resource(
+        &self,
+        params: ReadResourceRequestParams,
+    ) -> Result<ReadResourceResult, CallError> {
+        self.request(move |service| async move { service.read_resource(params).await })
+            .await
+    }
+
+    /// Gets a prompt, answering the server's questions first when it asks, under the server's
+    /// timeout.
+    pub(crate) async fn get_prompt(
+        &self,
+        params: GetPromptRequestParams,
+    ) -> Result<GetPromptResult, CallError> {
+        self.request(move |service| async move { service.get_prompt(params).await })
+            .await
+    }
+
+    /// Sends one request through the live connection: within the server's `timeoutMs`, not
+    /// counting the time the user takes to answer one of the server's questions, and ended by
+    /// the server's death. It goes through the service, not the peer: on MCP 2026-07-28 the
+    /// service answers the server's "input required" results through [`ElphClient`] and asks
+    /// again.
+    async fn request<T, F, Fut>(&self, send: F) -> Result<T, CallError>
+    where
+        F: FnOnce(Arc<RunningService<RoleClient, ElphClient>>) -> Fut,
+        Fut: std::future::Future<Output = Result<T, ServiceError>>,
+    {
         let (service, exit, stderr) = {
             let slot = self.connection.lock().await;
             match (&*slot, self.state()) {
@@ -423,19 +432,15 @@ impl McpServer {
         let Some(service) = service else {
             return Err(CallError::Down("it is not running".into()));
         };
-        let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
         let timeout = self.definition.timeout;
-        // Dropping the call future (on timeout, or when the turn is cancelled) makes rmcp send
-        // `notifications/cancelled` for the request. The time the user takes to answer one of the
-        // server's questions does not count against the timeout.
+        // Dropping the request's future (on timeout, or when the turn is cancelled) makes rmcp
+        // send `notifications/cancelled` for it. A question the server asks meanwhile belongs to
+        // this request: it is withdrawn when the request ends.
         let _call = self.desk.call();
         let failure = tokio::select! {
             biased;
-            result = self.desk.within(timeout, service.call_tool(params)) => match result {
-                Some(Ok(result)) => {
-                    self.after_list_changes(timeout).await;
-                    return Ok(result);
-                }
+            result = self.desk.within(timeout, send(service)) => match result {
+                Some(Ok(result)) => return Ok(result),
                 Some(Err(ServiceError::McpError(error))) => {
                     return Err(CallError::Rejected(error.message.to_string()));
                 }
@@ -455,8 +460,39 @@ impl McpServer {
             None => failure,
         };
         let reason = explain(format!("it {how}"), &stderr).await;
-        self.fail(&reason).await;
+        self.fail(format!("it stopped during a call ({reason})")).await;
+        let failed = matches!(self.state(), ServerState::Failed { .. });
+        if failed && self.followed.load(Ordering::SeqCst) {
+            // 5 s: the follower reads the server's last words first (at most 1 s), and a loaded
+            // machine may schedule it late.
+            let mut told = self.told.subscribe();
+            let _ = tokio::time::timeout(Duration::from_secs(5), told.wait_for(|told| *told)).await;
+        }
         Err(CallError::Died(reason))
+    }
+
+    /// Waits until the stdio server's process ends, for the session to say so at once rather
+    /// than at the server's next call. `None` when Elph stopped it (the session ended, the
+    /// project stopped being trusted) or it has no process (an HTTP server). Otherwise the server
+    /// is down from then on, and the answer says how it ended: the reason it is down (a call that
+    /// noticed first has given the more exact one).
+    pub(crate) async fn ended(&self) -> Option<String> {
+        let (exit, stderr) = {
+            let slot = self.connection.lock().await;
+            let connection = slot.as_ref()?;
+            (connection.exit.clone()?, connection.stderr.clone())
+        };
+        self.followed.store(true, Ordering::SeqCst);
+        let how = exited(exit).await;
+        if matches!(self.state(), ServerState::Stopped { .. }) {
+            return None;
+        }
+        self.fail(explain(format!("it {how}"), &stderr).await).await;
+        match self.state() {
+            ServerState::Failed { reason } => Some(reason),
+            // Stopped by Elph while its last words were read.
+            _ => None,
+        }
     }
 
     /// A tool that changes the server's tool list says so before it answers: its answer waits
@@ -469,15 +505,24 @@ impl McpServer {
         let _ = tokio::time::timeout(limit, self.tool_refresh.settled()).await;
     }
 
-    async fn fail(&self, reason: &str) {
-        let connection = self.connection.lock().await.take();
-        self.set_state(ServerState::Failed {
-            reason: format!(
-                "it stopped during an earlier call and is not restarted in this session ({reason})"
-            ),
-        });
+    /// The session has been told that the server is gone (after [`Self::ended`]).
+    pub(crate) fn told_gone(&self) {
+        self.told.send_replace(true);
+    }
+
+    /// Takes the server down for the rest of the session with `reason`, unless it is down
+    /// already (then the first reason stays): the connection is dropped, which kills what is
+    /// left of its group.
+    async fn fail(&self, reason: String) {
+        let connection = {
+            let mut slot = self.connection.lock().await;
+            if !matches!(self.state(), ServerState::Running { .. }) {
+                return;
+            }
+            self.set_state(ServerState::Failed { reason });
+            slot.take()
+        };
         lock(&self.pgid).take();
-        // Dropping the connection closes the transport and kills what is left of the group.
         drop(connection);
     }
 

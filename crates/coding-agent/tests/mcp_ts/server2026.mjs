@@ -17,9 +17,19 @@
 //                   "colour: VALUE", or "ACTION" when the user did not accept
 //   add_tool {}     registers `late {text}` (answers "late: TEXT"); the SDK then sends
 //                   notifications/tools/list_changed to listening clients
+//   change_offers {} registers the prompt `late` (the user message "The late prompt."), disables
+//                   the prompt `where`, and registers the resource `ts://late` ("late resource
+//                   text"); the SDK then sends notifications/prompts/list_changed and
+//                   notifications/resources/list_changed to listening clients
 // Prompt:
 //   where           asks for the client's roots (input-required) and answers with the user
 //                   message "Work in URI." for the first
+// Resources:
+//   ts://where      asks for the client's roots (input-required) before it gives its text,
+//                   "Resource for URI." for the first
+//   ts://colour     asks the user for a colour (form elicitation, input-required) before it gives
+//                   its text, "resource colour: VALUE", or "resource ACTION" when the user did
+//                   not accept
 
 import { appendFileSync } from "node:fs";
 import { join } from "node:path";
@@ -36,7 +46,6 @@ const note = (line) => appendFileSync(evidencePath, JSON.stringify(line) + "\n")
 const servers = [];
 const build = () => {
   const server = new McpServer({ name: "ts-sdk-v2-server", version: "2.0.0" });
-  servers.push(server);
   server.registerTool(
     "echo",
     { description: "Returns the text it is given.", inputSchema: z.object({ text: z.string() }) },
@@ -72,7 +81,7 @@ const build = () => {
       return { content: [{ type: "text", text }] };
     },
   );
-  server.registerPrompt(
+  const wherePrompt = server.registerPrompt(
     "where",
     { description: "Says where to work." },
     async (ctx) => {
@@ -84,11 +93,67 @@ const build = () => {
       return { messages: [{ role: "user", content: { type: "text", text } }] };
     },
   );
+  server.registerResource(
+    "where",
+    "ts://where",
+    { description: "Where the client works (asks for its roots first).", mimeType: "text/plain" },
+    async (uri, ctx) => {
+      const answer = inputResponse(ctx.mcpReq.inputResponses, "roots");
+      if (answer.kind !== "roots") {
+        return inputRequired({ inputRequests: { roots: inputRequired.listRoots() } });
+      }
+      const text = `Resource for ${answer.roots[0]?.uri}.`;
+      return { contents: [{ uri: uri.href, mimeType: "text/plain", text }] };
+    },
+  );
+  server.registerResource(
+    "colour",
+    "ts://colour",
+    { description: "A colour the user picks (asks the user first).", mimeType: "text/plain" },
+    async (uri, ctx) => {
+      const answer = inputResponse(ctx.mcpReq.inputResponses, "colour");
+      if (answer.kind !== "elicit") {
+        return inputRequired({
+          inputRequests: {
+            colour: inputRequired.elicit({
+              message: "Which colour for the resource?",
+              requestedSchema: z.object({ colour: z.string() }),
+            }),
+          },
+        });
+      }
+      const text = answer.action === "accept"
+        ? `resource colour: ${answer.content?.colour}`
+        : `resource ${answer.action}`;
+      return { contents: [{ uri: uri.href, mimeType: "text/plain", text }] };
+    },
+  );
+  server.registerTool(
+    "change_offers",
+    { description: "Adds the prompt `late` and the resource ts://late, disables the prompt `where`.", inputSchema: z.object({}) },
+    async () => {
+      for (const each of servers) {
+        each.server.registerPrompt(
+          "late",
+          { description: "A prompt added late." },
+          async () => ({ messages: [{ role: "user", content: { type: "text", text: "The late prompt." } }] }),
+        );
+        each.wherePrompt.disable();
+        each.server.registerResource(
+          "late",
+          "ts://late",
+          { description: "A resource added late.", mimeType: "text/plain" },
+          async (uri) => ({ contents: [{ uri: uri.href, mimeType: "text/plain", text: "late resource text" }] }),
+        );
+      }
+      return { content: [{ type: "text", text: "changed" }] };
+    },
+  );
   server.registerTool(
     "add_tool",
     { description: "Adds the tool `late`.", inputSchema: z.object({}) },
     async () => {
-      for (const each of servers) {
+      for (const { server: each } of servers) {
         each.registerTool(
           "late",
           { description: "Answers late: TEXT.", inputSchema: z.object({ text: z.string() }) },
@@ -98,6 +163,7 @@ const build = () => {
       return { content: [{ type: "text", text: "added" }] };
     },
   );
+  servers.push({ server, wherePrompt });
   return server;
 };
 

@@ -276,10 +276,6 @@ async fn a_server_that_crashes_mid_call_gives_a_clear_error_and_the_run_complete
     let server = FakeModelServer::start(Wire::OpenAi).await;
     server.enqueue(wait_for_servers());
     server.enqueue(FakeReply::tool_call("mcp_test__crash", json!({})));
-    server.enqueue(FakeReply::tool_call(
-        "mcp_test__echo",
-        json!({"text": "anyone there?"}),
-    ));
     server.enqueue(FakeReply::text("recovered"));
 
     let started = Instant::now();
@@ -299,8 +295,25 @@ async fn a_server_that_crashes_mid_call_gives_a_clear_error_and_the_run_complete
         crashed.contains("crashing on purpose"),
         "the server's stderr is shown: {crashed}"
     );
-    let after = &tool_messages(&requests[3])[1];
-    assert!(after.contains("MCP server 'test' is not available"), "{after}");
+    // The server stays down: the next request no longer offers its tools and says why, and the
+    // user is told.
+    let offered = tool_names(&requests[2]);
+    assert!(
+        !offered.iter().any(|name| name.starts_with("mcp_test__")),
+        "{offered:?}"
+    );
+    let system = requests[2]["messages"][0]["content"].as_str().unwrap_or_default();
+    assert!(
+        system.contains("- 'test' is not available in this session: ")
+            && system.contains("exited with status 3"),
+        "{system}"
+    );
+    let said = stderr(&output);
+    assert!(
+        said.contains("MCP server 'test' stopped running: ")
+            && said.contains("Its tools, prompts and resources are no longer offered in this session"),
+        "{said}"
+    );
     assert_eq!(evidence.calls().len(), 1, "only the crash call reached a server");
     assert_group_gone(&evidence);
 }

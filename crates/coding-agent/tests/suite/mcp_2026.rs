@@ -23,7 +23,7 @@ use super::tui_pty_support::{Model, Tui};
 /// version`); its README says it implements the 2026-07-28 specification.
 const TS_SERVER_VERSION: &str = "2.4.0";
 
-fn node() -> PathBuf {
+pub(super) fn node() -> PathBuf {
     std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
         .map(|dir| dir.join("node"))
         .find(|path| path.is_file())
@@ -31,13 +31,13 @@ fn node() -> PathBuf {
 }
 
 /// Where npm installed the SDK (blocking: call it off the async runtime).
-fn sdk_prefix() -> PathBuf {
+pub(super) fn sdk_prefix() -> PathBuf {
     npm_package_dir("@modelcontextprotocol/server", TS_SERVER_VERSION)
 }
 
 /// The home mcp.json with the 2026 server as `ts`; `delay_ms`: how long it waits before it
 /// reads its first message.
-fn configure(env: &TestEnv, prefix: &Path, evidence: &Path, delay_ms: Option<u64>) {
+pub(super) fn configure(env: &TestEnv, prefix: &Path, evidence: &Path, delay_ms: Option<u64>) {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_ts/server2026.mjs");
     let mut args = vec![
         script.display().to_string(),
@@ -56,7 +56,7 @@ fn configure(env: &TestEnv, prefix: &Path, evidence: &Path, delay_ms: Option<u64
 }
 
 /// The methods Elph sent, in the order the server read them.
-fn methods(evidence: &Path) -> Vec<String> {
+pub(super) fn methods(evidence: &Path) -> Vec<String> {
     json_lines(evidence)
         .iter()
         .map(|line| line["method"].as_str().unwrap().to_string())
@@ -66,7 +66,7 @@ fn methods(evidence: &Path) -> Vec<String> {
 /// Asserts that Elph opened with `server/discover`, never sent `initialize`, and put the
 /// 2026-07-28 `_meta` (the revision, and capabilities with roots and elicitation) on every
 /// request it sent.
-fn assert_spoken_in_2026(evidence: &Path) {
+pub(super) fn assert_spoken_in_2026(evidence: &Path) {
     let lines = json_lines(evidence);
     let methods = methods(evidence);
     assert_eq!(methods[0], "server/discover", "{methods:?}");
@@ -93,7 +93,7 @@ fn assert_spoken_in_2026(evidence: &Path) {
     }
 }
 
-fn file_uri(path: &Path) -> String {
+pub(super) fn file_uri(path: &Path) -> String {
     format!("file://{}/", path.display().to_string().replace(' ', "%20"))
 }
 

@@ -35,7 +35,10 @@
 //! - `MCP_TEST_GRANDCHILD=1`: on start, a `sleep 300` is left running in the server's process group,
 //!   so that a test can see the whole group stopped, not only the server;
 //! - `MCP_TEST_START_GATE`: the server answers nothing (not even `initialize`) until this file
-//!   exists, so a test decides when it becomes ready.
+//!   exists, so a test decides when it becomes ready;
+//! - `MCP_TEST_EXIT_GATE`: once serving, the server exits by itself with status 5 (after writing
+//!   "mcp-test-server: exiting on request" to stderr) when this file appears, so a test decides
+//!   when it goes away between calls.
 #![forbid(unsafe_code)]
 #![allow(
     clippy::unwrap_used,
@@ -465,6 +468,16 @@ async fn main() {
         .serve(rmcp::transport::io::stdio_pipes())
         .await
         .expect("MCP initialization");
+    if let Some(gate) = std::env::var_os("MCP_TEST_EXIT_GATE") {
+        tokio::spawn(async move {
+            let gate = std::path::PathBuf::from(gate);
+            while !gate.exists() {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            eprintln!("mcp-test-server: exiting on request");
+            std::process::exit(5);
+        });
+    }
     let _ = service.waiting().await;
 }
 
