@@ -18,6 +18,7 @@ use crate::hooks::host::HookHost;
 use crate::hooks::reload::HookLoader;
 use crate::mcp::McpManager;
 use crate::paths::Paths;
+use crate::session::route::{Known, Route, route};
 use crate::settings::Settings;
 use crate::store::{SessionSink, SessionStore, new_session_id};
 use crate::trust::{TrustDecision, TrustStore};
@@ -60,6 +61,9 @@ pub struct RuntimeOptions {
     pub editor_files: Option<Arc<dyn elph_agent::tools::EditorFiles>>,
     /// `--record-hooks FILE`: where every hook chain is recorded (else `ELPH_RECORD_HOOKS`).
     pub record_hooks: Option<std::path::PathBuf>,
+    /// The front end that drives the session: which built-in commands it carries out itself, so
+    /// that a prompt naming another one is refused in words that fit (`route`).
+    pub front_end: crate::session::FrontEnd,
 }
 
 impl Default for RuntimeOptions {
@@ -75,6 +79,7 @@ impl Default for RuntimeOptions {
             mode: elph_agent::harness::AgentMode::Build,
             editor_files: None,
             record_hooks: None,
+            front_end: crate::session::FrontEnd::Headless,
         }
     }
 }
@@ -105,6 +110,8 @@ pub(crate) struct Runtime {
     events: UnboundedSender<AgentEvent>,
     /// settings.json's `disableTemplateShell`.
     template_shell_disabled: bool,
+    /// Whose prompts these are, for `route`.
+    front_end: crate::session::FrontEnd,
 }
 
 impl Runtime {
@@ -237,6 +244,7 @@ impl Runtime {
         let template_shell_disabled = settings.disable_template_shell == Some(true);
         Ok(Runtime {
             template_shell_disabled,
+            front_end: options.front_end,
             paths,
             trust,
             host,
@@ -255,13 +263,53 @@ impl Runtime {
 
     /// A prompt with a `/skill:NAME` or `/TEMPLATE` command carried out; other prompts unchanged.
     pub(crate) fn expand_prompt(&self, prompt: &str) -> Result<ExpandedPrompt, String> {
-        Ok(self.workflows.expand(prompt)?.unwrap_or_else(|| ExpandedPrompt {
-            text: prompt.to_string(),
+        self.expand_routed(prompt, self.route(prompt))
+    }
+
+    /// How `prompt` is taken (`session::route`) with the session's commands as they are now:
+    /// its templates and skills, the MCP prompts listed so far, and its MCP servers.
+    pub(crate) fn route<'a>(&self, prompt: &'a str) -> Route<'a> {
+        let workflows = self.workflow_commands();
+        let servers = self.mcp_server_names();
+        route(
+            prompt,
+            &Known {
+                front_end: self.front_end,
+                workflows: &workflows,
+                servers: &servers,
+            },
+        )
+    }
+
+    /// `prompt` as `route` took it: text as it is sent, a template or skill carried out (an MCP
+    /// prompt is the session's, see `session::mcp_turn`), or the refusal's message.
+    pub(crate) fn expand_routed(&self, prompt: &str, route: Route<'_>) -> Result<ExpandedPrompt, String> {
+        let plain = |text: &str| ExpandedPrompt {
+            text: text.to_string(),
             parts: Vec::new(),
             allowed_tools: None,
             template: None,
             skill: None,
-        }))
+        };
+        match route {
+            Route::Text(text) => Ok(plain(text)),
+            Route::Workflow => Ok(self.workflows.expand(prompt)?.unwrap_or_else(|| plain(prompt))),
+            Route::Refused(message) => Err(message),
+            // The front end carries out its own built-ins and sends none of them as a prompt.
+            Route::Builtin(command, _) => Err(format!(
+                "/{} is a command of the front end, not a prompt; nothing was sent",
+                command.name()
+            )),
+        }
+    }
+
+    /// Every MCP server of the session, disabled ones too.
+    pub(crate) fn mcp_server_names(&self) -> Vec<String> {
+        self.mcp
+            .statuses()
+            .into_iter()
+            .map(|status| status.definition.name)
+            .collect()
     }
 
     /// Why a template's `` !`command` `` may not run now, if it may not: the project is not

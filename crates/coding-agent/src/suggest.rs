@@ -1,5 +1,6 @@
 //! "Did you mean …?": the nearest of a list of names to one that was not found. Shared by
-//! `hooks validate` (event and field names), `hooks test` (event names) and the matcher checks.
+//! `hooks validate` (event and field names), `hooks test` (event names), the matcher checks and
+//! unknown slash commands (`session::route`).
 
 /// The candidate `name` was most likely meant as: the same name in another case (`PreToolUse` →
 /// `preToolUse`), a candidate it is the start of (`timeout` → `timeoutMs`), or the closest one a
@@ -41,20 +42,10 @@ pub(crate) fn did_you_mean<'a>(name: &str, candidates: impl IntoIterator<Item = 
         .unwrap_or_default()
 }
 
-/// Levenshtein distance over characters.
+/// Edits between `a` and `b` over characters: an insertion, deletion, substitution, or swap of
+/// two neighbours (`reveiw` is one edit from `review`, the commonest typo).
 fn distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut previous = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let substitution = previous + usize::from(ca != *cb);
-            previous = row[j + 1];
-            row[j + 1] = substitution.min(row[j] + 1).min(previous + 1);
-        }
-    }
-    row[b.len()]
+    strsim::osa_distance(a, b)
 }
 
 #[cfg(test)]
@@ -84,5 +75,7 @@ mod tests {
         assert_eq!(distance("kitten", "sitting"), 3);
         assert_eq!(distance("", "ab"), 2);
         assert_eq!(distance("ab", "ab"), 0);
+        assert_eq!(distance("reveiw", "review"), 1);
+        assert_eq!(nearest("reveiw", ["review", "reload"]), Some("review"));
     }
 }

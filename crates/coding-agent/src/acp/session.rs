@@ -26,7 +26,8 @@ use super::commands;
 use super::config::{Change, ConfigState};
 use super::forward::Forwarder;
 use crate::diagnostics::Diagnostic;
-use crate::session::commands::parse_for_editor;
+use crate::session::FrontEnd;
+use crate::session::route::{Known, Route, route};
 use crate::session::{
     Approvals, Op, OpId, Session, SessionChoice, SessionEvents, SessionHandle, SessionOptions,
 };
@@ -295,9 +296,14 @@ impl Sessions {
             }
         };
         let cancel = lock(&handle.cancel).clone();
-        let op = parse_for_editor(&text)
-            .and_then(|(command, argument)| command.op(argument, cancel.clone()))
-            .unwrap_or(Op::Prompt { text, cancel });
+        // The editor's built-ins are carried out here; every other line is the session's, which
+        // routes it with what it knows (its templates, skills and MCP prompts) and refuses an
+        // unknown command with a message that ends the turn.
+        let builtin = match route(&text, &Known::builtins_of(FrontEnd::Editor)) {
+            Route::Builtin(command, argument) => command.op(argument, cancel.clone()),
+            Route::Text(_) | Route::Workflow | Route::Refused(_) => None,
+        };
+        let op = builtin.unwrap_or(Op::Prompt { text, cancel });
         if matches!(op, Op::Prompt { .. }) {
             let (store, project) = &handle.trust;
             if let Some(refusal) = store.decide(project).unguarded_refusal() {
@@ -423,6 +429,7 @@ impl Sessions {
             mcp_inputs: crate::mcp::inputs::McpInputs::headless("`elph acp`"),
             mode: self.config.mode,
             record_hooks: None,
+            front_end: crate::session::FrontEnd::Editor,
         };
         let built = tokio::task::spawn_blocking(move || Session::open(paths, options, Approvals::Asked))
             .await

@@ -213,6 +213,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 mcp_inputs: crate::mcp::inputs::McpInputs::default(),
                 mode: cli.agent_mode,
                 record_hooks: None,
+                front_end: crate::session::FrontEnd::Terminal,
             };
             interactive(cli.cwd.as_deref(), options)
         }

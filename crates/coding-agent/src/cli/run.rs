@@ -138,6 +138,7 @@ pub(super) fn run(cwd: Option<&Path>, args: RunArgs) -> anyhow::Result<u8> {
         mcp_inputs: crate::mcp::inputs::McpInputs::headless("`elph run`"),
         mode: args.agent_mode,
         record_hooks: args.record_hooks.clone(),
+        front_end: crate::session::FrontEnd::Headless,
     };
     // One turn is one chain of awaits: the model stream, then the tools and hooks it asks for, one
     // at a time. A current-thread runtime runs it on the main thread; worker threads would only

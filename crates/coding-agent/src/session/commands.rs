@@ -1,6 +1,6 @@
 //! The slash commands, once for every front end: their names, arguments and descriptions (one
 //! wording for the TUI's palette and `/help` and for ACP's `available_commands`), who handles each,
-//! which a project is offered in its trust state, and how a typed line is parsed.
+//! which a project is offered in its trust state. How a typed line is taken is `route.rs`.
 
 use tokio_util::sync::CancellationToken;
 
@@ -245,7 +245,7 @@ impl SlashCommand {
         }
     }
 
-    fn from_name(name: &str) -> Option<SlashCommand> {
+    pub(crate) fn from_name(name: &str) -> Option<SlashCommand> {
         TABLE
             .iter()
             .find(|spec| {
@@ -261,11 +261,17 @@ pub(crate) fn is_builtin(name: &str) -> bool {
     SlashCommand::from_name(name).is_some()
 }
 
-/// Which front end asks, for [`offered`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum FrontEnd {
+/// Which front end asks: which built-in commands it offers ([`offered`]) and carries out
+/// ([`super::route`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FrontEnd {
+    /// The terminal UI (`elph`): every command.
     Terminal,
+    /// An editor over ACP: [`IN_EDITORS`].
     Editor,
+    /// `elph run`: one prompt, no built-in commands.
+    #[default]
+    Headless,
 }
 
 /// The commands offered in the current trust state: exactly one of /trust and /untrust (the one
@@ -274,6 +280,7 @@ pub(crate) fn offered(trust: TrustSlashCommand, front_end: FrontEnd) -> Vec<Slas
     let all: &[SlashCommand] = match front_end {
         FrontEnd::Terminal => &SlashCommand::ALL,
         FrontEnd::Editor => &IN_EDITORS,
+        FrontEnd::Headless => &[],
     };
     all.iter()
         .copied()
@@ -283,42 +290,6 @@ pub(crate) fn offered(trust: TrustSlashCommand, front_end: FrontEnd) -> Vec<Slas
             _ => true,
         })
         .collect()
-}
-
-/// A submitted line that starts with `/`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Parsed {
-    /// A command and its argument text (trimmed; `None` when empty).
-    Command(SlashCommand, Option<String>),
-    Unknown(String),
-}
-
-/// Parses a submitted line; `None` when it is not a command (a prompt). Names are matched without
-/// regard to case.
-pub(crate) fn parse(line: &str) -> Option<Parsed> {
-    let line = line.trim();
-    let rest = line.strip_prefix('/')?;
-    let (name, args) = match rest.split_once(char::is_whitespace) {
-        Some((name, args)) => (name, Some(args.trim().to_string()).filter(|a| !a.is_empty())),
-        None => (rest, None),
-    };
-    Some(match SlashCommand::from_name(name) {
-        Some(command) => Parsed::Command(command, args),
-        None => Parsed::Unknown(name.to_string()),
-    })
-}
-
-/// The command an editor's prompt is, if it is one offered to editors with an argument only where
-/// it takes one. Anything else, other slash words included, is a prompt for the model.
-pub(crate) fn parse_for_editor(prompt: &str) -> Option<(SlashCommand, Option<String>)> {
-    match parse(prompt)? {
-        Parsed::Command(command, args)
-            if IN_EDITORS.contains(&command) && (args.is_none() || command.spec().argument.is_some()) =>
-        {
-            Some((command, args))
-        }
-        _ => None,
-    }
 }
 
 #[cfg(test)]
@@ -372,47 +343,5 @@ mod tests {
             names(TrustSlashCommand::Untrust, FrontEnd::Editor),
             ["reload", "untrust", "compact", "model"]
         );
-    }
-
-    #[test]
-    fn parses_commands_and_arguments() {
-        assert_eq!(
-            parse("/compact keep the plan"),
-            Some(Parsed::Command(
-                SlashCommand::Compact,
-                Some("keep the plan".into())
-            ))
-        );
-        assert_eq!(parse(" /quit "), Some(Parsed::Command(SlashCommand::Quit, None)));
-        assert_eq!(parse("/exit"), Some(Parsed::Command(SlashCommand::Quit, None)));
-        assert_eq!(parse("/Clear"), Some(Parsed::Command(SlashCommand::New, None)));
-        assert_eq!(
-            parse("/model openai/gpt-4.1"),
-            Some(Parsed::Command(
-                SlashCommand::Model,
-                Some("openai/gpt-4.1".into())
-            ))
-        );
-        assert_eq!(parse("/nope x"), Some(Parsed::Unknown("nope".into())));
-        assert_eq!(parse("hello /quit"), None);
-    }
-
-    #[test]
-    fn editors_get_their_commands_only() {
-        assert_eq!(parse_for_editor("/reload"), Some((SlashCommand::Reload, None)));
-        assert_eq!(parse_for_editor("  /trust \n"), Some((SlashCommand::Trust, None)));
-        assert_eq!(parse_for_editor("/untrust"), Some((SlashCommand::Untrust, None)));
-        assert_eq!(parse_for_editor("/compact"), Some((SlashCommand::Compact, None)));
-        assert_eq!(
-            parse_for_editor("/compact keep the plan\nand the paths"),
-            Some((SlashCommand::Compact, Some("keep the plan\nand the paths".into())))
-        );
-        assert_eq!(parse_for_editor("/reloading"), None);
-        assert_eq!(parse_for_editor("/trust me"), None);
-        assert_eq!(parse_for_editor("/help"), None);
-        assert_eq!(parse_for_editor("/exit"), None);
-        assert_eq!(parse_for_editor("/clear"), None);
-        assert_eq!(parse_for_editor("/model"), Some((SlashCommand::Model, None)));
-        assert_eq!(parse_for_editor("please /reload"), None);
     }
 }

@@ -24,6 +24,8 @@ pub struct HookState {
     pub trust: TrustDecision,
     pub set: Arc<HookSet>,
     pub workflows: Vec<WorkflowCommand>,
+    /// The session's MCP servers, disabled ones too: `/server:prompt` is theirs to answer.
+    pub mcp_servers: Vec<String>,
 }
 
 impl HookState {

@@ -6,6 +6,7 @@
 use tokio_util::sync::CancellationToken;
 
 use super::Session;
+use super::route::Route;
 use crate::mcp::resources::{READ_TOOL, mentions};
 
 /// The prompt a turn sends, and the command it came from (`userPromptSubmit`'s `template`).
@@ -17,13 +18,16 @@ pub(super) struct Prepared {
 impl Session {
     /// The text of the turn for `prompt`: an MCP prompt's messages, or a template or skill
     /// carried out, or the prompt as written; with the resources it mentions. An error (an
-    /// unknown skill, a prompt's missing argument) means nothing is sent.
+    /// unknown command or skill, a prompt's missing argument) means nothing is sent.
     pub(super) async fn prepare_prompt(
         &mut self,
         prompt: &str,
         cancel: &CancellationToken,
     ) -> Result<Prepared, String> {
-        if let Some(running) = self.runtime.mcp().run_prompt(prompt) {
+        let route = self.runtime.route(prompt);
+        if route == Route::Workflow
+            && let Some(running) = self.runtime.mcp().run_prompt(prompt)
+        {
             let turn = tokio::select! {
                 turn = running => turn?,
                 () = cancel.cancelled() => return Err("cancelled before the MCP prompt arrived".to_string()),
@@ -33,7 +37,7 @@ impl Session {
                 command: Some(turn.command),
             });
         }
-        let expanded = self.runtime.expand_prompt(prompt)?;
+        let expanded = self.runtime.expand_routed(prompt, route)?;
         let text = self.fill_template(&expanded, cancel).await;
         let text = self.inline_resources(text, cancel).await;
         Ok(Prepared {

@@ -5,7 +5,8 @@
 //! ([`Session::spawn`]), then only submits [`Op`]s through the [`SessionHandle`] and reads the
 //! [`SessionEvent`]s it gets back: what the harness does (its phase events included), approval
 //! questions, and one `Finished` per operation, all in the order they happened. The slash commands
-//! are one table ([`commands`]); `/reload`, `/trust`, `/untrust`, `/compact`, `/new` and `/resume`
+//! are one table ([`commands`]), and one function decides how every front end takes a line
+//! ([`route`]); `/reload`, `/trust`, `/untrust`, `/compact`, `/new` and `/resume`
 //! are carried out here and nowhere else, and reported as typed [`Outcome`]s that each front end
 //! words for its medium.
 //!
@@ -18,6 +19,7 @@ mod events;
 mod mcp_turn;
 mod ops;
 pub mod preview;
+pub(crate) mod route;
 mod template;
 pub(crate) mod wording;
 
@@ -34,6 +36,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use crate::mcp::elicitation::PendingElicitation;
 pub use approval::{Approvals, PendingApproval};
+pub use commands::FrontEnd;
 pub use events::{HookState, ModelOutcome, OpId, Opened, Outcome, SessionEvent, TrustOutcome};
 
 use crate::hooks::background::AsyncRun;
@@ -267,8 +270,9 @@ impl Session {
         self.runtime.model()
     }
 
-    /// A prompt with a `/skill:NAME` or `/TEMPLATE` command carried out; other prompts unchanged.
-    /// An unknown skill or a template's missing argument is an error in words for the user.
+    /// A prompt with a `/skill:NAME` or `/TEMPLATE` command carried out, an escaped `//` line
+    /// without its first `/`, other prompts unchanged. An unknown command or skill is an error in
+    /// words for the user (see [`route`]).
     pub(crate) fn expand_prompt(&self, prompt: &str) -> Result<crate::workflows::ExpandedPrompt, String> {
         self.runtime.expand_prompt(prompt)
     }
@@ -341,6 +345,7 @@ impl Session {
             trust: self.runtime.trust().clone(),
             set: self.runtime.hook_set(),
             workflows: self.runtime.workflow_commands(),
+            mcp_servers: self.runtime.mcp_server_names(),
         }
     }
 

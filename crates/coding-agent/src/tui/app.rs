@@ -13,11 +13,12 @@ use tokio_util::sync::CancellationToken;
 mod agent;
 mod questions;
 
-use super::commands::{self, PaletteEntry, Parsed, SlashCommand, help_panel};
+use super::commands::{self, PaletteEntry, SlashCommand, help_panel};
 use super::composer::Composer;
 use super::hookview::{self, HooksView, RunInfo};
 pub use super::items::{Item, Panel, PanelLine, Tone, ToolItem, ToolState};
 use super::worker::{Level, Op, UiMsg};
+use crate::session::route::{Route, route};
 use crate::store::SessionInfo;
 
 /// What the spinner says while the session carries out `op`.
@@ -320,11 +321,10 @@ impl App {
                     return;
                 }
                 KeyCode::Enter if key.modifiers.is_empty() => {
-                    let exact = match commands::parse(self.composer.text()) {
-                        Some(Parsed::Command(..)) => true,
-                        Some(Parsed::Unknown(name)) => self.hooks.is_workflow(&name) || name.contains(':'),
-                        None => false,
-                    };
+                    let exact = matches!(
+                        route(self.composer.text(), &self.hooks.known()),
+                        Route::Builtin(..) | Route::Workflow
+                    );
                     if !exact && count > 0 {
                         let command = &matches[self.palette_selected.min(count - 1)];
                         self.composer.set_text(&format!("/{}", command.name()));
@@ -442,19 +442,34 @@ impl App {
         if text.trim().is_empty() {
             return;
         }
-        // A template's or a skill's command is a prompt: the session expands it (and says why
-        // when it cannot, such as an unknown skill).
-        let parsed = commands::parse(&text).filter(|parsed| match parsed {
-            Parsed::Unknown(name) => {
-                // `server:prompt` goes to the session too: the server may not have listed it yet.
-                !(self.hooks.is_workflow(name)
-                    || name.starts_with(crate::workflows::SKILL_COMMAND_PREFIX)
-                    || name.contains(':'))
+        // Routed as the session will route it, so a line it would refuse is refused here and
+        // stays in the input box to be corrected.
+        match route(&text, &self.hooks.known()) {
+            Route::Builtin(command, args) => {
+                if command.needs_session() && self.busy.is_some() {
+                    self.set_hint(format!(
+                        "/{} waits until the agent is idle · Ctrl+C cancels the turn",
+                        command.name()
+                    ));
+                    return;
+                }
+                self.composer.submit();
+                self.palette_dismissed = false;
+                self.items.push(Item::Command(text.trim().to_string()));
+                self.run_command(command, args);
             }
-            Parsed::Command(..) => true,
-        });
-        match parsed {
-            None => {
+            // Until the session has said which commands it has, nothing is known to be unknown.
+            Route::Refused(_) if self.status.session_id.is_empty() => {
+                self.set_hint("the session is starting · wait a moment");
+            }
+            Route::Refused(message) => {
+                self.push_notice(Level::Error, message);
+                self.palette_dismissed = true;
+                self.scroll = 0;
+            }
+            // Text and the session's commands (templates, skills, MCP prompts) are prompts: the
+            // session carries them out (an escaped `//` line loses its first `/` there).
+            Route::Text(_) | Route::Workflow => {
                 if self.busy.is_some() {
                     self.set_hint("the agent is working · wait, or Ctrl+C to cancel");
                     return;
@@ -467,27 +482,6 @@ impl App {
                     cancel: cancel.clone(),
                 };
                 self.start("working", command, Some(cancel));
-            }
-            Some(Parsed::Unknown(name)) => {
-                self.composer.submit();
-                self.items.push(Item::Command(text.trim().to_string()));
-                self.push_notice(
-                    Level::Error,
-                    format!("unknown command /{name}; /help lists the commands"),
-                );
-            }
-            Some(Parsed::Command(command, args)) => {
-                if command.needs_session() && self.busy.is_some() {
-                    self.set_hint(format!(
-                        "/{} waits until the agent is idle · Ctrl+C cancels the turn",
-                        command.name()
-                    ));
-                    return;
-                }
-                self.composer.submit();
-                self.palette_dismissed = false;
-                self.items.push(Item::Command(text.trim().to_string()));
-                self.run_command(command, args);
             }
         }
     }

@@ -1,9 +1,9 @@
 //! The slash commands on the screen: the palette's filtering as you type, and the `/help` panel.
-//! The commands themselves (names, wording, parsing) are the session's table.
+//! The commands themselves (names, wording) are the session's table, and how a line is taken its `route`.
 
 use super::items::{Panel, PanelLine, Tone};
+pub(crate) use crate::session::commands::SlashCommand;
 use crate::session::commands::{FrontEnd, offered};
-pub(crate) use crate::session::commands::{Parsed, SlashCommand, parse};
 use crate::trust::TrustSlashCommand;
 use crate::workflows::WorkflowCommand;
 

@@ -1,7 +1,9 @@
 //! What the TUI knows about hooks: the active set with its sources (from the host's `HookSet`), the
 //! trust state, and the recent runs it saw; and the `/hooks` panel built from them.
 
+use crate::session::FrontEnd;
 use crate::session::HookState;
+use crate::session::route::Known;
 use crate::workflows::WorkflowCommand;
 use elph_agent::hooks::{HookEvent, HookRun, RunStatus};
 
@@ -48,6 +50,9 @@ pub struct HooksView {
     pub diagnostics: Vec<String>,
     /// The template and skill commands (`review`, `skill:pdf`), offered after the built-ins.
     pub workflows: Vec<WorkflowCommand>,
+    /// The session's MCP servers: `/server:prompt` goes to the session even before the server
+    /// has listed its prompts.
+    pub mcp_servers: Vec<String>,
 }
 
 impl Default for HooksView {
@@ -60,6 +65,7 @@ impl Default for HooksView {
             files: Vec::new(),
             diagnostics: Vec::new(),
             workflows: Vec::new(),
+            mcp_servers: Vec::new(),
         }
     }
 }
@@ -123,6 +129,7 @@ impl HooksView {
             files,
             diagnostics: set.diagnostics.iter().map(ToString::to_string).collect(),
             workflows: Vec::new(),
+            mcp_servers: Vec::new(),
         }
     }
 
@@ -130,13 +137,18 @@ impl HooksView {
     pub(crate) fn from_state(state: &HookState) -> Self {
         HooksView {
             workflows: state.workflows.clone(),
+            mcp_servers: state.mcp_servers.clone(),
             ..HooksView::from_set(&state.trust, &state.set)
         }
     }
 
-    /// Whether `/name` stands for a template or a skill.
-    pub(crate) fn is_workflow(&self, name: &str) -> bool {
-        self.workflows.iter().any(|command| command.name == name)
+    /// What the terminal UI knows of commands, to route a line (`session::route`).
+    pub(crate) fn known(&self) -> Known<'_> {
+        Known {
+            front_end: FrontEnd::Terminal,
+            workflows: &self.workflows,
+            servers: &self.mcp_servers,
+        }
     }
 
     pub fn active(&self) -> usize {

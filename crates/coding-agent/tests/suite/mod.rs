@@ -80,6 +80,7 @@ mod schema;
 mod session_api;
 mod sessions_e2e;
 mod shell_integration;
+mod slash_routing;
 mod stop_reasons;
 mod store;
 mod tool_policy;

@@ -160,6 +160,11 @@ fn unknown_commands_are_reported_not_sent() {
     type_text(&mut app, "/frobnicate now");
     press(&mut app, KeyCode::Enter);
     assert!(app.take_commands().is_empty());
+    assert_eq!(
+        app.composer.text(),
+        "/frobnicate now",
+        "the line stays to be corrected"
+    );
     assert!(
         matches!(app.items.last(), Some(Item::Notice { text, .. }) if text.contains("unknown command /frobnicate"))
     );
@@ -575,15 +580,45 @@ fn template_and_skill_commands_are_sent_as_prompts_for_the_session_to_expand() {
     worker(&mut app, UiMsg::Idle);
     send_prompt(&mut app, "/skill:refactor the parser");
     worker(&mut app, UiMsg::Idle);
-    // An unknown skill goes to the session too, which says which skills there are.
-    send_prompt(&mut app, "/skill:nope x");
-    worker(&mut app, UiMsg::Idle);
-    // Anything else unknown stays an unknown command.
-    type_text(&mut app, "/nope x");
+    // An unknown skill or command is refused here, and its line stays to be corrected.
+    type_text(&mut app, "/skill:refactr x");
     press(&mut app, KeyCode::Enter);
     assert!(app.take_commands().is_empty());
+    assert_eq!(app.composer.text(), "/skill:refactr x");
+    let screen = render(&app, 80, 30);
+    assert!(
+        screen.contains("no skill named 'refactr' (did you mean /skill:refactor?)"),
+        "{screen}"
+    );
+    app.composer.set_text("/nope x");
+    press(&mut app, KeyCode::Enter);
+    assert!(app.take_commands().is_empty());
+    assert_eq!(app.composer.text(), "/nope x");
     let screen = render(&app, 80, 30);
     assert!(screen.contains("unknown command /nope"), "{screen}");
+}
+
+#[test]
+fn an_mcp_servers_prompt_goes_to_the_session_before_the_server_lists_it() {
+    let mut app = started_app(true);
+    let mut view = hooks_view(true);
+    view.mcp_servers = vec!["github".to_string()];
+    worker(&mut app, UiMsg::Hooks(view));
+    send_prompt(&mut app, "/github:triage 42");
+    worker(&mut app, UiMsg::Idle);
+    // Another namespace is no server of the session's.
+    type_text(&mut app, "/gitlab:triage 42");
+    press(&mut app, KeyCode::Enter);
+    assert!(app.take_commands().is_empty());
+    assert!(render(&app, 100, 30).contains("unknown command /gitlab:triage"));
+    // `//` sends it as text; a path is text without it.
+    app.composer.set_text("//gitlab:triage 42");
+    press(&mut app, KeyCode::Enter);
+    assert!(
+        matches!(app.take_commands().as_slice(), [Op::Prompt { text, .. }] if text == "//gitlab:triage 42")
+    );
+    worker(&mut app, UiMsg::Idle);
+    send_prompt(&mut app, "/etc/hosts looks odd");
 }
 
 #[test]

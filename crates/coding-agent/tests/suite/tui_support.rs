@@ -75,6 +75,7 @@ pub fn hooks_view(trusted: bool) -> HooksView {
         files,
         diagnostics: Vec::new(),
         workflows: Vec::new(),
+        mcp_servers: Vec::new(),
     }
 }
 
