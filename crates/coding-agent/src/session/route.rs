@@ -78,11 +78,21 @@ pub(crate) fn route<'a>(line: &'a str, known: &Known<'_>) -> Route<'a> {
     if let Some(name) = word.strip_prefix(SKILL_COMMAND_PREFIX) {
         return Route::Refused(unknown_skill(name, known));
     }
-    let nearest = crate::suggest::nearest(word, candidates(known));
+    let nearest = crate::suggest::nearest(word, candidates(known))
+        .map(str::to_string)
+        .or_else(|| nearest_server(word, known));
     Route::Refused(refusal(
-        format!("unknown command /{word}{}", did_you_mean(nearest)),
+        format!("unknown command /{word}{}", did_you_mean(nearest.as_deref())),
         known.front_end,
     ))
+}
+
+/// For `/namespace:name` whose namespace is close to one of the session's MCP servers, that
+/// server's command: its prompts may not be listed yet, but the server is known.
+fn nearest_server(word: &str, known: &Known<'_>) -> Option<String> {
+    let (namespace, name) = word.split_once(':')?;
+    let server = crate::suggest::nearest(namespace, known.servers.iter().map(String::as_str))?;
+    (!name.is_empty()).then(|| format!("{server}:{name}"))
 }
 
 /// The built-in commands `front_end` carries out itself.
@@ -312,6 +322,12 @@ mod tests {
             "{message}"
         );
         assert!(refused(fixture.route("/a:b", FrontEnd::Terminal)).starts_with("unknown command /a:b;"));
+        // A server whose prompts are not listed yet is still suggested by its name.
+        let message = refused(fixture.route("/slwo:later", FrontEnd::Headless));
+        assert!(
+            message.starts_with("unknown command /slwo:later (did you mean /slow:later?)"),
+            "{message}"
+        );
         assert!(
             refused(fixture.route("/github:", FrontEnd::Terminal)).starts_with("unknown command /github:")
         );

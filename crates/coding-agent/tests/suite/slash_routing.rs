@@ -9,6 +9,7 @@ use test_support::fake_model::{FakeModelServer, FakeReply, Wire};
 
 use super::acp::Setup;
 use super::acp_ts::Scenario;
+use super::mcp::{Evidence, write_home_mcp};
 use super::run_e2e::run_elph;
 use super::tui_pty_support::{Model, Tui};
 
@@ -100,6 +101,39 @@ async fn elph_run_sends_a_path_and_an_escaped_command_as_text() {
         assert_eq!(last_user_text(requests.last().unwrap()), expected);
     }
     assert_eq!(server.requests().len(), sent.len());
+}
+
+#[tokio::test]
+async fn elph_run_runs_an_mcp_servers_prompt_and_suggests_the_server_for_a_misspelt_one() {
+    let env = TestEnv::new();
+    let evidence = Evidence::new(&env);
+    let mut config = evidence.server(json!({}));
+    config["servers"]["test"]["env"]["MCP_TEST_OFFERS"] = json!("1");
+    write_home_mcp(&env, &config);
+    let server = FakeModelServer::start(Wire::OpenAi).await;
+    server.enqueue(FakeReply::text("hello Ada"));
+
+    // Decided from the session's servers, whether or not this one has listed its prompts yet.
+    let output = run_elph(&env, &server, &["/tset:greet Ada"]).await;
+    let said = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains("elph run: unknown command /tset:greet (did you mean /test:greet?). "),
+        "{said}"
+    );
+    assert!(server.requests().is_empty(), "nothing reached the model");
+    assert!(
+        !evidence.calls().iter().any(|call| call.get("prompt").is_some()),
+        "the server was not asked: {:?}",
+        evidence.calls()
+    );
+
+    let output = run_elph(&env, &server, &["/test:greet Ada"]).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(
+        last_user_text(&server.requests()[0]),
+        "Say hello to Ada in a plain style."
+    );
 }
 
 #[test]
