@@ -142,6 +142,7 @@ pub(crate) fn help_panel(trust: TrustSlashCommand, workflows: &[WorkflowCommand]
             "PageUp/PageDown",
             "scroll the transcript (Ctrl+End: back to the end)",
         ),
+        ("//word …", "send a line that starts with /word as text"),
     ] {
         lines.push(PanelLine {
             tone: Tone::Normal,

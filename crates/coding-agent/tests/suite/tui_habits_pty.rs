@@ -205,6 +205,7 @@ fn help_shows_the_trust_command_that_applies_and_the_templates() {
     assert!(screen.contains("/new, /clear"), "{screen}");
     assert!(screen.contains("/model [provider/model]"), "{screen}");
     assert!(screen.contains("Esc"), "{screen}");
+    assert!(screen.contains("//word …  "), "{screen}");
 }
 
 #[test]
