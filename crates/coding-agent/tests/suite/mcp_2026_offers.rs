@@ -204,3 +204,48 @@ async fn a_2026_servers_new_prompt_becomes_a_command_and_its_new_resource_is_rea
     assert!(count(&methods, "prompts/list") >= 2, "{methods:?}");
     assert!(count(&methods, "resources/list") >= 2, "{methods:?}");
 }
+
+/// An editor that declares form elicitation answers the question a 2026 server asks before it
+/// gives a resource, through ACP's `elicitation/create` (the official TypeScript ACP SDK as the
+/// editor, every message checked against its schema).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acp_editor_answers_a_2026_resources_question_and_the_read_returns() {
+    use super::acp_ts::Scenario;
+
+    let prefix = tokio::task::spawn_blocking(sdk_prefix)
+        .await
+        .expect("install the SDK");
+    let setup = Setup::new().await;
+    let evidence = setup.env.evidence("ts-2026.jsonl");
+    configure(&setup.env, &prefix, &evidence, None);
+    setup.server.enqueue_all([
+        wait_for_servers(),
+        read("ts://colour"),
+        FakeReply::text("the editor answered"),
+    ]);
+    let mut scenario = Scenario::new(&setup.env, &["acp", "--model", "fake/gpt-test"])
+        .step(
+            "session/new",
+            json!({"cwd": setup.env.project, "mcpServers": []}),
+            Some("session"),
+        )
+        .step(
+            "session/prompt",
+            json!({"sessionId": "${session.sessionId}", "prompt": [{"type": "text", "text": "read the colour"}]}),
+            None,
+        );
+    scenario.initialize = json!({"protocolVersion": 1, "clientCapabilities": {"elicitation": {"form": {}}}});
+    scenario.elicitation = json!({"action": "accept", "content": {"colour": "violet"}});
+    let run = scenario.run().await;
+    assert_eq!(run.ok(2)["stopReason"], "end_turn");
+    let asked = &run.report["elicitations"];
+    assert_eq!(asked.as_array().map(Vec::len), Some(1), "{asked}");
+    assert_eq!(
+        asked[0]["message"],
+        "MCP server 'ts' asks: Which colour for the resource?"
+    );
+    let requests = setup.server.requests();
+    assert_eq!(requests.len(), 3, "{requests:#?}");
+    assert_eq!(tool_messages(&requests[2]), ["resource colour: violet"]);
+    assert_spoken_in_2026(&evidence);
+}
