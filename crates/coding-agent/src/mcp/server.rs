@@ -17,9 +17,9 @@ use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, GetPromptRequestParams, GetPromptResult, JsonObject,
-    ProtocolVersion, ReadResourceRequestParams, ReadResourceResult, Tool as McpToolSpec,
+    ReadResourceRequestParams, ReadResourceResult, Tool as McpToolSpec,
 };
-use rmcp::service::{ClientServiceExt as _, Peer, RoleClient, RunningService, ServiceError};
+use rmcp::service::{Peer, RoleClient, RunningService, ServiceError};
 use rmcp::transport::async_rw::AsyncRwTransport;
 use serde::Serialize;
 use tokio::sync::watch;
@@ -27,7 +27,7 @@ use tokio::sync::watch;
 use super::client::{ElphClient, Listener, ToolRefresh};
 use super::config::{ServerDefinition, ServerTransport};
 use super::process::{GroupKiller, ServerProcess, StderrTail, exited, server_environment};
-use super::revision::{self, Revision};
+use super::revision;
 
 /// After the connection is closed at shutdown, how long a stdio server has to exit by itself
 /// before its group is killed.
@@ -357,22 +357,15 @@ impl McpServer {
     /// Opens a stdio server's connection in the revision it speaks (see [`super::revision`]).
     async fn open_stdio<R, W>(
         &self,
-        mut transport: AsyncRwTransport<RoleClient, R, W>,
+        transport: AsyncRwTransport<RoleClient, R, W>,
     ) -> Result<RunningService<RoleClient, ElphClient>, String>
     where
         R: tokio::io::AsyncRead + Send + Unpin + 'static,
         W: tokio::io::AsyncWrite + Send + Unpin + 'static,
     {
-        let client = self.client().offering(ProtocolVersion::V_2025_11_25);
-        let revision = revision::probe(&mut transport, &rmcp::ClientHandler::get_info(&client)).await?;
-        tracing::debug!(server = %self.name(), ?revision, "mcp revision");
-        client
-            .serve_with_lifecycle(transport, revision.lifecycle())
+        revision::open(self.client(), transport, self.name())
             .await
-            .map_err(|error| match revision {
-                Revision::Handshake => format!("failed to initialize: {error}"),
-                Revision::Stateless => format!("failed to open MCP 2026-07-28 (server/discover): {error}"),
-            })
+            .map_err(|error| error.to_string())
     }
 
     /// Calls `tool` with `arguments` under the server's timeout.

@@ -49,6 +49,7 @@ mod lifecycle_store_faults;
 mod lifecycle_support;
 mod mcp;
 mod mcp_2026;
+mod mcp_2026_http;
 mod mcp_2026_offers;
 mod mcp_changes;
 mod mcp_elicitation;

@@ -25,20 +25,23 @@ pub mod store;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use rmcp::service::{ClientInitializeError, RoleClient, RunningService, ServiceExt as _};
+use rmcp::service::{ClientInitializeError, RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::auth::{AuthClient, AuthError, AuthorizationManager};
 use rmcp::transport::streamable_http_client::{StreamableHttpClientTransportConfig, StreamableHttpError};
 
 pub use store::{CredentialsError, CredentialsFile};
 
+use super::revision::{OpenError, ProbeError};
+
 /// The transport of an HTTP server: rmcp's streamable HTTP client behind its OAuth client, which
 /// adds the stored token (refreshed when it is about to expire) and retries once with a refreshed
 /// token when the server answers 401.
 type HttpTransport = StreamableHttpClientTransport<AuthClient<reqwest::Client>>;
 
-/// Connects to HTTP server `name` at `url` and initializes it: with its configured `headers` and,
-/// when `credentials` are given, the OAuth token stored for it.
+/// Connects to HTTP server `name` at `url` in the revision it speaks (see
+/// [`super::revision`]): with its configured `headers` and, when `credentials` are given, the
+/// OAuth token stored for it.
 pub(crate) async fn connect_http(
     client: super::client::ElphClient,
     name: &str,
@@ -47,8 +50,7 @@ pub(crate) async fn connect_http(
     credentials: Option<&CredentialsFile>,
 ) -> Result<RunningService<RoleClient, super::client::ElphClient>, String> {
     let transport = http_transport(name, url, headers, credentials).await?;
-    client
-        .serve(transport)
+    super::revision::open(client, transport, name)
         .await
         .map_err(|error| explain_start_failure(name, url, credentials, &error))
 }
@@ -110,12 +112,17 @@ async fn http_transport(
     ))
 }
 
-/// Whether the server's answer to the handshake was "log in first" (401, or 403 for a scope).
-fn asks_for_login(error: &ClientInitializeError) -> bool {
-    let ClientInitializeError::TransportError { error, .. } = error else {
-        return false;
+/// Whether the server's answer to the opening was "log in first" (401, or 403 for a scope): to
+/// `server/discover`, or to `initialize` after it.
+fn asks_for_login(error: &OpenError<StreamableHttpError<reqwest::Error>>) -> bool {
+    let mut current: Option<&(dyn std::error::Error + 'static)> = match error {
+        OpenError::Probe(ProbeError::NotSent(error)) => Some(error),
+        OpenError::Probe(ProbeError::Closed | ProbeError::Refused(_)) => None,
+        OpenError::Handshake(error) | OpenError::Stateless(error) => match error {
+            ClientInitializeError::TransportError { error, .. } => Some(error.error.as_ref()),
+            _ => None,
+        },
     };
-    let mut current: Option<&(dyn std::error::Error + 'static)> = Some(error.error.as_ref());
     while let Some(cause) = current {
         if let Some(
             StreamableHttpError::AuthRequired(_)
@@ -136,10 +143,10 @@ fn explain_start_failure(
     name: &str,
     url: &str,
     credentials: Option<&CredentialsFile>,
-    error: &ClientInitializeError,
+    error: &OpenError<StreamableHttpError<reqwest::Error>>,
 ) -> String {
     if !asks_for_login(error) {
-        return format!("failed to initialize over HTTP ({url}): {error}");
+        return format!("{error} (over HTTP, {url})");
     }
     let command = format!(
         "elph mcp login {}",
