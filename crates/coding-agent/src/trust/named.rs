@@ -136,12 +136,19 @@ impl Named {
         }
     }
 
-    /// Where a bare command name is looked for: each absolute PATH entry, in order.
+    /// Where a bare command name is looked for: each absolute PATH entry, in order, up to the one
+    /// it is found in. The entries after that one cannot change what runs unless one of these
+    /// changes first (a file appears, goes, or gains an execute bit), which the watch sees; and
+    /// each probed path is one `stat` before every run of a project hook.
     fn probe_path_var(&mut self, name: &str, path_var: &str) {
         for dir in std::env::split_paths(path_var).filter(|dir| dir.is_absolute()) {
             let candidate = dir.join(name);
+            let found = crate::hooks::discovery::is_executable(&candidate);
             if !self.probed.contains(&candidate) {
                 self.probed.push(candidate);
+            }
+            if found {
+                break;
             }
         }
     }
@@ -270,6 +277,36 @@ mod tests {
         assert_eq!(
             names(&project, "/bin/true", &["../outside", "/etc/hostname"], ""),
             Vec::<String>::new()
+        );
+    }
+
+    #[test]
+    fn a_bare_name_is_watched_in_the_path_entries_up_to_the_one_it_runs_from() {
+        let (_dir, project) = project();
+        let entries: Vec<PathBuf> = ["early", "bin", "late"]
+            .iter()
+            .map(|entry| project.join(entry))
+            .collect();
+        let path_var = std::env::join_paths(&entries).unwrap().into_string().unwrap();
+        let probed =
+            |command: &str| named_files("hook g", command, &[], &project, &project, &path_var).probed;
+        let guard = project.join("bin/guard");
+        assert_eq!(
+            probed("guard"),
+            [project.join("early/guard"), guard.clone()],
+            "where a new `guard` would run instead, and the one that runs; never a later entry"
+        );
+        // Not executable: the search goes on past it, and so does the watch.
+        std::fs::create_dir_all(project.join("early")).unwrap();
+        std::fs::write(project.join("early/guard"), "#!/bin/sh\n").unwrap();
+        assert_eq!(probed("guard"), [project.join("early/guard"), guard]);
+        assert_eq!(
+            probed("missing")[..entries.len()],
+            entries
+                .iter()
+                .map(|entry| entry.join("missing"))
+                .collect::<Vec<_>>(),
+            "a name found nowhere is watched in every entry"
         );
     }
 
