@@ -175,12 +175,23 @@ fn set_back(path: &Path) {
 /// two calls were kept (older than the settling span), so only the cheap check stands between
 /// the change and the third run.
 async fn guard_changed_after_kept_checks(env: &TestEnv, change: &str) -> (usize, String) {
+    let guard =
+        json!({"id": "guard", "event": "preToolUse", "command": "/bin/sh", "args": ["tools/guard.sh"]});
+    let path_var = std::env::var("PATH").unwrap_or_default();
+    hook_changed_after_kept_checks(env, guard, &path_var, change).await
+}
+
+/// [`guard_changed_after_kept_checks`] with the guard's hook definition and the PATH that
+/// `elph trust` and `elph run` get.
+async fn hook_changed_after_kept_checks(
+    env: &TestEnv,
+    guard: Value,
+    path_var: &str,
+    change: &str,
+) -> (usize, String) {
     let ran = env.evidence("guard-ran.jsonl");
     let edited = env.evidence("edited");
-    env.write_project_hooks(&json!({"hooks": [
-        {"id": "guard", "event": "preToolUse", "command": "/bin/sh", "args": ["tools/guard.sh"],
-         "env": {"RAN": ran.display().to_string()}},
-    ]}));
+    env.write_project_hooks(&json!({"hooks": [guard]}));
     let edit = format!(
         "cat > /dev/null; if [ -e '{edited}' ]; then {change}; else : > '{edited}'; fi",
         edited = edited.display(),
@@ -188,7 +199,7 @@ async fn guard_changed_after_kept_checks(env: &TestEnv, change: &str) -> (usize,
     env.write_home_hooks(&json!({"hooks": [
         {"id": "editor", "event": "postToolUse", "command": "/bin/sh", "args": ["-c", edit]},
     ]}));
-    let trusted = cli(env, &["trust"], &std::env::var("PATH").unwrap_or_default());
+    let trusted = cli(env, &["trust"], path_var);
     assert!(trusted.status.success(), "{trusted:?}");
     // Older than the settling span, so that the checks of the first two calls are kept.
     tokio::time::sleep(coding_agent::trust::watch::SETTLED + Duration::from_secs(1)).await;
@@ -198,22 +209,28 @@ async fn guard_changed_after_kept_checks(env: &TestEnv, change: &str) -> (usize,
         server.enqueue(FakeReply::tool_call("list_dir", json!({})));
     }
     server.enqueue(FakeReply::text("done"));
-    let output = run_elph(env, &server, &["look three times"]).await;
+    let output = run_elph_with(env, &server, &[("PATH", path_var)], &["look three times"]).await;
     assert!(output.status.success(), "{output:?}");
     let runs = if ran.exists() { json_lines(&ran).len() } else { 0 };
     (runs, String::from_utf8_lossy(&output.stderr).into_owned())
 }
 
-/// The guard's two versions, of one size: A appends its payload to `$RAN`, B too (the change
-/// is in a comment), so only the pin can tell them apart.
-const GUARD_A: &str = "cat >> \"$RAN\" # A\n";
-const GUARD_B: &str = "cat >> \"$RAN\" # B\n";
+/// The guard's two versions, of one size: A appends its payload to the evidence file, B too (the
+/// change is in a comment), so only the pin can tell them apart. The file's name is in the
+/// script's text: a file named in the hook's `env` would be watched by the pin check, and the
+/// guard's own writes to it would keep every check from being kept.
+fn guard_text(env: &TestEnv, version: char) -> String {
+    format!(
+        "cat >> '{}' # {version}\n",
+        env.evidence("guard-ran.jsonl").display()
+    )
+}
 
 #[tokio::test]
 async fn a_rewrite_that_keeps_size_and_mtime_is_caught_after_kept_checks() {
     let env = TestEnv::new();
     let script = env.project.join("tools/guard.sh");
-    write(&script, GUARD_A);
+    write(&script, &guard_text(&env, 'A'));
     set_back(&script);
     // A becomes B in place (same inode, same size), and the mtime is set back.
     let change = format!(
@@ -249,7 +266,7 @@ async fn a_renamed_folder_a_turned_symlink_or_a_second_name_is_caught_after_kept
     let cases: [(&str, Prepare); 3] = [
         ("renamed parent", |env| {
             let tools = env.project.join("tools");
-            write(&tools.join("guard.sh"), GUARD_A);
+            write(&tools.join("guard.sh"), &guard_text(env, 'A'));
             set_back(&tools.join("guard.sh"));
             format!(
                 "mv '{tools}' '{tools}.old' && mkdir '{tools}' && \
@@ -260,8 +277,8 @@ async fn a_renamed_folder_a_turned_symlink_or_a_second_name_is_caught_after_kept
         }),
         ("symlink turned", |env| {
             let tools = env.project.join("tools");
-            write(&tools.join("real/a.sh"), GUARD_A);
-            write(&tools.join("real/b.sh"), GUARD_B);
+            write(&tools.join("real/a.sh"), &guard_text(env, 'A'));
+            write(&tools.join("real/b.sh"), &guard_text(env, 'B'));
             set_back(&tools.join("real/a.sh"));
             set_back(&tools.join("real/b.sh"));
             std::os::unix::fs::symlink("real/a.sh", tools.join("guard.sh")).unwrap();
@@ -273,7 +290,7 @@ async fn a_renamed_folder_a_turned_symlink_or_a_second_name_is_caught_after_kept
         }),
         ("second name", |env| {
             let tools = env.project.join("tools");
-            write(&tools.join("guard.sh"), GUARD_A);
+            write(&tools.join("guard.sh"), &guard_text(env, 'A'));
             set_back(&tools.join("guard.sh"));
             let alias = env.project.join("alias.sh");
             std::fs::hard_link(tools.join("guard.sh"), &alias).unwrap();
@@ -289,7 +306,11 @@ async fn a_renamed_folder_a_turned_symlink_or_a_second_name_is_caught_after_kept
         let change = prepare(&env);
         let (runs, stderr) = guard_changed_after_kept_checks(&env, &change).await;
         let now = std::fs::read_to_string(env.project.join("tools/guard.sh")).unwrap();
-        assert_eq!(now, GUARD_B, "{case}: the guard the next run would start is B");
+        assert_eq!(
+            now,
+            guard_text(&env, 'B'),
+            "{case}: the guard the next run would start is B"
+        );
         assert_eq!(runs, 2, "{case}: the guard ran before the change only\n{stderr}");
         assert!(
             stderr.contains("not run: the project changed since you trusted it"),
@@ -299,6 +320,63 @@ async fn a_renamed_folder_a_turned_symlink_or_a_second_name_is_caught_after_kept
 }
 
 /// A trusted project with a fail-closed guard, whose script then changes.
+/// A guard named by a bare command (`"command": "guard"`) runs from the first PATH entry that has
+/// it. The pin check watches the entries up to that one, not those after it, so an attacker
+/// tries the two ways around that: a guard put in an earlier entry, and a guard put in a later
+/// entry with the one that runs then made not executable, so that the search falls through to
+/// it. Each is caught before the next run, and neither the new guard nor the old one runs.
+#[tokio::test]
+async fn a_guard_found_on_path_is_not_replaced_from_an_earlier_or_a_later_entry() {
+    let cases: [(&str, &str); 2] = [
+        ("earlier entry", "cp \"$B\" early/guard && chmod +x early/guard"),
+        (
+            "later entry, the found one made not executable",
+            "cp \"$B\" late/guard && chmod +x late/guard && chmod -x found/guard",
+        ),
+    ];
+    for (case, change) in cases {
+        let env = TestEnv::new();
+        let project = &env.project;
+        for folder in ["early", "found", "late"] {
+            std::fs::create_dir_all(project.join(folder)).unwrap();
+        }
+        let guard = project.join("found/guard");
+        executable(&guard, &format!("#!/bin/sh\n{}", guard_text(&env, 'A')));
+        set_back(&guard);
+        // The attacker's guard, B, waits outside the project.
+        let staged = env.evidence("guard-b");
+        write(&staged, &format!("#!/bin/sh\n{}", guard_text(&env, 'B')));
+        let path_var = format!(
+            "{}:{}:{}:{}",
+            project.join("early").display(),
+            project.join("found").display(),
+            project.join("late").display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let change = format!(
+            "cd '{}' && B='{}' && {change}",
+            project.display(),
+            staged.display()
+        );
+        let hook = json!({"id": "guard", "event": "preToolUse", "command": "guard"});
+        let (runs, stderr) = hook_changed_after_kept_checks(&env, hook, &path_var, &change).await;
+        let moved = if case == "earlier entry" {
+            "early/guard"
+        } else {
+            "late/guard"
+        };
+        assert!(
+            project.join(moved).is_file(),
+            "{case}: the attacker's guard is in place"
+        );
+        assert_eq!(runs, 2, "{case}: the guard ran before the change only\n{stderr}");
+        assert!(
+            stderr.contains("not run: the project changed since you trusted it"),
+            "{case}: {stderr}"
+        );
+    }
+}
+
 fn changed_guarded_project(env: &TestEnv) {
     let guard = env.project_script("guard.sh", "exit 0\n");
     env.write_project_hooks(&json!({"hooks": [
