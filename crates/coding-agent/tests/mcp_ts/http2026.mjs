@@ -27,6 +27,8 @@ import { createServer } from "node:http";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 
+import { registerTools } from "./tools2026.mjs";
+
 const [prefix, evidencePath, portFile] = process.argv.slice(2);
 const load = (path) => import(pathToFileURL(join(prefix, "node_modules", path)).href);
 const { McpServer, createMcpHandler, inputRequired, inputResponse } = await load("@modelcontextprotocol/server/dist/index.mjs");
@@ -44,41 +46,7 @@ const makeFactory = (added) => {
     );
   return () => {
     const server = new McpServer({ name: "ts-sdk-v2-server", version: "2.0.0" });
-    server.registerTool(
-      "echo",
-      { description: "Returns the text it is given.", inputSchema: z.object({ text: z.string() }) },
-      async ({ text }) => ({ content: [{ type: "text", text }] }),
-    );
-    server.registerTool(
-      "roots",
-      { description: "Answers with the client's roots.", inputSchema: z.object({}) },
-      async (_args, ctx) => {
-        const answer = inputResponse(ctx.mcpReq.inputResponses, "roots");
-        if (answer.kind !== "roots") {
-          return inputRequired({ inputRequests: { roots: inputRequired.listRoots() } });
-        }
-        return { content: [{ type: "text", text: answer.roots.map((root) => root.uri).join("\n") }] };
-      },
-    );
-    server.registerTool(
-      "ask",
-      { description: "Asks the user for a colour.", inputSchema: z.object({}) },
-      async (_args, ctx) => {
-        const answer = inputResponse(ctx.mcpReq.inputResponses, "colour");
-        if (answer.kind !== "elicit") {
-          return inputRequired({
-            inputRequests: {
-              colour: inputRequired.elicit({
-                message: "Which colour?",
-                requestedSchema: z.object({ colour: z.string() }),
-              }),
-            },
-          });
-        }
-        const text = answer.action === "accept" ? `colour: ${answer.content?.colour}` : answer.action;
-        return { content: [{ type: "text", text }] };
-      },
-    );
+    registerTools(server, { z, inputRequired, inputResponse });
     server.registerTool(
       "add_tool",
       { description: "Adds the tool `late`.", inputSchema: z.object({}) },
