@@ -5,6 +5,7 @@
 //!   palette; `hookview`: the hook set, recent runs and the `/hooks` panel.
 //! - `farewell`: the transcript and the resume hint, printed after the screen is restored.
 //! - `worker`: the app's side of its [`Session`]: session events as the app's messages.
+//! - `input`: the terminal's events, read by a thread of their own with the moment each came.
 //!
 //! This module sets up the terminal (raw mode, alternate screen, bracketed paste), restores it on
 //! every way out (a panic too), and runs the event loop: terminal input, the agent's messages, and
@@ -16,6 +17,7 @@ pub(crate) mod composer;
 pub(crate) mod elicitation;
 pub(crate) mod farewell;
 pub mod hookview;
+mod input;
 pub(crate) mod items;
 pub(crate) mod markdown;
 pub(crate) mod mcp_inputs;
@@ -30,11 +32,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use crossterm::event::{
-    DisableBracketedPaste, EnableBracketedPaste, Event, EventStream, KeyboardEnhancementFlags,
+    DisableBracketedPaste, EnableBracketedPaste, Event, KeyboardEnhancementFlags,
     PopKeyboardEnhancementFlags, PushKeyboardEnhancementFlags,
 };
 use crossterm::terminal::{EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode};
-use futures::StreamExt;
 use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
 
@@ -82,7 +83,7 @@ async fn main_loop(paths: Paths, options: SessionOptions) -> anyhow::Result<u8> 
     let mut screen = Screen::enter().context("cannot set up the terminal")?;
     let mut app = App::new(Instant::now());
     app.status.project_dir = project;
-    let mut input = EventStream::new();
+    let mut input = input::Input::start().context("cannot read the terminal")?;
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     // SIGTERM, SIGHUP, SIGQUIT (and SIGINT sent with `kill`; Ctrl+C is a key here) end the session
@@ -115,18 +116,11 @@ async fn main_loop(paths: Paths, options: SessionOptions) -> anyhow::Result<u8> 
             dirty = false;
         }
         tokio::select! {
-            event = input.next(), if !input_done => {
-                app.now = Instant::now();
-                input_done = !take_input(&mut app, event);
-                // Every key already read is handled before the next draw: a draw on a slow or
-                // busy machine can take longer than the double-press window, and Ctrl+C twice
-                // (or a paste typed as keys) must not be split by it. `poll!` uses this task's
-                // own waker, so a pending read still wakes the loop.
-                while !input_done {
-                    match futures::poll!(input.next()) {
-                        std::task::Poll::Ready(event) => input_done = !take_input(&mut app, event),
-                        std::task::Poll::Pending => break,
-                    }
+            read = input.next(), if !input_done => {
+                input_done = !take_input(&mut app, read);
+                // Every event already read is handled before the next draw.
+                while !input_done && let Some(read) = input.ready() {
+                    input_done = !take_input(&mut app, Some(read));
                 }
                 dirty = true;
             }
@@ -191,17 +185,22 @@ async fn main_loop(paths: Paths, options: SessionOptions) -> anyhow::Result<u8> 
     Ok(exit::SUCCESS)
 }
 
-/// Gives the app one event read from the terminal; false once the terminal cannot be read.
-fn take_input(app: &mut App, event: Option<std::io::Result<Event>>) -> bool {
-    match event {
-        Some(Ok(Event::Key(key))) => app.update(Msg::Key(key)),
-        Some(Ok(Event::Paste(text))) => app.update(Msg::Paste(text)),
-        Some(Ok(_)) => {} // resizes redraw below; the terminal resizes itself
-        Some(Err(error)) => {
+/// Gives the app one event read from the terminal, at the moment it was read (a double press is
+/// judged by when the keys came, not by when a busy loop got to them); false once the terminal
+/// cannot be read.
+fn take_input(app: &mut App, read: Option<input::Read>) -> bool {
+    let Some(read) = read else {
+        return false;
+    };
+    app.now = read.at;
+    match read.event {
+        Ok(Event::Key(key)) => app.update(Msg::Key(key)),
+        Ok(Event::Paste(text)) => app.update(Msg::Paste(text)),
+        Ok(_) => {} // resizes redraw below; the terminal resizes itself
+        Err(error) => {
             tracing::error!(%error, "cannot read the terminal");
             return false;
         }
-        None => return false,
     }
     true
 }

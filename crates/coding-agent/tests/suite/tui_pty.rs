@@ -346,6 +346,30 @@ fn resizing_and_a_60x20_terminal_keep_the_layout() {
     assert_eq!(tui.exit_code(), 0);
 }
 
+/// Keys typed while the terminal is resized arrive at once. crossterm's default reader waits on an
+/// edge-triggered epoll and took one ready source per wake-up: when the resize's signal and a key
+/// were ready together, the key stayed unread until another key came (a Ctrl+C Ctrl+C then did
+/// nothing). Each round resizes and types one letter at the same moment, and waits for it.
+#[test]
+fn keys_typed_as_the_terminal_resizes_arrive_at_once() {
+    let env = TestEnv::new();
+    env.trust_project();
+    let model = Model::start();
+    let mut tui = Tui::start(&env, &model, 24, 100);
+    tui.wait_idle();
+    let mut typed = String::new();
+    for round in 0..40u8 {
+        let cols = if round % 2 == 0 { 90 } else { 100 };
+        let letter = (b'a' + round % 26) as char;
+        tui.resize(24, cols);
+        tui.press(letter.to_string().as_bytes());
+        typed.push(letter);
+        tui.wait_for(&format!("› {typed}"));
+    }
+    tui.press(b"\x03\x03");
+    assert_eq!(tui.exit_code(), 0, "screen:\n{}", tui.contents());
+}
+
 #[test]
 fn sigterm_ends_the_session_and_restores_the_terminal() {
     let env = TestEnv::new();
