@@ -290,12 +290,13 @@ fn warn_hooks_off(paths: &Paths, trust: &crate::trust::TrustDecision) -> bool {
     if trust.trusted {
         return false;
     }
-    let contents = crate::trust::contents::ProjectContents::survey(paths);
-    let off = contents.enabled_hooks();
+    // Only what the warning names is read: it is said while the first request waits.
+    let off = crate::trust::contents::project_hooks(paths).enabled();
     if off.is_empty() {
         return false;
     }
-    let servers_too = match &contents.mcp_servers {
+    let [elph_mcp_file, _] = crate::mcp::config::project_files(paths);
+    let servers_too = match &crate::trust::contents::mcp_servers(paths, &elph_mcp_file) {
         crate::trust::contents::Listing::Items(servers) if !servers.is_empty() => {
             " (its MCP servers are off too)"
         }

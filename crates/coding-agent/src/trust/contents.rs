@@ -56,47 +56,12 @@ impl ProjectContents {
     /// Reads the project's `.elph/hooks.json` and `.elph/mcp.json` (bounded, non-blocking reads, as
     /// every config read) and counts its skills and templates.
     pub fn survey(paths: &Paths) -> ProjectContents {
-        let hooks = match FileLoad::read(paths.project_hooks_file(), HookScope::Project).result {
-            Ok(None) => Listing::Absent,
-            Ok(Some(file)) => Listing::Items(
-                file.hooks
-                    .into_iter()
-                    .map(|hook| ProjectHook {
-                        id: hook.id,
-                        event: hook.event,
-                        enabled: hook.enabled,
-                    })
-                    .collect(),
-            ),
-            Err(error) => Listing::Unreadable(error.message),
-        };
-        let path_var = std::env::var("PATH").unwrap_or_default();
-        // Variables stand for empty texts: a server is counted whatever its environment holds,
-        // and nothing is asked.
-        let inputs = crate::mcp::inputs::McpInputs::placeholders();
-        let context = crate::mcp::config::Context {
-            env: &|_| Some(String::new()),
-            project_dir: &paths.project_dir,
-            home: None,
-            inputs: &inputs,
-            path_var: &path_var,
-        };
-        let servers_of = |file: &Path| match crate::mcp::config::read_file(file, McpScope::Project, &context)
-        {
-            Ok(None) => Listing::Absent,
-            Ok(Some(parsed)) => {
-                Listing::Items(parsed.servers.into_iter().map(|server| server.name).collect())
-            }
-            Err(error) => Listing::Unreadable(error.message),
-        };
         let [elph_file, root_file] = crate::mcp::config::project_files(paths);
-        let mcp_servers = servers_of(&elph_file);
-        let root_mcp_servers = servers_of(&root_file);
         let elph = paths.project_dir.join(".elph");
         ProjectContents {
-            hooks,
-            mcp_servers,
-            root_mcp_servers,
+            hooks: project_hooks(paths),
+            mcp_servers: mcp_servers(paths, &elph_file),
+            root_mcp_servers: mcp_servers(paths, &root_file),
             skills: count_entries(&elph.join("skills"), |entry| {
                 entry.is_dir() && entry.join("SKILL.md").exists()
             }),
@@ -165,7 +130,14 @@ impl ProjectContents {
 
     /// The project's enabled hooks, as `id (event)`: what is off while it is not trusted.
     pub fn enabled_hooks(&self) -> Vec<String> {
-        match &self.hooks {
+        self.hooks.enabled()
+    }
+}
+
+impl Listing<ProjectHook> {
+    /// The enabled hooks, as `id (event)`.
+    pub(crate) fn enabled(&self) -> Vec<String> {
+        match self {
             Listing::Items(hooks) => hooks
                 .iter()
                 .filter(|hook| hook.enabled)
@@ -173,6 +145,44 @@ impl ProjectContents {
                 .collect(),
             _ => Vec::new(),
         }
+    }
+}
+
+/// The hooks of the project's `.elph/hooks.json`, read without trusting it.
+pub(crate) fn project_hooks(paths: &Paths) -> Listing<ProjectHook> {
+    match FileLoad::read(paths.project_hooks_file(), HookScope::Project).result {
+        Ok(None) => Listing::Absent,
+        Ok(Some(file)) => Listing::Items(
+            file.hooks
+                .into_iter()
+                .map(|hook| ProjectHook {
+                    id: hook.id,
+                    event: hook.event,
+                    enabled: hook.enabled,
+                })
+                .collect(),
+        ),
+        Err(error) => Listing::Unreadable(error.message),
+    }
+}
+
+/// The server names of the project's MCP `file`, read without trusting it.
+pub(crate) fn mcp_servers(paths: &Paths, file: &Path) -> Listing<String> {
+    let path_var = std::env::var("PATH").unwrap_or_default();
+    // Variables stand for empty texts: a server is counted whatever its environment holds, and
+    // nothing is asked.
+    let inputs = crate::mcp::inputs::McpInputs::placeholders();
+    let context = crate::mcp::config::Context {
+        env: &|_| Some(String::new()),
+        project_dir: &paths.project_dir,
+        home: None,
+        inputs: &inputs,
+        path_var: &path_var,
+    };
+    match crate::mcp::config::read_file(file, McpScope::Project, &context) {
+        Ok(None) => Listing::Absent,
+        Ok(Some(parsed)) => Listing::Items(parsed.servers.into_iter().map(|server| server.name).collect()),
+        Err(error) => Listing::Unreadable(error.message),
     }
 }
 
