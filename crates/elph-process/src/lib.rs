@@ -9,7 +9,8 @@
 //! - [`orphans`]: the watcher process that kills every registered group when Elph dies, even by
 //!   `kill -9`;
 //! - [`sandbox`]: the sandbox policy and its enforcement (Landlock, seccomp, a mount namespace);
-//! - [`shell_env`]: which of Elph's variables a shell command inherits.
+//! - [`shell_env`]: which of Elph's variables a shell command inherits;
+//! - [`memory`]: how Elph's own allocator is set up.
 //!
 //! What does not live here: what a hook event means, which hook runs, how a hook's output is read
 //! (`elph-agent` and `coding-agent`). This crate knows programs, arguments, environments, pipes
@@ -26,6 +27,7 @@
     reason = "the OS layer: the one crate allowed to make raw system calls, each block with a SAFETY comment"
 )]
 
+pub mod memory;
 pub mod orphans;
 pub mod process;
 pub mod sandbox;

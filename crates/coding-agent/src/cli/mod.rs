@@ -139,6 +139,8 @@ impl From<ApprovalArg> for elph_agent::harness::ApprovalPolicy {
 
 /// Parses the arguments, runs the command, and maps the result to an exit code.
 pub fn main() -> ExitCode {
+    // Before any thread starts (see elph_process::memory).
+    elph_process::memory::use_one_malloc_arena();
     // Every way out of `main`, an unwinding panic too, writes the hook run log's last lines.
     let _run_log = FlushRunLog;
     // Before anything holds a secret worth reading: Elph's memory and /proc/ELPH/environ (the
