@@ -196,6 +196,8 @@ fn help_shows_the_trust_command_that_applies_and_the_templates() {
     tui.wait_idle();
     tui.send("/help");
     tui.wait_for("Prompt templates and skills");
+    // The panel's last line: the screen is read once all of the panel has arrived.
+    tui.wait_for("//word …  ");
     let screen = tui.contents();
     assert!(screen.contains("/untrust"), "{screen}");
     assert!(!screen.contains("/trust "), "{screen}");

@@ -125,6 +125,8 @@ fn untrust_then_the_palette_offers_trust() {
     tui.press(b"\x15"); // Ctrl+U clears the input
     tui.send("hi");
     tui.wait_for("● done");
+    // The answer shows before the turn ends; /trust waits for an idle session.
+    tui.wait_idle();
     assert!(
         json_lines(&log).is_empty(),
         "the untrusted project's hook did not run"
@@ -178,6 +180,7 @@ fn edit_hooks_json_reload_and_the_new_hook_fires() {
     let request = model.server.requests().last().unwrap().to_string();
     assert!(request.contains("RELOADED-CONTEXT-42"), "{request}");
 
+    tui.wait_idle();
     tui.send("/hooks");
     tui.wait_for("Active hooks (1)");
     tui.wait_for("✓ add-context · beforeAgent");
