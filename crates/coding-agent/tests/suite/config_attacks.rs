@@ -436,3 +436,75 @@ fn elph_trust_says_it_is_waiting_for_a_held_lock_and_gives_up() {
     let output = elph(&env, &["trust"]);
     assert_eq!(output.status.code(), Some(0), "{output:?}");
 }
+
+/// `elph run` in a project that is not trusted names the hooks it leaves off, reading the project's
+/// files as an attacker may have planted them: `.elph/mcp.json` or `.elph/hooks.json` a FIFO that
+/// no writer ever opens, or `.elph` itself a link to a folder elsewhere. Nothing hangs, the turn
+/// is answered, and no project hook runs.
+#[tokio::test]
+async fn an_untrusted_projects_planted_files_neither_hang_elph_run_nor_run_its_hooks() {
+    use test_support::fake_model::{FakeModelServer, FakeReply, Wire};
+    let canary_hook = |env: &TestEnv, dir: &Path| {
+        let canary = env.evidence("canary");
+        let script = dir.join("canary.sh");
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::write(
+            &script,
+            format!("#!/bin/sh\ncat > /dev/null\ntouch '{}'\n", canary.display()),
+        )
+        .unwrap();
+        std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        let hooks = json!({"hooks": [{"id": "canary", "event": "sessionStart", "command": script}]});
+        std::fs::write(dir.join("hooks.json"), hooks.to_string()).unwrap();
+        canary
+    };
+    let warning = "WARNING: 1 project hook(s) are OFF in this run: it is not trusted.";
+
+    // The hooks file is readable; the MCP file beside it is a FIFO.
+    let env = TestEnv::new();
+    let canary = canary_hook(&env, &env.project.join(".elph"));
+    mkfifo(&env.project.join(".elph").join("mcp.json"));
+    let server = FakeModelServer::start(Wire::OpenAi).await;
+    server.enqueue(FakeReply::text("answered"));
+    let output = run_turn(&env, &server).await;
+    let stderr = text(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(text(&output.stdout).contains("answered"), "{output:?}");
+    assert!(stderr.contains(warning), "{stderr}");
+    assert!(stderr.contains("canary (sessionStart)"), "{stderr}");
+    assert!(!canary.exists(), "the untrusted project's hook never ran");
+
+    // The hooks file itself is a FIFO: there is nothing to name, and nothing waits for a writer.
+    let env = TestEnv::new();
+    mkfifo(&project_hooks_file(&env));
+    let server = FakeModelServer::start(Wire::OpenAi).await;
+    server.enqueue(FakeReply::text("answered"));
+    let output = run_turn(&env, &server).await;
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(text(&output.stdout).contains("answered"), "{output:?}");
+
+    // `.elph` is a link to a folder outside the project: its hooks are the project's, and off.
+    let env = TestEnv::new();
+    let elsewhere = env.evidence("planted-elph");
+    let canary = canary_hook(&env, &elsewhere);
+    std::os::unix::fs::symlink(&elsewhere, env.project.join(".elph")).unwrap();
+    let server = FakeModelServer::start(Wire::OpenAi).await;
+    server.enqueue(FakeReply::text("answered"));
+    let output = run_turn(&env, &server).await;
+    let stderr = text(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stderr.contains(warning), "{stderr}");
+    assert!(!canary.exists(), "the untrusted project's hook never ran");
+}
+
+/// `elph run hello` against `server`, killed (and the test failed) if it outlives [`HANG_GUARD`].
+async fn run_turn(env: &TestEnv, server: &test_support::fake_model::FakeModelServer) -> Output {
+    let mut command = env.command(Path::new(ELPH));
+    command
+        .env("OPENAI_API_KEY", "sk-test-secret-key")
+        .env("OPENAI_BASE_URL", server.base_url())
+        .args(["run", "--model", "openai/gpt-test", "hello"]);
+    tokio::task::spawn_blocking(move || finish(command, HANG_GUARD))
+        .await
+        .unwrap()
+}
