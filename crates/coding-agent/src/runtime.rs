@@ -137,9 +137,12 @@ impl Runtime {
         let loader = HookLoader::new(paths.clone());
         let (trust, set) = loader.load();
 
-        let (store, session_id, transcript, source, repaired) =
-            open_session(&paths, &options.session, &model)?;
-        let mut config = HarnessConfig::new(session_id, paths.project_dir.clone());
+        // The session store opens beside the rest of the start, on a thread of its own: the
+        // file's recovery and the new session's first commit are most of a millisecond that the
+        // sandbox's policy and the hook host need not wait for. Joined before any server starts.
+        let opening = OpeningSession::start(&paths, &options.session, &model)?;
+        // Its id is the store's, set once the store has opened (below).
+        let mut config = HarnessConfig::new(String::new(), paths.project_dir.clone());
         config.approval = options.approval;
         crate::session_temp::remove_left_overs();
         let temp_dir = crate::session_temp::SessionTempDir::create("elph-session-")
@@ -216,6 +219,8 @@ impl Runtime {
             tracing::warn!(%line, "sandbox");
             let _ = events.send(AgentEvent::Notice { message: line });
         }
+        let (store, session_id, transcript, source, repaired) = opening.join()?;
+        config.session_id = session_id;
         // MCP servers start here, in the background: their tools join the catalog as they answer.
         let (mcp, mcp_diagnostics) = McpManager::launch(
             &paths,
@@ -511,6 +516,49 @@ type OpenedSession = (
     SessionSource,
     Vec<String>,
 );
+
+/// [`open_session`] on a thread of its own. Dropped without [`OpeningSession::join`] (the start
+/// failed meanwhile), it still waits for the thread: nothing is left half-written when the process
+/// leaves.
+struct OpeningSession {
+    thread: Option<std::thread::JoinHandle<anyhow::Result<OpenedSession>>>,
+}
+
+impl OpeningSession {
+    fn start(paths: &Paths, choice: &SessionChoice, model: &str) -> anyhow::Result<OpeningSession> {
+        if *choice != SessionChoice::Ephemeral {
+            // DATA_DIR is made here, before the sandbox's policy is worked out: what that policy
+            // finds missing it treats as protected paths that must not appear, and the store
+            // must not be what appears.
+            SessionStore::create_data_dir(&paths.data_dir)?;
+        }
+        let (paths, choice, model) = (paths.clone(), choice.clone(), model.to_string());
+        let thread = std::thread::Builder::new()
+            .name("elph-store".into())
+            .spawn(move || open_session(&paths, &choice, &model))
+            .context("cannot start a thread to open the session store")?;
+        Ok(OpeningSession {
+            thread: Some(thread),
+        })
+    }
+
+    fn join(mut self) -> anyhow::Result<OpenedSession> {
+        match self.thread.take().map(std::thread::JoinHandle::join) {
+            Some(Ok(opened)) => opened,
+            // A panic is a bug wherever it happens: it goes on as it would have on this thread.
+            Some(Err(panic)) => std::panic::resume_unwind(panic),
+            None => anyhow::bail!("the session store was opened once already"),
+        }
+    }
+}
+
+impl Drop for OpeningSession {
+    fn drop(&mut self) {
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
 
 /// Opens the session `choice` names, taken for this process (one writer per session), and
 /// repaired if the process that wrote it last stopped in the middle of a tool call.

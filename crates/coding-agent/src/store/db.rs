@@ -128,6 +128,11 @@ impl SessionStore {
         Ok(store)
     }
 
+    /// Makes `data_dir` (mode 0700) when missing, as [`SessionStore::open`] does first.
+    pub fn create_data_dir(data_dir: &Path) -> Result<(), StoreError> {
+        create_private_dir(data_dir)
+    }
+
     /// The database file.
     pub fn path(&self) -> &Path {
         &self.path

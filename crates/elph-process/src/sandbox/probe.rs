@@ -85,8 +85,10 @@ pub fn pid_namespaces_available() -> bool {
 /// The answers, probed on first use; whoever asks while the probe runs waits for it.
 fn answers() -> &'static Answers {
     static ANSWERS: OnceLock<Answers> = OnceLock::new();
-    ANSWERS.get_or_init(|| {
-        let answers = probe();
+    let mut probing_child = None;
+    let answers = ANSWERS.get_or_init(|| {
+        let (answers, child) = probe();
+        probing_child = child;
         for (errno, missing) in [
             (answers.user, "no user namespace for sandboxed commands"),
             (answers.mount, "no mount namespace for the read-only view"),
@@ -97,10 +99,20 @@ fn answers() -> &'static Answers {
             }
         }
         answers
-    })
+    });
+    // Reaped once the answers are out: the child's exit tears down the namespaces it made (the
+    // mount namespace's mounts, the PID namespace's `/proc`), up to half a millisecond that whoever
+    // waits for the answers (a session's start, before its first model request) need not wait for.
+    if let Some(pid) = probing_child {
+        reap(pid);
+    }
+    answers
 }
 
-fn probe() -> Answers {
+/// The answers, and the probing child still to reap. They are final once the child let go of
+/// Elph's memory, which is when `clone_shared` returns (CLONE_VFORK): the child writes nothing
+/// after, it only exits.
+fn probe() -> (Answers, Option<Pid>) {
     let probe = Probe {
         view: UnsafeCell::new(MountView::probe()),
         user: AtomicI32::new(UNANSWERED),
@@ -108,17 +120,19 @@ fn probe() -> Answers {
         pid: AtomicI32::new(UNANSWERED),
     };
     let mut stack = vec![0u8; STACK_BYTES];
-    match crate::process::clone_shared(probe_main, &mut stack, &probe) {
-        Ok(pid) => {
-            reap(Pid::from_raw(pid));
+    let child = match crate::process::clone_shared(probe_main, &mut stack, &probe) {
+        Ok(pid) => Some(Pid::from_raw(pid)),
+        Err(error) => {
+            tracing::info!(%error, "cannot start the sandbox's probe");
+            None
         }
-        Err(error) => tracing::info!(%error, "cannot start the sandbox's probe"),
-    }
-    Answers {
+    };
+    let answers = Answers {
         user: probe.user.load(Ordering::Acquire),
         mount: probe.mount.load(Ordering::Acquire),
         pid: probe.pid.load(Ordering::Acquire),
-    }
+    };
+    (answers, child)
 }
 
 /// The probing child: tries each namespace in turn and says how each went.
@@ -215,7 +229,10 @@ mod tests {
                 .map(|name| std::fs::read_link(format!("/proc/self/ns/{name}")).unwrap())
         };
         let before = namespaces();
-        let answers = probe();
+        let (answers, child) = probe();
+        if let Some(pid) = child {
+            reap(pid);
+        }
         assert_eq!(namespaces(), before);
         let own_user: &[&'static str] = if nix::unistd::geteuid().is_root() {
             &[]
