@@ -537,9 +537,7 @@ impl OpeningSession {
             .name("elph-store".into())
             .spawn(move || open_session(&paths, &choice, &model))
             .context("cannot start a thread to open the session store")?;
-        Ok(OpeningSession {
-            thread: Some(thread),
-        })
+        Ok(OpeningSession { thread: Some(thread) })
     }
 
     fn join(mut self) -> anyhow::Result<OpenedSession> {
