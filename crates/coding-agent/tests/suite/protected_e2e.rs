@@ -470,6 +470,76 @@ async fn a_project_at_home_cannot_move_config_dir_aside() {
     }
 }
 
+/// A first run, with the project at HOME and no DATA_DIR yet: Elph makes DATA_DIR before it works
+/// out the sandbox, so DATA_DIR is held read-only like any other protected place. (Were it made
+/// after, by the store opening beside the policy, the policy would count it as missing, it would
+/// exist by the first command, and nothing would hold it: the model could rewrite the session
+/// store or move it aside.) As root and as a user that is not.
+#[tokio::test]
+async fn a_first_run_at_home_holds_the_data_dir_it_makes() {
+    if !landlock("a_first_run_at_home_holds_the_data_dir_it_makes") {
+        return;
+    }
+    for user in users() {
+        let env = TestEnv::new();
+        let home = env.project.clone();
+        let config = home.join(".config/elph");
+        let data = home.join(".local/share/elph");
+        std::fs::create_dir_all(&config).unwrap();
+        std::fs::write(config.join("trust.json"), r#"{"directories":{}}"#).unwrap();
+        let world = World::with(env, user);
+        world.hand_over();
+        assert!(!data.exists(), "the test needs a first run");
+        let server = FakeModelServer::start(Wire::OpenAi).await;
+        let d = data.display();
+        server.enqueue(FakeReply::tool_call(
+            "shell_exec",
+            json!({ "command": format!(
+                "echo planted > {d}/planted; echo \"plant=$?\"\n\
+                 echo garbage >> {d}/sessions.db; echo \"db=$?\"\n\
+                 mv {d} {d}-moved; echo \"mvdata=$?\"\n\
+                 mv .local .local-moved; echo \"mvlocal=$?\"\n\
+                 echo ok > notes.txt; echo \"inside=$?\"") }),
+        ));
+        server.enqueue(FakeReply::text("done"));
+        let mut command = world.command(&world.binary);
+        command
+            .env("HOME", &home)
+            .env("ELPH_HOME", &config)
+            .env("ELPH_DATA_DIR", &data)
+            .env("OPENAI_API_KEY", "sk-test-secret-key")
+            .env("OPENAI_BASE_URL", server.base_url())
+            .args(["run", "--model", "openai/gpt-test", "go"]);
+        let output = tokio::task::spawn_blocking(move || output_within(command))
+            .await
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let result = tool_results(&server);
+        let context = format!("{}: {result}", world.who());
+        for step in ["plant", "db", "mvdata", "mvlocal"] {
+            assert!(refused(&result, step), "{step} was not refused, {context}");
+        }
+        assert_eq!(status_of(&result, "inside"), Some(0), "{context}");
+        assert!(result.contains("DATA_DIR"), "{context}");
+        assert!(!data.join("planted").exists(), "{context}");
+        assert!(!home.join(".local/share/elph-moved").exists(), "{context}");
+        // The session was stored where it belongs, in a store nothing else wrote to.
+        let db = rusqlite::Connection::open(data.join("sessions.db")).unwrap();
+        let sessions: i64 = db
+            .query_row("SELECT count(*) FROM sessions", [], |row| row.get(0))
+            .unwrap();
+        assert_eq!(sessions, 1, "{context}");
+        let check: String = db
+            .query_row("PRAGMA integrity_check", [], |row| row.get(0))
+            .unwrap();
+        assert_eq!(check, "ok", "{context}");
+    }
+}
+
 /// The native write tools refuse the same protected paths, by name, whether they exist or not
 /// (a repository made during the session included), and say which protection refused them; as
 /// root and as a user that is not.
