@@ -435,24 +435,7 @@ async fn a_project_at_home_cannot_move_config_dir_aside() {
                                 echo '{\"directories\":{\"/\":true}}' > .config/elph/trust.json; echo \"trust=$?\"\n\
                                 echo ok > notes.txt; echo \"inside=$?\"" }),
         ));
-        server.enqueue(FakeReply::text("done"));
-        let mut command = world.command(&world.binary);
-        command
-            .env("HOME", &home)
-            .env("ELPH_HOME", &config)
-            .env("ELPH_DATA_DIR", &data)
-            .env("OPENAI_API_KEY", "sk-test-secret-key")
-            .env("OPENAI_BASE_URL", server.base_url())
-            .args(["run", "--model", "openai/gpt-test", "go"]);
-        let output = tokio::task::spawn_blocking(move || output_within(command))
-            .await
-            .unwrap();
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        let result = tool_results(&server);
+        let result = run_at_home(&world, &home, &server).await;
         let context = format!("{}: {result}", world.who());
         for step in ["mvconfig", "fresh", "mvdata", "trust"] {
             assert!(refused(&result, step), "{step} was not refused, {context}");
@@ -501,24 +484,7 @@ async fn a_first_run_at_home_holds_the_data_dir_it_makes() {
                  mv .local .local-moved; echo \"mvlocal=$?\"\n\
                  echo ok > notes.txt; echo \"inside=$?\"") }),
         ));
-        server.enqueue(FakeReply::text("done"));
-        let mut command = world.command(&world.binary);
-        command
-            .env("HOME", &home)
-            .env("ELPH_HOME", &config)
-            .env("ELPH_DATA_DIR", &data)
-            .env("OPENAI_API_KEY", "sk-test-secret-key")
-            .env("OPENAI_BASE_URL", server.base_url())
-            .args(["run", "--model", "openai/gpt-test", "go"]);
-        let output = tokio::task::spawn_blocking(move || output_within(command))
-            .await
-            .unwrap();
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        let result = tool_results(&server);
+        let result = run_at_home(&world, &home, &server).await;
         let context = format!("{}: {result}", world.who());
         for step in ["plant", "db", "mvdata", "mvlocal"] {
             assert!(refused(&result, step), "{step} was not refused, {context}");
@@ -538,6 +504,30 @@ async fn a_first_run_at_home_holds_the_data_dir_it_makes() {
             .unwrap();
         assert_eq!(check, "ok", "{context}");
     }
+}
+
+/// Runs `elph run` as `world`'s user with the project as HOME (CONFIG_DIR and DATA_DIR at their
+/// XDG places beneath it), after the model's queued replies and a closing "done"; returns what the
+/// model was handed back.
+async fn run_at_home(world: &World, home: &Path, server: &FakeModelServer) -> String {
+    server.enqueue(FakeReply::text("done"));
+    let mut command = world.command(&world.binary);
+    command
+        .env("HOME", home)
+        .env("ELPH_HOME", home.join(".config/elph"))
+        .env("ELPH_DATA_DIR", home.join(".local/share/elph"))
+        .env("OPENAI_API_KEY", "sk-test-secret-key")
+        .env("OPENAI_BASE_URL", server.base_url())
+        .args(["run", "--model", "openai/gpt-test", "go"]);
+    let output = tokio::task::spawn_blocking(move || output_within(command))
+        .await
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    tool_results(server)
 }
 
 /// The native write tools refuse the same protected paths, by name, whether they exist or not
