@@ -417,15 +417,8 @@ async fn a_project_at_home_cannot_move_config_dir_aside() {
         return;
     }
     for user in users() {
-        let env = TestEnv::new();
-        let home = env.project.clone();
+        let (world, home) = world_at_home(user, true);
         let config = home.join(".config/elph");
-        let data = home.join(".local/share/elph");
-        std::fs::create_dir_all(&config).unwrap();
-        std::fs::create_dir_all(&data).unwrap();
-        std::fs::write(config.join("trust.json"), r#"{"directories":{}}"#).unwrap();
-        let world = World::with(env, user);
-        world.hand_over();
         let server = FakeModelServer::start(Wire::OpenAi).await;
         server.enqueue(FakeReply::tool_call(
             "shell_exec",
@@ -464,14 +457,8 @@ async fn a_first_run_at_home_holds_the_data_dir_it_makes() {
         return;
     }
     for user in users() {
-        let env = TestEnv::new();
-        let home = env.project.clone();
-        let config = home.join(".config/elph");
+        let (world, home) = world_at_home(user, false);
         let data = home.join(".local/share/elph");
-        std::fs::create_dir_all(&config).unwrap();
-        std::fs::write(config.join("trust.json"), r#"{"directories":{}}"#).unwrap();
-        let world = World::with(env, user);
-        world.hand_over();
         assert!(!data.exists(), "the test needs a first run");
         let server = FakeModelServer::start(Wire::OpenAi).await;
         let d = data.display();
@@ -504,6 +491,22 @@ async fn a_first_run_at_home_holds_the_data_dir_it_makes() {
             .unwrap();
         assert_eq!(check, "ok", "{context}");
     }
+}
+
+/// A project that is `user`'s HOME, with CONFIG_DIR at its XDG place beneath it (trusting
+/// nothing) and DATA_DIR there too when `with_data_dir`, handed over to `user`.
+fn world_at_home(user: Option<u32>, with_data_dir: bool) -> (World, PathBuf) {
+    let env = TestEnv::new();
+    let home = env.project.clone();
+    let config = home.join(".config/elph");
+    std::fs::create_dir_all(&config).unwrap();
+    if with_data_dir {
+        std::fs::create_dir_all(home.join(".local/share/elph")).unwrap();
+    }
+    std::fs::write(config.join("trust.json"), r#"{"directories":{}}"#).unwrap();
+    let world = World::with(env, user);
+    world.hand_over();
+    (world, home)
 }
 
 /// Runs `elph run` as `world`'s user with the project as HOME (CONFIG_DIR and DATA_DIR at their
